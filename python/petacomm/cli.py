@@ -1,0 +1,56 @@
+"""The ``petacomm`` command: one entry point, one sub-command per verb.
+
+Each verb lives in its own module exposing ``register(subparsers)``; that function adds
+an ``argparse`` sub-parser and sets ``func`` (called with the parsed namespace, returns
+an exit code). User errors are raised as :class:`PetacommError` and printed as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from petacomm import __version__
+from petacomm.errors import PetacommError
+
+# Modules that contribute sub-commands, in the order `petacomm --help` lists them.
+COMMAND_MODULES = (
+    "petacomm.doctor",
+    "petacomm.model.netbench",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="petacomm",
+        description=(
+            "petacomm makes MPI applications communicate faster at scale: it measures their "
+            "communication, models it, maps it onto the machine and replaces slow patterns."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"petacomm {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except PetacommError as err:
+        print(f"petacomm {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"petacomm {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,9 @@
+"""The error type for user errors: the CLI prints its message on one line, no traceback."""
+
+
+class PetacommError(Exception):
+    """A user-facing error: bad argument, missing tool, unreadable or invalid file.
+
+    The message names the offending argument or file and the value, e.g.
+    ``--ranks: must be a positive integer, got '0'``.
+    """

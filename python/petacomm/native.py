@@ -1,0 +1,73 @@
+"""Where the native part lives: shared libraries, programs and the build record.
+
+Installed wheels carry it in ``petacomm/_native/{lib,bin,share}``. Setting
+``PETACOMM_NATIVE_DIR`` to a CMake build tree (which mirrors that layout) runs the tools
+against a development build instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from functools import cache
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+_ENV = "PETACOMM_NATIVE_DIR"
+
+
+def native_dir() -> Path:
+    override = os.environ.get(_ENV)
+    if override:
+        path = Path(override)
+        if not path.is_dir():
+            raise PetacommError(f"{_ENV}: '{override}' is not a directory")
+        return path
+    return Path(__file__).resolve().parent / "_native"
+
+
+def library_path(name: str = "petacomm") -> Path:
+    """Path of ``lib<name>.so``; raises PetacommError naming what is missing."""
+    path = native_dir() / "lib" / f"lib{name}.so"
+    if not path.exists():
+        raise PetacommError(
+            f"native library lib{name}.so not found in {path.parent} "
+            f"(reinstall petacomm with 'pip install .', or set {_ENV} to a build tree)"
+        )
+    return path
+
+
+def program_path(name: str) -> Path:
+    path = native_dir() / "bin" / name
+    if not path.exists():
+        raise PetacommError(
+            f"native program {name} not found in {path.parent} "
+            f"(reinstall petacomm with 'pip install .', or set {_ENV} to a build tree)"
+        )
+    return path
+
+
+def build_info() -> dict:
+    """The record CMake wrote at build time (MPI compiler, mpiexec, compiler versions)."""
+    path = native_dir() / "share" / "build-info.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError as err:
+        raise PetacommError(f"build record {path} not found: the native part is not built") from err
+
+
+@cache
+def load_library(name: str = "petacomm") -> ctypes.CDLL:
+    """Loads a native library with ctypes. Loading links MPI but does not initialise it."""
+    path = library_path(name)
+    try:
+        return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    except OSError as err:
+        raise PetacommError(f"cannot load {path}: {err}") from err
+
+
+def last_error(library: ctypes.CDLL) -> str:
+    library.petacomm_last_error.restype = ctypes.c_char_p
+    return library.petacomm_last_error().decode(errors="replace")

