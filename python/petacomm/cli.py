@@ -18,6 +18,7 @@ from petacomm.errors import PetacommError
 COMMAND_MODULES = (
     "petacomm.doctor",
     "petacomm.model.netbench",
+    "petacomm.bench.cli",
 )
 
 

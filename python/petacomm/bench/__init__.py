@@ -1,0 +1,1 @@
+"""Benchmarks: commands that print figures with units, comparing strategies side by side."""
