@@ -1,0 +1,188 @@
+"""Measured communication matrices: CSV / NumPy files and profiler logs -> CommPattern.
+
+File forms accepted by :func:`load_matrix_file`:
+
+* ``.npy``: a square array (bytes, row = sender), or an (n, 3) array of
+  ``src, dst, bytes`` triplets when ``triplets=True``.
+* ``.csv``: either a square grid of numbers without a header (dense matrix), or a header row
+  naming the columns ``src,dst,bytes`` (aliases: ``rank``/``sender``, ``peer``/``receiver``,
+  ``nbytes``) followed by one triplet per line. ``#`` starts a comment line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+from petacomm.topology.pattern import CommPattern, Phase, matrix_messages
+
+_SRC_NAMES = ("src", "source", "rank", "sender", "from")
+_DST_NAMES = ("dst", "dest", "destination", "peer", "receiver", "to")
+_BYTES_NAMES = ("bytes", "nbytes", "size", "sent_bytes", "bytes_sent")
+
+
+def _pick(names: list[str], wanted: tuple[str, ...], path, what: str) -> int:
+    for i, n in enumerate(names):
+        if n.strip().lower() in wanted:
+            return i
+    raise ValueError(
+        f"{path}: CSV header {names} has no {what} column (expected one of {', '.join(wanted)})"
+    )
+
+
+def _from_triplets(src, dst, nbytes, nranks, path) -> CommPattern:
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    nbytes = np.asarray(nbytes, dtype=np.float64)
+    if src.size and (src.min() < 0 or dst.min() < 0):
+        raise ValueError(f"{path}: ranks must be >= 0")
+    if np.any(nbytes < 0):
+        raise ValueError(f"{path}: byte counts must be >= 0")
+    inferred = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1)
+    if nranks is None:
+        nranks = inferred
+    elif inferred > nranks:
+        raise ValueError(f"{path}: rank {inferred - 1} out of range for {nranks} ranks")
+    keep = nbytes > 0
+    return CommPattern(
+        max(nranks, 1),
+        [Phase("measured", src[keep], dst[keep], nbytes[keep])],
+        f"measured matrix from {path}",
+    )
+
+
+def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) -> CommPattern:
+    """Read a measured matrix from ``.npy`` or ``.csv`` (see module docstring)."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{path}: no such file")
+    if path.suffix.lower() == ".npy":
+        arr = np.load(path, allow_pickle=False)
+        if triplets:
+            if arr.ndim != 2 or arr.shape[1] != 3:
+                raise ValueError(f"{path}: expected an (n, 3) array of src, dst, bytes")
+            return _from_triplets(arr[:, 0], arr[:, 1], arr[:, 2], nranks, path)
+        src, dst, nb = _checked_dense(arr, path)
+        return CommPattern(
+            nranks or arr.shape[0], [Phase("measured", src, dst, nb)], f"matrix from {path}"
+        )
+    if path.suffix.lower() != ".csv":
+        raise ValueError(f"{path}: unknown matrix file type (expected .csv or .npy)")
+    text = path.read_text()
+    rows = [
+        (lineno, row)
+        for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1)
+        if row and not row[0].lstrip().startswith("#")
+    ]
+    if not rows:
+        raise ValueError(f"{path}: empty file")
+
+    def number(lineno, col, cell):
+        try:
+            return float(cell)
+        except ValueError:
+            raise ValueError(
+                f"{path}: line {lineno}, column {col + 1}: expected a number, got {cell!r}"
+            ) from None
+
+    first_line, first = rows[0]
+    header = any(_is_word(c) for c in first)
+    if header:
+        si = _pick(first, _SRC_NAMES, path, "source")
+        di = _pick(first, _DST_NAMES, path, "destination")
+        bi = _pick(first, _BYTES_NAMES, path, "bytes")
+        data = np.array(
+            [[number(ln, i, row[i]) for i in (si, di, bi)] for ln, row in rows[1:]]
+        ).reshape(-1, 3)
+        if np.any(data[:, :2] != np.round(data[:, :2])):
+            raise ValueError(f"{path}: rank columns must hold integers")
+        return _from_triplets(data[:, 0], data[:, 1], data[:, 2], nranks, path)
+    n = len(first)
+    for lineno, row in rows:
+        if len(row) != n:
+            raise ValueError(
+                f"{path}: line {lineno}: expected {n} values (a square matrix), got {len(row)}"
+            )
+    arr = np.array([[number(ln, c, v) for c, v in enumerate(row)] for ln, row in rows])
+    src, dst, nb = _checked_dense(arr, path)
+    return CommPattern(nranks or n, [Phase("measured", src, dst, nb)], f"matrix from {path}")
+
+
+def _is_word(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return True
+    return False
+
+
+def _checked_dense(arr, path):
+    try:
+        return matrix_messages(arr)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+
+
+def read_profile_log(path, nranks: int | None = None) -> CommPattern:
+    """Communication measured by the profiler, from its JSON log.
+
+    The profiler's log schema is not fixed yet; this reader is the one place that depends on
+    it and assumes only this minimal structure (a JSON object with either key):
+
+    * ``"communication_matrix"``: a dense list of rows (bytes, row = sender), or an object
+      ``{"src": [...], "dst": [...], "bytes": [...]}`` of equal-length lists;
+    * ``"peers"``: a list of per-peer byte records ``{"rank": r, "peer": q, "bytes": b}``
+      (``src``/``dst`` accepted for ``rank``/``peer``); records for the same pair add up.
+
+    An optional ``"nranks"`` gives the communicator size (otherwise the largest rank + 1).
+    """
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"{path}: line {err.lineno}, column {err.colno}: invalid JSON ({err.msg})"
+        ) from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object at the top level")
+    if nranks is None and "nranks" in doc:
+        nranks = int(doc["nranks"])
+    if "communication_matrix" in doc:
+        cm = doc["communication_matrix"]
+        if isinstance(cm, dict):
+            try:
+                return _from_triplets(cm["src"], cm["dst"], cm["bytes"], nranks, path)
+            except KeyError as err:
+                raise ValueError(
+                    f"{path}: communication_matrix object lacks {err.args[0]!r} "
+                    "(expected src, dst, bytes lists)"
+                ) from None
+        src, dst, nb = _checked_dense(cm, path)
+        return CommPattern(nranks or len(cm), [Phase("measured", src, dst, nb)], f"profile {path}")
+    if "peers" in doc:
+        recs = doc["peers"]
+        if not isinstance(recs, list):
+            raise ValueError(f"{path}: 'peers' must be a list of records")
+        src, dst, nb = [], [], []
+        for i, rec in enumerate(recs):
+            try:
+                src.append(int(rec.get("rank", rec.get("src"))))
+                dst.append(int(rec.get("peer", rec.get("dst"))))
+                nb.append(float(rec["bytes"]))
+            except (TypeError, KeyError, AttributeError, ValueError):
+                raise ValueError(
+                    f"{path}: peers[{i}]: expected {{'rank': int, 'peer': int, 'bytes': number}}"
+                    f", got {rec!r}"
+                ) from None
+        pattern = _from_triplets(src, dst, nb, nranks, path)
+        pattern.description = f"profile {path}"
+        return pattern
+    raise ValueError(
+        f"{path}: no 'communication_matrix' or 'peers' in the profile log (keys: {sorted(doc)})"
+    )

@@ -1,0 +1,214 @@
+"""Mapping quality: link loads, contention, hop-bytes, dilation, intra/inter-node bytes and a
+predicted communication time.
+
+Definitions (all over the whole pattern: every phase, times its repeat count):
+
+* link load in bytes / in flows: bytes and number of messages crossing each directed link,
+  fractional when the routing model splits traffic;
+* contention: flows per link; ``avg`` and ``max`` over *used* links (load > 0);
+* hop-bytes: sum over messages of bytes x hops (= sum of link byte loads);
+* dilation: hops of a message (0 inside a node); ``avg`` over messages, ``max`` over messages;
+* intra-/inter-node bytes: bytes of messages whose ends share / do not share a node;
+* predicted time: phases run one after another; a phase costs the busiest sender's
+  alpha-beta time (alpha x messages + beta x bytes it sends, from the machine model's
+  ``pingpong`` parameters) plus the most loaded link's bytes x link beta (seconds per byte
+  of one link; defaults to the model's beta).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from petacomm.topology.mapping import Mapping, check_rank_count
+from petacomm.topology.pattern import CommPattern
+
+# Loads below this fraction of a message are rounding noise from prefix sums / FFTs.
+_USED_LINK_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class CostParameters:
+    """alpha (s per message), beta (s per byte at an endpoint), link_beta (s per byte on a
+    network link)."""
+
+    alpha: float
+    beta: float
+    link_beta: float
+
+    def __post_init__(self):
+        for name in ("alpha", "beta", "link_beta"):
+            if not np.isfinite(getattr(self, name)) or getattr(self, name) < 0:
+                raise ValueError(f"cost {name}: expected a finite value >= 0")
+
+
+def cost_parameters_from_model(model=None, link_beta: float | None = None) -> CostParameters:
+    """alpha/beta from a machine model object (anything with ``alpha_beta(op=...)``); with
+    ``model=None`` petacomm's built-in default model."""
+    if model is None:
+        from petacomm.model import default_model  # lazy: the model package is optional here
+
+        model = default_model()
+    alpha, beta = model.alpha_beta(op="pingpong")
+    return CostParameters(
+        float(alpha), float(beta), float(beta if link_beta is None else link_beta)
+    )
+
+
+@dataclass
+class MappingMetrics:
+    mapping: str
+    routing: str
+    nranks: int
+    messages: int
+    total_bytes: float
+    intra_node_bytes: float
+    inter_node_bytes: float
+    hop_bytes: float
+    avg_dilation_hops: float
+    max_dilation_hops: float
+    used_links: int
+    max_contention_flows: float
+    avg_contention_flows: float
+    max_link_bytes: float
+    avg_link_bytes: float
+    predicted_time_s: float | None = None
+    phase_times_s: list[float] = field(default_factory=list)
+    intra_node_bytes_by_level: dict[str, float] | None = None
+    link_bytes: np.ndarray | None = field(default=None, repr=False)
+    link_flows: np.ndarray | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict:
+        """JSON-ready dict; keys carry their unit."""
+        out = {
+            "mapping": self.mapping,
+            "routing": self.routing,
+            "nranks": self.nranks,
+            "messages": self.messages,
+            "total_bytes": self.total_bytes,
+            "intra_node_bytes": self.intra_node_bytes,
+            "inter_node_bytes": self.inter_node_bytes,
+            "hop_bytes": self.hop_bytes,
+            "avg_dilation_hops": self.avg_dilation_hops,
+            "max_dilation_hops": self.max_dilation_hops,
+            "used_links": self.used_links,
+            "max_contention_flows": self.max_contention_flows,
+            "avg_contention_flows": self.avg_contention_flows,
+            "max_link_bytes": self.max_link_bytes,
+            "avg_link_bytes": self.avg_link_bytes,
+            "predicted_time_s": self.predicted_time_s,
+            "phase_times_s": list(self.phase_times_s),
+        }
+        if self.intra_node_bytes_by_level is not None:
+            out["intra_node_bytes_by_level"] = dict(self.intra_node_bytes_by_level)
+        return out
+
+
+def node_level_flows(network, src_node, dst_node, nbytes):
+    """Aggregate inter-node messages per (src node, dst node): unique pairs, bytes, counts,
+    and the index of each message's pair."""
+    n = network.num_nodes
+    key = src_node * n + dst_node
+    uniq, inverse = np.unique(key, return_inverse=True)
+    agg_bytes = np.bincount(inverse, weights=nbytes, minlength=uniq.size)
+    agg_count = np.bincount(inverse, minlength=uniq.size).astype(np.float64)
+    return uniq // n, uniq % n, agg_bytes, agg_count, inverse
+
+
+def evaluate_mapping(
+    network,
+    routing,
+    pattern: CommPattern,
+    mapping: Mapping,
+    cost: CostParameters | None = None,
+    hierarchy=None,
+    keep_loads: bool = False,
+) -> MappingMetrics:
+    """Route every message of ``pattern`` placed by ``mapping`` and summarise (module doc).
+
+    ``cost`` enables the predicted time; ``hierarchy`` (a NodeHierarchy whose core count
+    matches the network) splits intra-node bytes by the deepest level both ends share.
+    """
+    check_rank_count(pattern.nranks, network)
+    if mapping.nranks != pattern.nranks:
+        raise ValueError(
+            f"mapping {mapping.name} places {mapping.nranks} ranks but the pattern has "
+            f"{pattern.nranks}"
+        )
+    if hierarchy is not None and hierarchy.cores_per_node != network.cores_per_node:
+        raise ValueError(
+            f"node hierarchy {hierarchy.to_text()!r} has {hierarchy.cores_per_node} cores but "
+            f"the network has {network.cores_per_node} per node"
+        )
+    link_bytes = np.zeros(network.num_links)
+    link_flows = np.zeros(network.num_links)
+    totals = dict(messages=0, total=0.0, intra=0.0, hop_bytes=0.0, hop_sum=0.0)
+    max_hops = 0.0
+    phase_times = []
+    by_level = None
+    if hierarchy is not None:
+        labels = hierarchy.level_labels()
+        by_level = dict.fromkeys(labels, 0.0)
+    for ph in pattern.phases:
+        real = ph.src != ph.dst
+        src, dst, nb = ph.src[real], ph.dst[real], ph.nbytes[real]
+        sn, dn = mapping.node[src], mapping.node[dst]
+        intra = sn == dn
+        rep = ph.repeat
+        totals["messages"] += src.size * rep
+        totals["total"] += nb.sum() * rep
+        totals["intra"] += nb[intra].sum() * rep
+        if by_level is not None and intra.any():
+            depth = hierarchy.shared_depth(mapping.core[src[intra]], mapping.core[dst[intra]])
+            per = np.bincount(depth, weights=nb[intra], minlength=len(labels))
+            for i, label in enumerate(labels):
+                by_level[label] += per[i] * rep
+        inter = ~intra
+        phase_max_link = 0.0
+        if inter.any():
+            ps, pd, pbytes, pcount, inverse = node_level_flows(
+                network, sn[inter], dn[inter], nb[inter]
+            )
+            loads = routing.route(network, ps, pd, np.stack([pbytes, pcount]))
+            hops = routing.expected_hops(network, ps, pd)
+            link_bytes += loads[0] * rep
+            link_flows += loads[1] * rep
+            phase_max_link = float(loads[0].max())
+            totals["hop_bytes"] += float((pbytes * hops).sum()) * rep
+            totals["hop_sum"] += float((pcount * hops).sum()) * rep
+            max_hops = max(max_hops, float(hops.max()))
+        if cost is not None:
+            sent_bytes = np.bincount(src, weights=nb, minlength=pattern.nranks)
+            sent_msgs = np.bincount(src, minlength=pattern.nranks)
+            endpoint = float((cost.alpha * sent_msgs + cost.beta * sent_bytes).max(initial=0.0))
+            phase_times.append(endpoint + phase_max_link * cost.link_beta)
+    scale = max(1.0, float(np.abs(link_flows).max(initial=0.0)))
+    used = link_flows > _USED_LINK_TOLERANCE * scale
+    messages = totals["messages"]
+    return MappingMetrics(
+        mapping=mapping.name,
+        routing=routing.describe(network),
+        nranks=pattern.nranks,
+        messages=int(messages),
+        total_bytes=totals["total"],
+        intra_node_bytes=totals["intra"],
+        inter_node_bytes=totals["total"] - totals["intra"],
+        hop_bytes=totals["hop_bytes"],
+        avg_dilation_hops=totals["hop_sum"] / messages if messages else 0.0,
+        max_dilation_hops=max_hops,
+        used_links=int(used.sum()),
+        max_contention_flows=float(link_flows.max(initial=0.0)),
+        avg_contention_flows=float(link_flows[used].mean()) if used.any() else 0.0,
+        max_link_bytes=float(link_bytes.max(initial=0.0)),
+        avg_link_bytes=float(link_bytes[used].mean()) if used.any() else 0.0,
+        predicted_time_s=(
+            float(sum(t * ph.repeat for t, ph in zip(phase_times, pattern.phases, strict=True)))
+            if cost is not None
+            else None
+        ),
+        phase_times_s=phase_times,
+        intra_node_bytes_by_level=by_level,
+        link_bytes=link_bytes if keep_loads else None,
+        link_flows=link_flows if keep_loads else None,
+    )

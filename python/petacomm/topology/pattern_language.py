@@ -1,0 +1,380 @@
+"""The communication description language: a few words that say who talks to whom.
+
+Grammar (statements are separated by newlines or ``;``; ``#`` starts a comment; a statement
+may directly follow another on the same line, so ``grid2d 128x128 box 1MiB`` is one line)::
+
+    program    := statement*
+    statement  := grid | ranks | phase | traffic
+    grid       := ("grid" | "grid1d" | "grid2d" | "grid3d") DIMS grid-option*
+    DIMS       := INT ("x" INT)*                      e.g. 128x128
+    grid-option:= "periodic" | "open" | "periodic=" FLAGS | "row-major" | "column-major"
+    FLAGS      := ("0"|"1") ("," ("0"|"1"))*          one flag per dimension
+    ranks      := "ranks" INT                         rank count when no grid is given
+    phase      := "phase" [NAME] ["x" INT]            start a phase, run INT times
+    traffic    := ("star" | "box") SIZE               halo exchange with 2d / 3^d-1 neighbours
+               | "rows" SIZE | "columns" SIZE         all-to-all along the last / first axis
+               | "line" AXIS SIZE                     all-to-all along one axis
+               | "plane" AXIS "," AXIS SIZE           all-to-all in a plane of two axes
+               | ("diagonals" | "antidiagonals") SIZE all-to-all along diagonal lines
+               | "offsets" OFFSET+ SIZE               to each offset: offsets (2,0) (-2,0) 1KiB
+               | "alltoall" SIZE
+               | "ring" SIZE ["both"]                 rank i -> i+1 (and i-1 with both)
+               | "matrix" PATH                        measured bytes matrix (.csv / .npy)
+               | "profile" PATH                       profiler JSON log
+    OFFSET     := "(" INT ("," INT)* ")"              one component per grid axis, no spaces
+    AXIS       := INT | "x" | "y" | "z"               0-based, x = axis 0
+    SIZE       := NUMBER [UNIT]                        B, KiB, MiB, GiB, kB, MB, GB (default B)
+
+Defaults: a grid is non-periodic and row-major (last coordinate fastest). Traffic before the
+first ``phase`` forms phase "main". Sizes are bytes per message. Errors raise
+:class:`PatternSyntaxError` with the line, column and what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from petacomm.topology import pattern as pat
+from petacomm.topology.measured import load_matrix_file, read_profile_log
+from petacomm.topology.sizes import parse_size
+
+GRID_WORDS = ("grid", "grid1d", "grid2d", "grid3d")
+TRAFFIC_WORDS = (
+    "star",
+    "box",
+    "rows",
+    "columns",
+    "line",
+    "plane",
+    "diagonals",
+    "antidiagonals",
+    "offsets",
+    "alltoall",
+    "ring",
+    "matrix",
+    "profile",
+)
+STATEMENT_WORDS = (*GRID_WORDS, "ranks", "phase", *TRAFFIC_WORDS)
+
+
+class PatternSyntaxError(ValueError):
+    """A description that does not parse: carries line, column and what was expected."""
+
+    def __init__(self, line: int, column: int, expected: str, got: str):
+        self.line, self.column, self.expected, self.got = line, column, expected, got
+        super().__init__(f"pattern line {line}, column {column}: expected {expected}, got {got}")
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    line: int
+    column: int
+    kind: str  # "word" or "sep" (statement separator) or "end"
+
+
+_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[^\s;#]+|;|#[^\n]*|\n')
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens: list[Token] = []
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    for m in _TOKEN_RE.finditer(text):
+        s = m.group(0)
+        if s.startswith("#"):
+            continue
+        line = int(np.searchsorted(line_starts, m.start(), side="right"))
+        col = m.start() - line_starts[line - 1] + 1
+        if s in (";", "\n"):
+            tokens.append(Token(s, line, col, "sep"))
+        else:
+            tokens.append(Token(s[1:-1] if s.startswith('"') else s, line, col, "word"))
+    last_line = len(line_starts)
+    last_col = len(text) - line_starts[-1] + 1
+    tokens.append(Token("", last_line, last_col, "end"))
+    return tokens
+
+
+def _show(tok: Token) -> str:
+    if tok.kind == "end":
+        return "end of input"
+    if tok.kind == "sep":
+        return "end of line" if tok.text == "\n" else "';'"
+    return repr(tok.text)
+
+
+class _Parser:
+    def __init__(self, text: str, base_dir: Path | None, default_ranks: int | None):
+        self.tokens = tokenize(text)
+        self.pos = 0
+        self.base_dir = base_dir or Path.cwd()
+        self.default_ranks = default_ranks
+        self.grid: pat.LogicalGrid | None = None
+        self.nranks: int | None = None
+        self.phases: list[dict] = []
+        self.current: dict | None = None
+
+    # -- token helpers ------------------------------------------------------------------------
+    def peek(self) -> Token:
+        return self.tokens[self.pos]
+
+    def next(self) -> Token:
+        tok = self.tokens[self.pos]
+        if tok.kind != "end":
+            self.pos += 1
+        return tok
+
+    def fail(self, tok: Token, expected: str):
+        raise PatternSyntaxError(tok.line, tok.column, expected, _show(tok))
+
+    def word(self, expected: str) -> Token:
+        tok = self.next()
+        if tok.kind != "word":
+            self.fail(tok, expected)
+        return tok
+
+    def size(self) -> float:
+        tok = self.word("a message size (e.g. 1MiB, 64KiB, 8)")
+        try:
+            return parse_size(tok.text)
+        except ValueError:
+            self.fail(tok, "a message size (e.g. 1MiB, 64KiB, 8)")
+
+    def integer(self, expected: str) -> int:
+        tok = self.word(expected)
+        if not re.fullmatch(r"[0-9]+", tok.text) or int(tok.text) < 1:
+            self.fail(tok, expected)
+        return int(tok.text)
+
+    # -- statements ---------------------------------------------------------------------------
+    def parse(self) -> pat.CommPattern:
+        while True:
+            tok = self.peek()
+            if tok.kind == "end":
+                break
+            if tok.kind == "sep":
+                self.next()
+                continue
+            low = tok.text.lower()
+            if low in GRID_WORDS:
+                self.statement_grid()
+            elif low == "ranks":
+                self.next()
+                count_tok = self.peek()
+                count = self.integer("a positive rank count")
+                if self.grid is not None and count != self.grid.nranks:
+                    self.fail(count_tok, f"{self.grid.nranks} ranks (the grid's size)")
+                self.nranks = count
+            elif low == "phase":
+                self.statement_phase()
+            elif low in TRAFFIC_WORDS:
+                self.statement_traffic()
+            else:
+                self.fail(tok, "a statement (" + ", ".join(STATEMENT_WORDS) + ")")
+        return self.finish()
+
+    def statement_grid(self):
+        kw = self.next()
+        low = kw.text.lower()
+        dims_tok = self.word("grid dimensions like 128x128")
+        if not re.fullmatch(r"[0-9]+(x[0-9]+)*", dims_tok.text) or any(
+            int(d) < 1 for d in dims_tok.text.split("x")
+        ):
+            self.fail(dims_tok, "grid dimensions like 128x128 (positive integers joined by x)")
+        dims = tuple(int(d) for d in dims_tok.text.split("x"))
+        if low != "grid" and len(dims) != int(low[4]):
+            self.fail(dims_tok, f"{low[4]} dimensions for {low}")
+        periodic = (False,) * len(dims)
+        order = "row"
+        while self.peek().kind == "word" and self.peek().text.lower() not in STATEMENT_WORDS:
+            opt = self.next()
+            o = opt.text.lower()
+            if o == "periodic":
+                periodic = (True,) * len(dims)
+            elif o == "open":
+                periodic = (False,) * len(dims)
+            elif o.startswith("periodic="):
+                flags = o.split("=", 1)[1].split(",")
+                if len(flags) != len(dims) or any(f not in ("0", "1") for f in flags):
+                    self.fail(opt, f"periodic= with {len(dims)} comma-separated 0/1 flags")
+                periodic = tuple(f == "1" for f in flags)
+            elif o in ("row-major", "row"):
+                order = "row"
+            elif o in ("column-major", "column", "col-major"):
+                order = "column"
+            else:
+                self.fail(
+                    opt,
+                    "a grid option (periodic, open, periodic=FLAGS, row-major, column-major) "
+                    "or a statement",
+                )
+        self.grid = pat.LogicalGrid(dims, periodic, order)
+        if self.nranks is not None and self.nranks != self.grid.nranks:
+            self.fail(dims_tok, f"a grid of {self.nranks} ranks (set by 'ranks')")
+        self.nranks = self.grid.nranks
+
+    def statement_phase(self):
+        kw = self.next()
+        name = f"phase {len(self.phases) + 1}"
+        repeat = 1
+        tok = self.peek()
+        if tok.kind == "word" and tok.text.lower() not in STATEMENT_WORDS:
+            if not re.fullmatch(r"x[0-9]+", tok.text):
+                name = self.next().text
+                tok = self.peek()
+            if tok.kind == "word" and re.fullmatch(r"x[0-9]+", tok.text):
+                self.next()
+                repeat = int(tok.text[1:])
+                if repeat < 1:
+                    self.fail(tok, "a repeat count x1 or more")
+        self.current = {"name": name, "repeat": repeat, "parts": [], "token": kw}
+        self.phases.append(self.current)
+
+    def need_grid(self, kw: Token, dims: tuple[int, ...] = (1, 2, 3)) -> pat.LogicalGrid:
+        if self.grid is None:
+            self.fail(kw, f"a 'grid' statement before '{kw.text}'")
+        if self.grid.ndim not in dims:
+            self.fail(
+                kw,
+                f"a statement valid on a {self.grid.ndim}-D grid ('{kw.text}' needs "
+                f"{' or '.join(map(str, dims))} dimensions)",
+            )
+        return self.grid
+
+    def need_ranks(self, kw: Token) -> int:
+        if self.nranks is None:
+            if self.default_ranks is None:
+                self.fail(kw, f"a 'grid' or 'ranks' statement before '{kw.text}'")
+            self.nranks = self.default_ranks
+        return self.nranks
+
+    def axis(self, grid: pat.LogicalGrid) -> int:
+        tok = self.word("an axis (0-based number or x, y, z)")
+        return self._axis_value(tok, tok.text, grid)
+
+    def _axis_value(self, tok: Token, text: str, grid: pat.LogicalGrid) -> int:
+        t = text.lower()
+        value = "xyz".index(t) if t in ("x", "y", "z") else (int(t) if t.isdigit() else -1)
+        if not 0 <= value < grid.ndim:
+            self.fail(tok, f"an axis in 0..{grid.ndim - 1} (or x..{'xyz'[grid.ndim - 1]})")
+        return value
+
+    def statement_traffic(self):
+        kw = self.next()
+        low = kw.text.lower()
+        try:
+            messages, nranks = self._traffic(kw, low)
+        except ValueError as err:
+            if isinstance(err, PatternSyntaxError):
+                raise
+            raise PatternSyntaxError(
+                kw.line, kw.column, f"a valid '{low}' statement", str(err)
+            ) from None
+        if self.nranks is None:
+            self.nranks = nranks
+        elif nranks != self.nranks:
+            self.fail(kw, f"traffic over {self.nranks} ranks ('{low}' has {nranks})")
+        if self.current is None:
+            self.current = {"name": "main", "repeat": 1, "parts": [], "token": kw}
+            self.phases.append(self.current)
+        self.current["parts"].append(messages)
+
+    def _traffic(self, kw: Token, low: str):
+        if low in ("star", "box"):
+            grid = self.need_grid(kw)
+            return pat.stencil(grid, low, self.size()), grid.nranks
+        if low in ("rows", "columns"):
+            grid = self.need_grid(kw, (2, 3))
+            axis = grid.ndim - 1 if low == "rows" else 0
+            return pat.dimension_alltoall(grid, (axis,), self.size()), grid.nranks
+        if low == "line":
+            grid = self.need_grid(kw)
+            axis = self.axis(grid)
+            return pat.dimension_alltoall(grid, (axis,), self.size()), grid.nranks
+        if low == "plane":
+            grid = self.need_grid(kw, (2, 3))
+            tok = self.word("two axes like 0,1")
+            parts = tok.text.split(",")
+            if len(parts) != 2:
+                self.fail(tok, "two axes separated by a comma, like 0,1")
+            axes = {self._axis_value(tok, p, grid) for p in parts}
+            if len(axes) != 2:
+                self.fail(tok, "two different axes")
+            return pat.dimension_alltoall(grid, axes, self.size()), grid.nranks
+        if low in ("diagonals", "antidiagonals"):
+            grid = self.need_grid(kw, (2, 3))
+            return pat.diagonal_groups(grid, self.size(), anti=low == "antidiagonals"), (
+                grid.nranks
+            )
+        if low == "offsets":
+            grid = self.need_grid(kw)
+            offsets = []
+            while self.peek().kind == "word" and self.peek().text.startswith("("):
+                tok = self.next()
+                m = re.fullmatch(r"\(([+-]?[0-9]+(?:,[+-]?[0-9]+)*)\)", tok.text)
+                example = "(" + ",".join(["1"] + ["0"] * (grid.ndim - 1)) + ")"
+                if not m or len(m.group(1).split(",")) != grid.ndim:
+                    self.fail(tok, f"an offset with {grid.ndim} component(s) like {example}")
+                offsets.append([int(v) for v in m.group(1).split(",")])
+            if not offsets:
+                self.fail(self.peek(), "at least one offset like (1,0)")
+            return pat.offsets_pattern(grid, offsets, self.size()), grid.nranks
+        if low == "alltoall":
+            nranks = self.need_ranks(kw)
+            return pat.alltoall(nranks, self.size()), nranks
+        if low == "ring":
+            nranks = self.need_ranks(kw)
+            size = self.size()
+            both = False
+            if self.peek().kind == "word" and self.peek().text.lower() == "both":
+                self.next()
+                both = True
+            return pat.ring(nranks, size, both), nranks
+        if low in ("matrix", "profile"):
+            tok = self.word("a file path")
+            path = Path(tok.text)
+            if not path.is_absolute():
+                path = self.base_dir / path
+            try:
+                loaded = (
+                    load_matrix_file(path, self.nranks)
+                    if low == "matrix"
+                    else read_profile_log(path, self.nranks)
+                )
+            except ValueError as err:
+                self.fail(tok, f"a readable {low} file ({err})")
+            ph = loaded.phases[0]
+            return (ph.src, ph.dst, ph.nbytes), loaded.nranks
+        raise AssertionError(low)
+
+    def finish(self) -> pat.CommPattern:
+        if not self.phases:
+            self.fail(
+                self.tokens[-1], "at least one traffic statement (" + ", ".join(TRAFFIC_WORDS) + ")"
+            )
+        phases = []
+        for p in self.phases:
+            if not p["parts"]:
+                self.fail(p["token"], f"traffic statements in phase {p['name']!r}")
+            src = np.concatenate([m[0] for m in p["parts"]])
+            dst = np.concatenate([m[1] for m in p["parts"]])
+            nb = np.concatenate([m[2] for m in p["parts"]])
+            phases.append(pat.Phase(p["name"], src, dst, nb, p["repeat"]))
+        return pat.CommPattern(self.nranks, phases, grid=self.grid)
+
+
+def parse_pattern(
+    text: str, base_dir: Path | None = None, default_ranks: int | None = None
+) -> pat.CommPattern:
+    """Parse a description (module docstring) into a :class:`CommPattern`.
+
+    ``base_dir`` resolves relative paths of ``matrix``/``profile``; ``default_ranks`` is used
+    by ``ring``/``alltoall`` when neither a grid nor ``ranks`` was given.
+    """
+    pattern = _Parser(text, base_dir, default_ranks).parse()
+    pattern.description = " ".join(text.split())
+    return pattern

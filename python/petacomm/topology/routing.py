@@ -1,0 +1,542 @@
+"""Routing models: which links a message between two nodes uses, as (fractional) link loads.
+
+All routers take *node-level* flows: arrays ``src``, ``dst`` (node ids, ``src != dst``) and a
+``weights`` array of shape ``(k, n_flows)`` (typically row 0 = bytes, row 1 = message count) and
+return per-link loads of shape ``(k, network.num_links)``. Loads are fractional where a model
+splits traffic. Every router also gives the expected hop count of each flow, so that
+``loads.sum() == (weights * hops).sum()`` (conservation; tested for every model).
+
+Models and their text names (``parse_routing``):
+
+* ``dor`` / ``dor:ZYX`` - torus/mesh dimension-ordered routing; the letters give the order
+  (default: the dimension letters in order, X then Y then Z). A half-ring displacement
+  (both directions minimal) goes in the + direction.
+* ``adaptive`` - torus/mesh minimal adaptive, the study's first-order model: at every hop the
+  traffic splits evenly over all outgoing links that reduce the distance (both directions of a
+  half-ring dimension count while that dimension has not been entered).
+* ``adaptive:paths`` - torus/mesh minimal adaptive where every minimal path carries an equal
+  share (including both directions of half-ring dimensions).
+* ``dmodk`` / ``ecmp`` - fat tree: D-mod-K deterministic up-port selection from the destination,
+  or an even split over all up-ports and parallel cables (ECMP).
+* ``minimal`` / ``valiant`` - dragonfly: minimal (local, global, local; an even split over the
+  parallel global links between two groups), or Valiant through every other group evenly.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from petacomm.topology.network import DragonflyNetwork, FatTreeNetwork, TorusNetwork
+
+ROUTING_NAMES = {
+    "torus": ("dor", "adaptive"),
+    "mesh": ("dor", "adaptive"),
+    "fattree": ("dmodk", "ecmp"),
+    "dragonfly": ("minimal", "valiant"),
+}
+
+
+def _as_weights(weights, n: int) -> np.ndarray:
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim == 1:
+        w = w[None, :]
+    if w.shape[1] != n:
+        raise ValueError(f"weights: expected shape (k, {n}), got {w.shape}")
+    return w
+
+
+# --------------------------------------------------------------------------------------------
+# Torus / mesh: dimension-ordered routing with difference arrays along each ring
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DimensionOrderRouting:
+    """Static dimension-ordered routing; ``order`` lists dimension indices, first routed first."""
+
+    order: tuple[int, ...] | None = None
+
+    name = "dor"
+
+    def describe(self, network: TorusNetwork) -> str:
+        order = self.order if self.order is not None else tuple(range(network.ndim))
+        return "dor:" + "".join(network.letters[d] for d in order)
+
+    def route(self, network: TorusNetwork, src, dst, weights) -> np.ndarray:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        w = _as_weights(weights, src.size)
+        order = self.order if self.order is not None else tuple(range(network.ndim))
+        if sorted(order) != list(range(network.ndim)):
+            raise ValueError(f"dor order: expected a permutation of 0..{network.ndim - 1}")
+        offsets, _ = network.dimension_offsets(src, dst)
+        cur = network.coordinates(src)
+        k, nn = w.shape[0], network.num_nodes
+        loads = np.zeros((k, network.ndim, 2, nn))
+        dims = network.dims
+        for d in order:
+            moving = offsets[:, d] != 0
+            if not moving.any():
+                continue
+            loads[:, d] += _ring_segments(
+                dims, d, cur[moving], offsets[moving, d], w[:, moving]
+            ).reshape(k, 2, nn)
+            cur[moving, d] = np.mod(cur[moving, d] + offsets[moving, d], dims[d])
+        return loads.reshape(k, -1)
+
+    def expected_hops(self, network: TorusNetwork, src, dst) -> np.ndarray:
+        return network.hop_distance(src, dst).astype(float)
+
+
+def _ring_segments(dims, d, coords, offset, w) -> np.ndarray:
+    """Loads (k, 2, num_nodes) of straight segments along dimension d.
+
+    A segment starting at ``coords`` moving ``offset`` steps uses the ``+`` links at ring
+    positions s..s+h-1, or the ``-`` links at positions s-h+1..s. Each segment adds +w at its
+    first position and -w after its last in a difference array (one extra slot per ring), split
+    in two where it wraps; a cumulative sum along the ring then gives every link's load, so the
+    cost is independent of the segment length.
+    """
+    n = dims[d]
+    k = w.shape[0]
+    h = np.abs(offset)
+    neg = offset < 0
+    s = coords[:, d]
+    start = np.mod(np.where(neg, s - h + 1, s), n)
+    end = start + h  # exclusive; > n means the segment wraps to the ring's start
+    ext = list(dims)
+    ext[d] = n + 1
+    ext_size = math.prod(ext)
+    direction = neg.astype(np.int64)
+
+    def cell(position):
+        c = coords.copy()
+        c[:, d] = position
+        return direction * ext_size + np.ravel_multi_index(tuple(c.T), ext, order="F")
+
+    wraps = end > n
+    cells = [cell(start), cell(np.minimum(end, n))]
+    signed = [w, -w]
+    if wraps.any():
+        zero = np.zeros(len(s), dtype=np.int64)
+        cells += [cell(zero)[wraps], cell(np.clip(end - n, 0, n))[wraps]]
+        signed += [w[:, wraps], -w[:, wraps]]
+    all_idx = np.concatenate(cells)
+    all_w = np.concatenate(signed, axis=1)
+    out = np.empty((k, 2, math.prod(dims)))
+    for row in range(k):
+        diff = np.bincount(all_idx, weights=all_w[row], minlength=2 * ext_size)
+        diff = diff.reshape([2, *ext[::-1]])  # F-order cells == C-order reversed axes
+        axis = 1 + (len(dims) - 1 - d)
+        acc = np.cumsum(diff, axis=axis)
+        acc = np.take(acc, np.arange(n), axis=axis)
+        out[row] = acc.reshape(2, -1)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Torus / mesh: minimal adaptive routing via per-displacement templates
+# --------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _adaptive_template(offset: tuple[int, ...], tie: tuple[bool, ...], split: str):
+    """Fractional use of every link by one unit flow with this displacement, as arrays
+    (disp (E, ndim) of the link's tail relative to the source, dim (E,), sign (E,), frac (E,)).
+
+    States are progress vectors p (p_d in 0..|o_d|, or -a..a for a half-ring dimension whose
+    direction is still open). Mass flows from the source state layer by layer (layer = hops
+    taken); ``split='hop'`` divides a state's mass evenly over its productive moves,
+    ``split='path'`` in proportion to the number of minimal paths behind each move, so every
+    minimal path carries the same share.
+    """
+    ndim = len(offset)
+    mag = np.abs(np.asarray(offset, dtype=np.int64))
+    sgn = np.where(np.asarray(offset) < 0, -1, 1)
+    lo = np.where(tie, -mag, 0)
+    shape = tuple(int(v) for v in mag - lo + 1)
+    grid = np.indices(shape).reshape(ndim, -1).T + lo  # progress vectors
+    nstate = grid.shape[0]
+    layer = np.abs(grid).sum(axis=1)
+    tie_arr = np.asarray(tie, dtype=bool)
+    remaining = mag - np.abs(grid)
+    # Candidate moves: (dim, step in progress space, link sign index)
+    moves = []
+    for d in range(ndim):
+        if mag[d] == 0:
+            continue
+        if tie_arr[d]:
+            moves.append((d, +1, 0, (grid[:, d] >= 0) & (grid[:, d] < mag[d])))
+            moves.append((d, -1, 1, (grid[:, d] <= 0) & (grid[:, d] > -mag[d])))
+        else:
+            link_sign = 0 if sgn[d] > 0 else 1
+            moves.append((d, +1, link_sign, grid[:, d] < mag[d]))
+    strides = np.cumprod((1,) + shape[::-1])[:-1][::-1]  # C-order strides of the state grid
+    state_index = ((grid - lo) * strides).sum(axis=1)
+    assert np.array_equal(state_index, np.arange(nstate))
+    if split == "hop":
+        nmoves = sum(valid.astype(np.int64) for *_, valid in moves)
+        probs = [np.where(valid, 1.0 / np.maximum(nmoves, 1), 0.0) for *_, valid in moves]
+    elif split == "path":
+        uncommitted = (tie_arr & (mag > 0))[None, :] & (grid == 0)
+        log_paths = (
+            np.array([math.lgamma(r + 1) for r in remaining.sum(axis=1)])
+            - np.vectorize(lambda r: math.lgamma(r + 1), otypes=[float])(remaining).sum(axis=1)
+            + uncommitted.sum(axis=1) * math.log(2.0)
+        )
+        probs = []
+        for d, step, _, valid in moves:
+            target = np.where(valid, state_index + step * strides[d], 0)
+            probs.append(np.where(valid, np.exp(log_paths[target] - log_paths), 0.0))
+    else:
+        raise ValueError(f"adaptive split: expected 'hop' or 'path', got {split!r}")
+    mass = np.zeros(nstate)
+    mass[state_index[layer == 0]] = 1.0
+    order = np.argsort(layer, kind="stable")
+    bounds = np.searchsorted(layer[order], np.arange(int(layer.max()) + 2))
+    disp_parts, dim_parts, sign_parts, frac_parts = [], [], [], []
+    for lay in range(int(layer.max())):
+        states = order[bounds[lay] : bounds[lay + 1]]
+        for (d, step, link_sign, valid), prob in zip(moves, probs, strict=True):
+            sel = states[valid[states]]
+            if sel.size == 0:
+                continue
+            flow = mass[sel] * prob[sel]
+            np.add.at(mass, sel + step * strides[d], flow)
+            disp = grid[sel] * np.where(tie_arr, 1, sgn)  # physical displacement of the tail
+            disp_parts.append(disp)
+            dim_parts.append(np.full(sel.size, d))
+            sign_parts.append(np.full(sel.size, link_sign))
+            frac_parts.append(flow)
+    if not frac_parts:
+        empty = np.zeros((0, ndim), dtype=np.int64)
+        return empty, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    return (
+        np.concatenate(disp_parts),
+        np.concatenate(dim_parts),
+        np.concatenate(sign_parts),
+        np.concatenate(frac_parts),
+    )
+
+
+@dataclass(frozen=True)
+class MinimalAdaptiveRouting:
+    """Minimal adaptive routing with exact fractional splitting (see module docstring).
+
+    Flows with the same displacement share one template (the translation symmetry of a torus);
+    the template is applied to all their sources either by direct scatter or, when that would
+    be larger, as a circular convolution by FFT. ``method`` forces one ('direct' or 'fft');
+    tests check both against per-flow routing.
+    """
+
+    split: str = "hop"
+    method: str = "auto"
+
+    name = "adaptive"
+
+    def describe(self, network: TorusNetwork) -> str:
+        return "adaptive" if self.split == "hop" else "adaptive:paths"
+
+    def route(self, network: TorusNetwork, src, dst, weights) -> np.ndarray:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        w = _as_weights(weights, src.size)
+        k, nn, ndim = w.shape[0], network.num_nodes, network.ndim
+        dims = np.asarray(network.dims, dtype=np.int64)
+        loads = np.zeros((k, ndim, 2, nn))
+        if src.size == 0:
+            return loads.reshape(k, -1)
+        offsets, tie = network.dimension_offsets(src, dst)
+        radix = 2 * (2 * dims - 1)
+        key = np.zeros(src.size, dtype=np.int64)
+        for d in range(ndim):
+            key = key * radix[d] + (offsets[:, d] + dims[d] - 1) * 2 + tie[:, d]
+        groups, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(groups.size + 1))
+        src_coords = network.coordinates(src)
+        fft_cost = 4 * nn * max(1.0, math.log2(nn)) * (2 * ndim + 1)
+        for g in range(groups.size):
+            members = order[bounds[g] : bounds[g + 1]]
+            f0 = first[g]
+            disp, dim, sign, frac = _adaptive_template(
+                tuple(int(v) for v in offsets[f0]), tuple(bool(v) for v in tie[f0]), self.split
+            )
+            use_fft = self.method == "fft" or (
+                self.method == "auto" and members.size * frac.size > fft_cost
+            )
+            if use_fft:
+                _apply_template_fft(
+                    loads, dims, src_coords[members], w[:, members], disp, dim, sign, frac
+                )
+            else:
+                _apply_template_direct(
+                    loads, dims, src_coords[members], w[:, members], disp, dim, sign, frac
+                )
+        return loads.reshape(k, -1)
+
+    def expected_hops(self, network: TorusNetwork, src, dst) -> np.ndarray:
+        return network.hop_distance(src, dst).astype(float)
+
+
+def _apply_template_direct(loads, dims, coords, w, disp, dim, sign, frac):
+    k, nn = loads.shape[0], loads.shape[-1]
+    flat = loads.reshape(k, -1)
+    # Chunk the (sources x template links) outer product to bound memory.
+    chunk = max(1, 2_000_000 // max(1, frac.size))
+    for start in range(0, coords.shape[0], chunk):
+        c = coords[start : start + chunk]
+        nodes_coords = np.mod(c[:, None, :] + disp[None, :, :], dims)
+        node = np.zeros(nodes_coords.shape[:2], dtype=np.int64)
+        for d in range(len(dims) - 1, -1, -1):
+            node = node * dims[d] + nodes_coords[:, :, d]
+        link = (2 * dim + sign)[None, :] * nn + node
+        for row in range(k):
+            vals = w[row, start : start + chunk, None] * frac[None, :]
+            flat[row] += np.bincount(link.ravel(), weights=vals.ravel(), minlength=flat.shape[1])
+
+
+def _apply_template_fft(loads, dims, coords, w, disp, dim, sign, frac):
+    shape = tuple(int(v) for v in dims)
+    k = loads.shape[0]
+    axes = tuple(range(len(shape)))
+    src_spec = []
+    for row in range(k):
+        field = np.zeros(shape)
+        np.add.at(field, tuple(coords.T), w[row])
+        src_spec.append(np.fft.rfftn(field, axes=axes))
+    for link_kind in np.unique(2 * dim + sign):
+        d, s = divmod(int(link_kind), 2)
+        sel = (2 * dim + sign) == link_kind
+        template = np.zeros(shape)
+        np.add.at(template, tuple(np.mod(disp[sel], dims).T), frac[sel])
+        tspec = np.fft.rfftn(template, axes=axes)
+        for row in range(k):
+            conv = np.fft.irfftn(src_spec[row] * tspec, s=shape, axes=axes)
+            loads[row, d, s] += conv.ravel(order="F")
+
+
+# --------------------------------------------------------------------------------------------
+# Fat tree
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FatTreeRouting:
+    """Up to the nearest common ancestor, then down. ``mode='dmodk'``: the up-port at level l
+    is ``(dst // (w_1...w_{l-1})) mod w_l`` and the cable ``(dst // (w_1...w_l)) mod p_l``;
+    ``mode='ecmp'``: an even split over all up-ports and cables."""
+
+    mode: str = "dmodk"
+
+    @property
+    def name(self) -> str:
+        return self.mode
+
+    def describe(self, network: FatTreeNetwork) -> str:
+        return self.mode
+
+    def route(self, network: FatTreeNetwork, src, dst, weights) -> np.ndarray:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        w = _as_weights(weights, src.size)
+        k = w.shape[0]
+        loads = np.zeros((k, network.num_links))
+        top = network.common_level(src, dst)
+        m, up, par = network.down, network.up, network.parallel
+        if self.mode == "dmodk":
+            # Element index at level l-1 along the path: subtree digits, then port choices.
+            b_index_src = np.zeros_like(src)
+            wprod = 1
+            for lv in range(1, network.levels + 1):
+                active = top >= lv
+                span = math.prod(m[: lv - 1])
+                port = (dst // wprod) % up[lv - 1]
+                cable = (dst // (wprod * up[lv - 1])) % par[lv - 1]
+                for direction, node in (("up", src), ("down", dst)):
+                    elem = (node // span) * wprod + b_index_src
+                    link = (
+                        network.link_offset(direction, lv)
+                        + (elem * up[lv - 1] + port) * par[lv - 1]
+                        + cable
+                    )
+                    for row in range(k):
+                        loads[row] += np.bincount(
+                            link[active], weights=w[row, active], minlength=network.num_links
+                        )
+                b_index_src = b_index_src + port * wprod
+                wprod *= up[lv - 1]
+        elif self.mode == "ecmp":
+            # All links of a level below one subtree get equal shares: the port choices below
+            # are uniform, so it suffices to total the traffic per subtree and spread it.
+            wprod = 1
+            for lv in range(1, network.levels + 1):
+                active = top >= lv
+                span = math.prod(m[: lv - 1])
+                groups = network.num_nodes // span
+                block = wprod * up[lv - 1] * par[lv - 1]
+                for direction, node in (("up", src), ("down", dst)):
+                    start = network.link_offset(direction, lv)
+                    for row in range(k):
+                        totals = np.bincount(
+                            node[active] // span, weights=w[row, active], minlength=groups
+                        )
+                        loads[row, start : start + groups * block] += np.repeat(
+                            totals / block, block
+                        )
+                wprod *= up[lv - 1]
+        else:
+            raise ValueError(f"fat tree routing: expected 'dmodk' or 'ecmp', got {self.mode!r}")
+        return loads
+
+    def expected_hops(self, network: FatTreeNetwork, src, dst) -> np.ndarray:
+        return network.hop_distance(src, dst).astype(float)
+
+
+# --------------------------------------------------------------------------------------------
+# Dragonfly
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DragonflyRouting:
+    """Minimal (local-global-local) routing, or Valiant through every other group evenly.
+    Parallel global links between two groups share the traffic evenly."""
+
+    valiant: bool = False
+
+    @property
+    def name(self) -> str:
+        return "valiant" if self.valiant else "minimal"
+
+    def describe(self, network: DragonflyNetwork) -> str:
+        return self.name
+
+    def _minimal(self, network, src_router, dst_router, w, loads):
+        """Add minimal-route loads for router pairs; returns expected hops per pair."""
+        a = network.routers
+        src_router = np.asarray(src_router, dtype=np.int64)
+        dst_router = np.asarray(dst_router, dtype=np.int64)
+        hops = np.zeros(src_router.size)
+        k = w.shape[0]
+        nl = network.num_links
+
+        def add(link, weight_rows, mask):
+            for row in range(k):
+                loads[row] += np.bincount(link[mask], weights=weight_rows[row][mask], minlength=nl)
+
+        gs, gd = src_router // a, dst_router // a
+        same_router = src_router == dst_router
+        local = (gs == gd) & ~same_router
+        if local.any():
+            add(network.local_link(src_router, dst_router), w, local)
+            hops[local] = 1.0
+        far = gs != gd
+        if far.any() and network.groups > 1:
+            gw, glink, land = network.global_ports(gs[far], gd[far])
+            npar = gw.shape[1]
+            share = w[:, far][:, :, None] / npar
+            rs = np.broadcast_to(src_router[far][:, None], gw.shape)
+            rd = np.broadcast_to(dst_router[far][:, None], gw.shape)
+            sh = share.reshape(k, -1)
+            first = (gw != rs).ravel()
+            add(network.local_link(rs, gw).ravel(), sh, first)
+            add(glink.ravel(), sh, np.ones(glink.size, dtype=bool))
+            last = (land != rd).ravel()
+            add(network.local_link(land, rd).ravel(), sh, last)
+            hops[far] = 1.0 + ((gw != rs).astype(float) + (land != rd)).mean(axis=1)
+        return hops
+
+    def route(self, network: DragonflyNetwork, src, dst, weights) -> np.ndarray:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        w = _as_weights(weights, src.size)
+        loads = np.zeros((w.shape[0], network.num_links))
+        self._route(network, src, dst, w, loads)
+        return loads
+
+    def _route(self, network, src, dst, w, loads):
+        rs, rd = network.router_of(src), network.router_of(dst)
+        if not self.valiant or network.groups < 3:
+            return self._minimal(network, rs, rd, w, loads)
+        a, g = network.routers, network.groups
+        gs, gd = rs // a, rd // a
+        far = gs != gd
+        hops = np.zeros(rs.size)
+        if (~far).any():
+            hops[~far] = self._minimal(network, rs[~far], rd[~far], w[:, ~far], loads)
+        if far.any():
+            # Every intermediate group other than source and destination, equally likely; the
+            # first leg ends at each landing router of the parallel global links, equally.
+            rsf, rdf, gsf, gdf, wf = rs[far], rd[far], gs[far], gd[far], w[:, far]
+            inter = np.arange(g)[None, :]
+            inter = inter[(inter != gsf[:, None]) & (inter != gdf[:, None])].reshape(
+                rsf.size, g - 2
+            )
+            n_int = g - 2
+            _, _, land = network.global_ports(
+                np.repeat(gsf, n_int), inter.ravel()
+            )  # (n*(g-2), par)
+            npar = land.shape[1]
+            reps = n_int * npar
+            leg_src = np.repeat(rsf, reps)
+            leg_mid = land.ravel()
+            leg_dst = np.repeat(rdf, reps)
+            leg_w = np.repeat(wf, reps, axis=1) / reps
+            h1 = self._minimal(network, leg_src, leg_mid, leg_w, loads)
+            h2 = self._minimal(network, leg_mid, leg_dst, leg_w, loads)
+            hops[far] = ((h1 + h2).reshape(rsf.size, reps)).mean(axis=1)
+        return hops
+
+    def expected_hops(self, network: DragonflyNetwork, src, dst) -> np.ndarray:
+        src = np.asarray(src, dtype=np.int64)
+        scratch = np.zeros((1, network.num_links))
+        return self._route(
+            network, src, np.asarray(dst, dtype=np.int64), np.zeros((1, src.size)), scratch
+        )
+
+
+Routing = DimensionOrderRouting | MinimalAdaptiveRouting | FatTreeRouting | DragonflyRouting
+
+
+def parse_routing(text: str | None, network) -> Routing:
+    """Routing model from its text name (module docstring); ``None`` = the network's default."""
+    kind = network.kind
+    name = (text or network.default_routing).strip()
+    base, _, arg = name.partition(":")
+    base = base.lower()
+    allowed = ROUTING_NAMES[kind]
+    if base not in allowed:
+        raise ValueError(
+            f"routing {name!r} does not apply to a {kind} network (expected one of "
+            f"{', '.join(allowed)})"
+        )
+    if base == "dor":
+        if not arg:
+            return DimensionOrderRouting()
+        letters = network.letters
+        order = []
+        for ch in arg.upper():
+            if ch not in letters:
+                raise ValueError(
+                    f"routing {name!r}: unknown dimension letter {ch!r} (expected {letters})"
+                )
+            order.append(letters.index(ch))
+        if sorted(order) != list(range(network.ndim)):
+            raise ValueError(
+                f"routing {name!r}: the order must name each of {letters} exactly once"
+            )
+        return DimensionOrderRouting(tuple(order))
+    if base == "adaptive":
+        if arg not in ("", "hop", "paths"):
+            raise ValueError(f"routing {name!r}: expected adaptive, adaptive:hop or adaptive:paths")
+        return MinimalAdaptiveRouting("path" if arg == "paths" else "hop")
+    if arg:
+        raise ValueError(f"routing {name!r}: {base} takes no ':' argument")
+    if base in ("dmodk", "ecmp"):
+        return FatTreeRouting(base)
+    return DragonflyRouting(valiant=base == "valiant")
