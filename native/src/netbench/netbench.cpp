@@ -86,8 +86,8 @@ Series pingpong(const Options &o, const std::vector<std::uint64_t> &sizes, int a
       exchange(warmup_for(bytes, o.warmup));
       Point point{bytes, iters, {}};
       for (int r = 0; r < o.repetitions; ++r) {
-        MPI_Sendrecv(nullptr, 0, MPI_BYTE, other, 2, nullptr, 0, MPI_BYTE, other, 2,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(nullptr, 0, MPI_BYTE, other, 2, nullptr, 0, MPI_BYTE, other, 2, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
         const double start = MPI_Wtime();
         exchange(iters);
         point.seconds.push_back((MPI_Wtime() - start) / (2.0 * iters));
@@ -207,8 +207,8 @@ bool write_json(const std::string &path, const std::vector<Series> &all, int p,
   std::fprintf(out, "{\n  \"tool\": \"petacomm-netbench\",\n  \"ranks\": %d,\n", p);
   std::fprintf(out, "  \"mpi_library\": \"%s\",\n",
                json_escape(std::string(library, length)).c_str());
-  std::fprintf(out, "  \"warmup\": %d,\n  \"iterations\": %d,\n  \"repetitions\": %d,\n",
-               o.warmup, o.iterations, o.repetitions);
+  std::fprintf(out, "  \"warmup\": %d,\n  \"iterations\": %d,\n  \"repetitions\": %d,\n", o.warmup,
+               o.iterations, o.repetitions);
   std::fprintf(out, "  \"node_of_rank\": [");
   for (int i = 0; i < p; ++i) std::fprintf(out, "%s%d", i ? ", " : "", node_of_rank[i]);
   std::fprintf(out, "],\n  \"hosts\": [");
@@ -217,8 +217,8 @@ bool write_json(const std::string &path, const std::vector<Series> &all, int p,
   std::fprintf(out, "],\n  \"series\": [\n");
   for (std::size_t s = 0; s < all.size(); ++s) {
     const Series &series = all[s];
-    std::fprintf(out, "    {\"op\": \"%s\", \"participants\": %d, \"peers\": [",
-                 series.op.c_str(), series.participants);
+    std::fprintf(out, "    {\"op\": \"%s\", \"participants\": %d, \"peers\": [", series.op.c_str(),
+                 series.participants);
     for (std::size_t i = 0; i < series.peers.size(); ++i)
       std::fprintf(out, "%s%d", i ? ", " : "", series.peers[i]);
     std::fprintf(out, "], \"points\": [\n");
@@ -255,8 +255,10 @@ int main(int argc, char **argv) {
   bool help = false;
   if (!netbench::parse_options(argc, argv, options, error, help) || help) {
     if (rank == 0) {
-      if (help) std::fputs(netbench::usage(), stdout);
-      else std::fprintf(stderr, "petacomm-netbench: error: %s\n%s", error.c_str(), netbench::usage());
+      if (help)
+        std::fputs(netbench::usage(), stdout);
+      else
+        std::fprintf(stderr, "petacomm-netbench: error: %s\n%s", error.c_str(), netbench::usage());
     }
     MPI_Finalize();
     return help ? 0 : 2;
@@ -300,7 +302,8 @@ int main(int argc, char **argv) {
     if (op != "pingpong" && wanted(op)) results.push_back(collective(options, sizes, op));
 
   int status = 0;
-  if (rank == 0 && !write_json(options.json_path, results, p, node_of_rank, hosts, options, error)) {
+  if (rank == 0 &&
+      !write_json(options.json_path, results, p, node_of_rank, hosts, options, error)) {
     std::fprintf(stderr, "petacomm-netbench: error: %s\n", error.c_str());
     status = 2;
   }

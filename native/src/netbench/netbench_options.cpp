@@ -21,11 +21,16 @@ bool parse_size(const std::string &text, std::uint64_t &value) {
   if (suffix.size() == 3 && suffix.substr(1) == "IB") suffix = suffix.substr(0, 1);
   if (suffix.size() == 2 && suffix[1] == 'B') suffix = suffix.substr(0, 1);
   int shift = 0;
-  if (suffix.empty()) shift = 0;
-  else if (suffix == "K") shift = 10;
-  else if (suffix == "M") shift = 20;
-  else if (suffix == "G") shift = 30;
-  else return false;
+  if (suffix.empty())
+    shift = 0;
+  else if (suffix == "K")
+    shift = 10;
+  else if (suffix == "M")
+    shift = 20;
+  else if (suffix == "G")
+    shift = 30;
+  else
+    return false;
   if (number > (~std::uint64_t{0} >> shift)) return false;
   value = static_cast<std::uint64_t>(number) << shift;
   return true;
@@ -44,9 +49,9 @@ bool parse_positive_int(const std::string &text, int minimum, int &value) {
 }  // namespace
 
 const std::vector<std::string> &all_operations() {
-  static const std::vector<std::string> ops = {"pingpong",  "allreduce", "allgather",
-                                               "alltoall",  "alltoallv", "bcast",
-                                               "reduce_scatter_block"};
+  static const std::vector<std::string> ops = {
+      "pingpong",  "allreduce", "allgather",           "alltoall",
+      "alltoallv", "bcast",     "reduce_scatter_block"};
   return ops;
 }
 

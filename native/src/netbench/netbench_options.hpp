@@ -10,12 +10,12 @@ namespace netbench {
 struct Options {
   std::uint64_t min_bytes = 8;
   std::uint64_t max_bytes = std::uint64_t{64} << 20;
-  int warmup = 10;              // -x: untimed iterations before each size
-  int iterations = 100;         // -i: timed iterations per repetition (small messages)
-  int repetitions = 5;          // -r: timed repetitions per size (min/median/max over these)
+  int warmup = 10;       // -x: untimed iterations before each size
+  int iterations = 100;  // -i: timed iterations per repetition (small messages)
+  int repetitions = 5;   // -r: timed repetitions per size (min/median/max over these)
   std::uint64_t max_buffer = std::uint64_t{64} << 20;  // per-rank buffer cap for collectives
-  std::vector<std::string> ops; // empty = all
-  std::string json_path;        // where rank 0 writes the raw measurements
+  std::vector<std::string> ops;                        // empty = all
+  std::string json_path;                               // where rank 0 writes the raw measurements
 };
 
 // Parses argv; on error returns false and sets `error` to a one-line message naming the flag.

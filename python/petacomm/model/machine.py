@@ -1,0 +1,306 @@
+"""The machine model: fitted alpha-beta parameters per operation, read by the planners.
+
+A model comes from ``petacomm netbench`` (measured on this machine) or from
+:func:`default_model` (generic values for a cluster with an InfiniBand-class network,
+used when nothing was measured). Files are versioned JSON; see docs/machine-model.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+from petacomm.model import collectives
+from petacomm.model.fit import LineFit, piece_for
+
+SCHEMA_NAME = "petacomm.machine-model"
+SCHEMA_VERSION = 1
+
+# Generic point-to-point parameters when nothing was measured: 1.5 us latency and
+# 10 GB/s, typical of a current InfiniBand/Slingshot-class inter-node link.
+DEFAULT_ALPHA_S = 1.5e-6
+DEFAULT_BETA_S_PER_BYTE = 1.0 / 10e9
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One fitted segment ``t = alpha + beta n`` for sizes from_bytes..to_bytes at p ranks."""
+
+    from_bytes: int
+    to_bytes: int
+    alpha_s: float
+    beta_s_per_byte: float
+    r2: float
+    points: int
+
+    @classmethod
+    def from_fit(cls, fit: LineFit) -> Piece:
+        return cls(fit.from_bytes, fit.to_bytes, fit.alpha, fit.beta, fit.r2, fit.points)
+
+    @property
+    def bandwidth_gb_s(self) -> float:
+        return float("inf") if self.beta_s_per_byte <= 0 else 1e-9 / self.beta_s_per_byte
+
+
+@dataclass(frozen=True)
+class Point:
+    nbytes: int
+    iterations: int
+    min_s: float
+    median_s: float
+    max_s: float
+
+
+@dataclass
+class OperationModel:
+    op: str
+    p: int  # ranks the measurement ran on (2 for ping-pong)
+    pieces: list[Piece]
+    points: list[Point] = field(default_factory=list)
+
+    def fitted_time(self, nbytes: float) -> float:
+        piece = piece_for(self.pieces, nbytes)  # type: ignore[arg-type]
+        return piece.alpha_s + piece.beta_s_per_byte * nbytes
+
+    def effective_alpha_beta(self, nbytes: float) -> tuple[float, float] | None:
+        """Point-to-point alpha/beta implied by the fit through the algorithm's formula."""
+        piece = piece_for(self.pieces, nbytes)  # type: ignore[arg-type]
+        latency, bandwidth = collectives.coefficients(self.op, self.p)
+        if latency == 0 or bandwidth == 0:
+            return None
+        return piece.alpha_s / latency, piece.beta_s_per_byte / bandwidth
+
+
+@dataclass
+class MachineModel:
+    operations: dict[str, OperationModel]
+    source: str = "defaults"
+    machine: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    created: str = ""
+
+    # ---- queries -------------------------------------------------------------------
+    def point_to_point_operation(self) -> str | None:
+        """The ping-pong that best represents the network: across nodes when measured."""
+        for name in ("pingpong.inter", "pingpong", "pingpong.intra"):
+            if name in self.operations:
+                return name
+        return None
+
+    def alpha_beta(self, op: str = "pingpong", nbytes: float | None = None) -> tuple[float, float]:
+        """(alpha seconds, beta seconds/byte) of point-to-point transfers, or the effective
+        parameters of a fitted collective, for the protocol piece covering ``nbytes``."""
+        size = 1 << 20 if nbytes is None else nbytes
+        name = self._resolve(op)
+        if name is not None:
+            model = self.operations[name]
+            if collectives.base_operation(name) == "pingpong":
+                piece = piece_for(model.pieces, size)  # type: ignore[arg-type]
+                return piece.alpha_s, piece.beta_s_per_byte
+            derived = model.effective_alpha_beta(size)
+            if derived is not None:
+                return derived
+        collectives.coefficients(op, 2)  # validates the name
+        p2p = self.point_to_point_operation()
+        if p2p is None:
+            return DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE
+        piece = piece_for(self.operations[p2p].pieces, size)  # type: ignore[arg-type]
+        return piece.alpha_s, piece.beta_s_per_byte
+
+    def predict(self, op: str, nbytes: float, p: int = 2) -> float:
+        """Predicted seconds for ``op`` with message size ``nbytes`` (the operation's size
+        convention, see collectives.SIZE_CONVENTIONS) on ``p`` ranks."""
+        collectives.coefficients(op, p)  # validates op and p
+        if nbytes < 0:
+            raise PetacommError(f"nbytes: must be non-negative, got {nbytes}")
+        name = self._resolve(op)
+        if name is not None and self.operations[name].p == p:
+            return self.operations[name].fitted_time(nbytes)
+        alpha, beta = self.alpha_beta(op, nbytes)
+        return collectives.predict(op, nbytes, p, alpha, beta)
+
+    def _resolve(self, op: str) -> str | None:
+        if op in self.operations:
+            return op
+        if op == "pingpong":
+            return self.point_to_point_operation()
+        return None
+
+    # ---- serialisation -------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA_NAME,
+            "schema_version": SCHEMA_VERSION,
+            "created": self.created or datetime.now(UTC).isoformat(timespec="seconds"),
+            "source": self.source,
+            "machine": self.machine,
+            "settings": self.settings,
+            "operations": {
+                name: {
+                    "p": m.p,
+                    "size_convention": collectives.SIZE_CONVENTIONS[
+                        collectives.base_operation(name)
+                    ],
+                    "algorithm_model": collectives.ALGORITHMS[collectives.base_operation(name)],
+                    "points": [
+                        {
+                            "bytes": pt.nbytes,
+                            "iterations": pt.iterations,
+                            "min_s": pt.min_s,
+                            "median_s": pt.median_s,
+                            "max_s": pt.max_s,
+                        }
+                        for pt in m.points
+                    ],
+                    "pieces": [
+                        {
+                            "from_bytes": pc.from_bytes,
+                            "to_bytes": pc.to_bytes,
+                            "alpha_s": pc.alpha_s,
+                            "beta_s_per_byte": pc.beta_s_per_byte,
+                            "bandwidth_gb_s": None
+                            if pc.beta_s_per_byte <= 0
+                            else pc.bandwidth_gb_s,
+                            "r2": pc.r2,
+                            "points": pc.points,
+                        }
+                        for pc in m.pieces
+                    ],
+                }
+                for name, m in self.operations.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, origin: str = "machine model") -> MachineModel:
+        validate(data, origin)
+        operations = {}
+        for name, entry in data["operations"].items():
+            points = [
+                Point(pt["bytes"], pt["iterations"], pt["min_s"], pt["median_s"], pt["max_s"])
+                for pt in entry.get("points", [])
+            ]
+            pieces = [
+                Piece(
+                    pc["from_bytes"],
+                    pc["to_bytes"],
+                    pc["alpha_s"],
+                    pc["beta_s_per_byte"],
+                    pc["r2"],
+                    pc["points"],
+                )
+                for pc in entry["pieces"]
+            ]
+            operations[name] = OperationModel(name, entry["p"], pieces, points)
+        return cls(
+            operations,
+            source=data.get("source", ""),
+            machine=data.get("machine", {}),
+            settings=data.get("settings", {}),
+            created=data.get("created", ""),
+        )
+
+
+@cache
+def schema() -> dict:
+    text = resources.files("petacomm.model").joinpath("machine-model.schema.json").read_text()
+    return json.loads(text)
+
+
+def validate(data: object, origin: str = "machine model") -> None:
+    """Raises PetacommError naming the file and the first problem found."""
+    import jsonschema
+
+    if not isinstance(data, dict):
+        raise PetacommError(f"{origin}: not a JSON object")
+    if data.get("schema") != SCHEMA_NAME:
+        raise PetacommError(
+            f"{origin}: not a petacomm machine model (schema={data.get('schema')!r})"
+        )
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise PetacommError(
+            f"{origin}: schema_version {version!r} is not supported (this petacomm reads "
+            f"version {SCHEMA_VERSION}; re-run 'petacomm netbench' to make a new model)"
+        )
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data), key=str)
+    if errors:
+        where = "/".join(str(part) for part in errors[0].absolute_path) or "(top level)"
+        raise PetacommError(f"{origin}: invalid at {where}: {errors[0].message}")
+    for name in data["operations"]:
+        collectives.coefficients(name, 2)
+
+
+def default_model_path() -> Path:
+    """Where netbench writes the model unless told otherwise (the user's data directory)."""
+    override = os.environ.get("PETACOMM_MODEL")
+    if override:
+        return Path(override)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("petacomm")) / "machine-model.json"
+
+
+def load(path: str | os.PathLike | None = None) -> MachineModel:
+    """Reads a machine model file (default: the one netbench last wrote)."""
+    file = Path(path) if path is not None else default_model_path()
+    try:
+        text = file.read_text()
+    except FileNotFoundError as err:
+        hint = "" if path is not None else " (run 'petacomm netbench' to measure this machine)"
+        raise PetacommError(f"machine model: {file} not found{hint}") from err
+    except OSError as err:
+        raise PetacommError(f"machine model: cannot read {file}: {err.strerror}") from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise PetacommError(
+            f"machine model: {file} is not valid JSON ({err.msg}, line {err.lineno})"
+        ) from err
+    return MachineModel.from_dict(data, origin=str(file))
+
+
+def load_or_default(path: str | os.PathLike | None = None) -> MachineModel:
+    """The given model; without a path, the measured one if present, else the defaults."""
+    if path is not None:
+        return load(path)
+    if default_model_path().exists():
+        return load(None)
+    return default_model()
+
+
+def default_model() -> MachineModel:
+    pieces = [Piece(0, 1 << 40, DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE, 1.0, 0)]
+    return MachineModel(
+        {"pingpong": OperationModel("pingpong", 2, pieces)},
+        source="defaults",
+        machine={"description": "generic InfiniBand-class cluster (1.5 us, 10 GB/s)"},
+    )
+
+
+def save(model: MachineModel, path: str | os.PathLike) -> Path:
+    """Writes atomically (temp file + rename): an existing file survives any failure."""
+    file = Path(path)
+    data = model.to_dict()
+    validate(data, origin=str(file))
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.parent)
+    except OSError as err:
+        raise PetacommError(f"--output: cannot write {file}: {err.strerror}") from err
+    try:
+        with os.fdopen(handle, "w") as out:
+            json.dump(data, out, indent=1)
+            out.write("\n")
+        os.replace(temporary, file)
+    except OSError as err:
+        Path(temporary).unlink(missing_ok=True)
+        raise PetacommError(f"--output: cannot write {file}: {err.strerror}") from err
+    return file

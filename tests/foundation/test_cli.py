@@ -1,0 +1,63 @@
+"""The petacomm command: help on every verb, errors as one line, no MPI on import."""
+
+import subprocess
+import sys
+
+import pytest
+
+from petacomm.cli import build_parser, main
+
+
+def run_cli(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "petacomm.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=120,
+    )
+
+
+def all_command_paths():
+    """Every sub-command path, e.g. ('netbench',), ('bench', 'sparse-reduce')."""
+    import argparse
+
+    paths = []
+
+    def walk(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    paths.append((*prefix, name))
+                    walk(sub, (*prefix, name))
+
+    walk(build_parser(), ())
+    return paths
+
+
+def test_every_command_has_help(capsys):
+    paths = all_command_paths()
+    assert ("doctor",) in paths and ("netbench",) in paths
+    for path in paths:
+        with pytest.raises(SystemExit) as stop:
+            main([*path, "--help"])
+        assert stop.value.code == 0
+        out = capsys.readouterr().out
+        assert "usage: petacomm" in out, path
+
+
+def test_import_does_not_initialise_mpi():
+    code = (
+        "import sys, petacomm, petacomm.cli, petacomm.model, petacomm.launch\n"
+        "petacomm.cli.build_parser()\n"
+        "loaded = [m for m in sys.modules if m.startswith('mpi4py')]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_no_command_prints_help():
+    done = run_cli()
+    assert done.returncode == 2 and "usage: petacomm" in done.stdout

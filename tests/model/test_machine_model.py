@@ -1,0 +1,138 @@
+"""Machine model file: schema, round trip, version refusal, predictions, formulas."""
+
+import json
+import math
+
+import jsonschema
+import pytest
+
+from petacomm.errors import PetacommError
+from petacomm.model import collectives, default_model, load, save
+from petacomm.model.machine import SCHEMA_VERSION, schema
+from petacomm.model.netbench import model_from_raw
+
+
+def synthetic_raw(p=4):
+    """A raw netbench result with exact alpha-beta times, as the native program writes it."""
+    sizes = [2**k for k in range(3, 21)]
+    a, b = 1e-6, 1 / 8e9
+
+    def series(op, participants, alpha, beta):
+        return {
+            "op": op,
+            "participants": participants,
+            "peers": [0, 1] if op.startswith("pingpong") else [],
+            "points": [
+                {"bytes": n, "iterations": 10, "seconds": [alpha + beta * n] * 3} for n in sizes
+            ],
+        }
+
+    lat, bw = collectives.coefficients("allreduce", p)
+    return {
+        "tool": "petacomm-netbench",
+        "ranks": p,
+        "mpi_library": "Test MPI 1.0",
+        "warmup": 1,
+        "iterations": 10,
+        "repetitions": 3,
+        "node_of_rank": [0] * p,
+        "hosts": ["node0"],
+        "series": [
+            series("pingpong.intra", 2, a, b),
+            series("allreduce", p, a * lat, b * bw),
+        ],
+    }
+
+
+def test_round_trip_and_schema(tmp_path):
+    model = model_from_raw(synthetic_raw())
+    path = save(model, tmp_path / "m.json")
+    data = json.loads(path.read_text())
+    jsonschema.validate(data, schema())
+    assert data["schema_version"] == SCHEMA_VERSION
+    again = load(path)
+    assert again.to_dict()["operations"] == data["operations"]
+    assert again.predict("pingpong", 4096) == pytest.approx(1e-6 + 4096 / 8e9, rel=1e-6)
+
+
+def test_collective_prediction_at_other_p_uses_formula():
+    model = model_from_raw(synthetic_raw(p=4))
+    # Measured at p=4: the fitted line itself.
+    lat4, bw4 = collectives.coefficients("allreduce", 4)
+    assert model.predict("allreduce", 1 << 16, 4) == pytest.approx(
+        1e-6 * lat4 + (1 << 16) / 8e9 * bw4, rel=1e-6
+    )
+    # At p=64 the effective alpha/beta go through Rabenseifner's formula.
+    expected = 2 * math.log2(64) * 1e-6 + 2 * (63 / 64) * (1 << 16) / 8e9
+    assert model.predict("allreduce", 1 << 16, 64) == pytest.approx(expected, rel=1e-6)
+
+
+def test_unmeasured_collective_falls_back_to_point_to_point():
+    model = default_model()
+    alpha, beta = model.alpha_beta("pingpong")
+    expected = (7 * alpha) + 7 * 1000 * beta
+    assert model.predict("allgather", 1000, 8) == pytest.approx(expected)
+    assert model.predict("alltoall", 0, 1) == 0
+
+
+def test_formulas():
+    assert collectives.coefficients("allreduce", 8) == (6.0, 1.75)
+    assert collectives.coefficients("allgather", 5) == (4.0, 4.0)
+    assert collectives.coefficients("pingpong.inter", 99) == (1.0, 1.0)
+
+
+def test_wrong_schema_version_refused(tmp_path):
+    data = save(model_from_raw(synthetic_raw()), tmp_path / "m.json").read_text()
+    bumped = json.loads(data)
+    bumped["schema_version"] = 99
+    (tmp_path / "v99.json").write_text(json.dumps(bumped))
+    with pytest.raises(PetacommError, match="schema_version 99 is not supported"):
+        load(tmp_path / "v99.json")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not valid JSON"),
+        ('{"schema": "other"}', "not a petacomm machine model"),
+        (
+            '{"schema": "petacomm.machine-model", "schema_version": 1, "created": "",'
+            ' "source": "x", "machine": {}, "operations": {"pingpong": {"p": 2, "pieces": []}}}',
+            "invalid at operations/pingpong/pieces",
+        ),
+    ],
+)
+def test_invalid_files(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(PetacommError, match=message):
+        load(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(PetacommError, match="not found"):
+        load(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m: m.predict("allsum", 8, 2), "op: unknown operation 'allsum'"),
+        (lambda m: m.predict("allreduce", 8, 0), "p: must be a positive integer"),
+        (lambda m: m.predict("allreduce", -1, 2), "nbytes: must be non-negative"),
+    ],
+)
+def test_predict_errors(call, message):
+    with pytest.raises(PetacommError, match=message):
+        call(default_model())
+
+
+def test_save_is_atomic(tmp_path):
+    target = tmp_path / "m.json"
+    target.write_text("precious")
+    model = model_from_raw(synthetic_raw())
+    model.operations["pingpong.intra"].pieces.clear()  # invalid: refused before writing
+    with pytest.raises(PetacommError):
+        save(model, target)
+    assert target.read_text() == "precious"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
