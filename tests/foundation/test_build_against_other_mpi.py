@@ -1,0 +1,156 @@
+"""The native part builds against any MPI with one setting, and refuses clearly without one.
+
+These configure the real CMake project into temporary build trees (core + netbench only,
+to keep them quick) and run the results: Debian's Open MPI through PETACOMM_MPICC, and
+SimGrid SMPI (smpicxx/smpirun) on a simulated 2x2x2 torus.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mpi_harness import mpi_test_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cmake() -> str:
+    found = shutil.which("cmake") or str(Path(os.sys.executable).parent / "cmake")
+    return found
+
+
+def configure(build: Path, *defines: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            cmake(),
+            "-S",
+            str(ROOT),
+            "-B",
+            str(build),
+            "-DPETACOMM_FAMILIES=",
+            "-DPETACOMM_BUILD_TESTS=OFF",
+            *defines,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+
+
+def build(build_dir: Path) -> None:
+    done = subprocess.run(
+        [cmake(), "--build", str(build_dir), "-j2"], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_refuses_without_mpi(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name in ("mpicc", "mpicxx"):
+        wrapper = fake / name
+        wrapper.write_text("#!/bin/sh\nexit 1\n")
+        wrapper.chmod(0o755)
+    done = configure(tmp_path / "b", f"-DPETACOMM_MPICC={fake / 'mpicc'}")
+    assert done.returncode != 0
+    assert "petacomm: no MPI found to build against" in done.stderr
+    assert "PETACOMM_MPICC=" in done.stderr
+
+
+def test_refuses_missing_wrapper(tmp_path):
+    done = configure(tmp_path / "b", f"-DPETACOMM_MPICC={tmp_path / 'nope' / 'mpicc'}")
+    assert done.returncode != 0 and "does not exist" in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/usr/bin/mpicc").exists(), reason="Debian libopenmpi-dev absent")
+def test_debian_open_mpi(tmp_path):
+    out = tmp_path / "b"
+    done = configure(out, "-DPETACOMM_MPICC=/usr/bin/mpicc")
+    assert done.returncode == 0, done.stderr
+    build(out)
+    info = json.loads((out / "share" / "build-info.json").read_text())
+    assert info["mpicc"] == "/usr/bin/mpicc"
+    raw = tmp_path / "raw.json"
+    run = subprocess.run(
+        [
+            info["mpiexec"],
+            "-n",
+            "3",
+            "--oversubscribe",
+            str(out / "bin" / "petacomm-netbench"),
+            "-m",
+            "8:1K",
+            "-i",
+            "3",
+            "-r",
+            "2",
+            "--json",
+            str(raw),
+        ],
+        capture_output=True,
+        text=True,
+        env=mpi_test_env(),
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(raw.read_text())
+    assert data["ranks"] == 3 and "Open MPI v4" in data["mpi_library"]
+
+
+PLATFORM = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <cluster id="torus" prefix="node-" suffix="" radical="0-7" speed="1Gf" bw="10GBps"
+           lat="1us" topology="TORUS" topo_parameters="2,2,2"/>
+</platform>
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("smpicxx"), reason="SimGrid SMPI absent (libsimgrid-dev)")
+def test_simgrid_smpi(tmp_path):
+    out = tmp_path / "b"
+    env = dict(os.environ, CC="smpicc", CXX="smpicxx")
+    done = configure(out, "-DPETACOMM_SMPI=ON", env=env)
+    assert done.returncode == 0, done.stderr
+    build(out)
+    (tmp_path / "platform.xml").write_text(PLATFORM)
+    (tmp_path / "hosts").write_text("".join(f"node-{i}\n" for i in range(8)))
+    raw = tmp_path / "raw.json"
+    run = subprocess.run(
+        [
+            "smpirun",
+            "-np",
+            "4",
+            "-platform",
+            str(tmp_path / "platform.xml"),
+            "-hostfile",
+            str(tmp_path / "hosts"),
+            str(out / "bin" / "petacomm-netbench"),
+            "-m",
+            "8:64K",
+            "-i",
+            "3",
+            "-r",
+            "2",
+            "--json",
+            str(raw),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    data = json.loads(raw.read_text())
+    # Four simulated hosts: rank 0's partner lives on another node.
+    assert [s["op"] for s in data["series"]][0] == "pingpong.inter"
+    assert len(data["hosts"]) == 4
