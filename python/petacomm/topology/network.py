@@ -375,7 +375,7 @@ class DragonflyNetwork:
         g, h = self.groups, self.global_links
         src_group = np.asarray(src_group, dtype=np.int64)[:, None]
         dst_group = np.asarray(dst_group, dtype=np.int64)[:, None]
-        offset = np.mod(dst_group - src_group - 1, g - 1)  # which of the other groups
+        offset = np.mod(dst_group - src_group - 1, g)  # which of the g-1 other groups
         rounds = np.arange(self.parallel_global, dtype=np.int64)[None, :]
         port = rounds * (g - 1) + offset
         gateway = src_group * self.routers + port // h

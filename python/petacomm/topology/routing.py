@@ -259,7 +259,21 @@ class MinimalAdaptiveRouting:
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(groups.size + 1))
         src_coords = network.coordinates(src)
-        fft_cost = 4 * nn * max(1.0, math.log2(nn)) * (2 * ndim + 1)
+        # Direct scatter costs ~ sources x template links; one FFT convolution costs a few
+        # transforms of the whole torus per link kind. Measured crossover: ~8 N elements.
+        fft_threshold = 8 * nn
+        flat = loads.reshape(k, -1)
+        pending_links, pending_vals, pending_size = [], [], 0
+
+        def flush():
+            if pending_links:
+                links = np.concatenate(pending_links)
+                vals = np.concatenate(pending_vals, axis=1)
+                for row in range(k):
+                    flat[row] += np.bincount(links, weights=vals[row], minlength=flat.shape[1])
+                pending_links.clear()
+                pending_vals.clear()
+
         for g in range(groups.size):
             members = order[bounds[g] : bounds[g + 1]]
             f0 = first[g]
@@ -267,37 +281,41 @@ class MinimalAdaptiveRouting:
                 tuple(int(v) for v in offsets[f0]), tuple(bool(v) for v in tie[f0]), self.split
             )
             use_fft = self.method == "fft" or (
-                self.method == "auto" and members.size * frac.size > fft_cost
+                self.method == "auto" and members.size * frac.size > fft_threshold
             )
             if use_fft:
                 _apply_template_fft(
                     loads, dims, src_coords[members], w[:, members], disp, dim, sign, frac
                 )
-            else:
-                _apply_template_direct(
-                    loads, dims, src_coords[members], w[:, members], disp, dim, sign, frac
+                continue
+            # Chunk the (sources x template links) outer product to bound memory.
+            chunk = max(1, 2_000_000 // max(1, frac.size))
+            for start in range(0, members.size, chunk):
+                part = members[start : start + chunk]
+                links, vals = _template_direct_terms(
+                    dims, nn, src_coords[part], w[:, part], disp, dim, sign, frac
                 )
+                pending_links.append(links)
+                pending_vals.append(vals)
+                pending_size += links.size
+                if pending_size > 4_000_000:
+                    flush()
+                    pending_size = 0
+        flush()
         return loads.reshape(k, -1)
 
     def expected_hops(self, network: TorusNetwork, src, dst) -> np.ndarray:
         return network.hop_distance(src, dst).astype(float)
 
 
-def _apply_template_direct(loads, dims, coords, w, disp, dim, sign, frac):
-    k, nn = loads.shape[0], loads.shape[-1]
-    flat = loads.reshape(k, -1)
-    # Chunk the (sources x template links) outer product to bound memory.
-    chunk = max(1, 2_000_000 // max(1, frac.size))
-    for start in range(0, coords.shape[0], chunk):
-        c = coords[start : start + chunk]
-        nodes_coords = np.mod(c[:, None, :] + disp[None, :, :], dims)
-        node = np.zeros(nodes_coords.shape[:2], dtype=np.int64)
-        for d in range(len(dims) - 1, -1, -1):
-            node = node * dims[d] + nodes_coords[:, :, d]
-        link = (2 * dim + sign)[None, :] * nn + node
-        for row in range(k):
-            vals = w[row, start : start + chunk, None] * frac[None, :]
-            flat[row] += np.bincount(link.ravel(), weights=vals.ravel(), minlength=flat.shape[1])
+def _template_direct_terms(dims, nn, coords, w, disp, dim, sign, frac):
+    """(link ids, per-row weights) of a template applied at every source, for one bincount."""
+    nodes_coords = np.mod(coords[:, None, :] + disp[None, :, :], dims)
+    node = np.zeros(nodes_coords.shape[:2], dtype=np.int64)
+    for d in range(len(dims) - 1, -1, -1):
+        node = node * dims[d] + nodes_coords[:, :, d]
+    link = (2 * dim + sign)[None, :] * nn + node
+    return link.ravel(), (w[:, :, None] * frac[None, None, :]).reshape(w.shape[0], -1)
 
 
 def _apply_template_fft(loads, dims, coords, w, disp, dim, sign, frac):
@@ -439,7 +457,7 @@ class DragonflyRouting:
         if far.any() and network.groups > 1:
             gw, glink, land = network.global_ports(gs[far], gd[far])
             npar = gw.shape[1]
-            share = w[:, far][:, :, None] / npar
+            share = np.broadcast_to(w[:, far][:, :, None] / npar, (k, int(far.sum()), npar))
             rs = np.broadcast_to(src_router[far][:, None], gw.shape)
             rd = np.broadcast_to(dst_router[far][:, None], gw.shape)
             sh = share.reshape(k, -1)
@@ -473,7 +491,7 @@ class DragonflyRouting:
             # Every intermediate group other than source and destination, equally likely; the
             # first leg ends at each landing router of the parallel global links, equally.
             rsf, rdf, gsf, gdf, wf = rs[far], rd[far], gs[far], gd[far], w[:, far]
-            inter = np.arange(g)[None, :]
+            inter = np.broadcast_to(np.arange(g)[None, :], (rsf.size, g))
             inter = inter[(inter != gsf[:, None]) & (inter != gdf[:, None])].reshape(
                 rsf.size, g - 2
             )

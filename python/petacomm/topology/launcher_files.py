@@ -1,0 +1,169 @@
+"""Write a mapping in the formats launchers read; every file is written atomically.
+
+Formats (``FORMATS``):
+
+* ``rankfile`` - Open MPI rankfile, one line per rank ``rank N=HOST slot=CORE``; use with
+  ``mpiexec --map-by rankfile:file=FILE`` (add ``:oversubscribe`` when slots repeat).
+  Starts with a ``#`` comment line naming the mapping.
+* ``slurm`` - Slurm arbitrary distribution: one host name per line, line i = host of rank i;
+  use with ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary``. No comments (Slurm reads
+  every line as a host).
+* ``cray`` - Cray MPICH rank order file for ``MPICH_RANK_REORDER_METHOD=3`` (file name
+  ``MPICH_RANK_ORDER``): the ranks in the order they fill the allocated nodes' cores, one
+  node per line, comma-separated, runs written as ``a-b``. Cray fills nodes in allocation
+  order, so every used node but the last must be full and nodes must be used from node 0 up.
+* ``bgp`` - Blue Gene/P map file: line i = ``X Y Z T`` of rank i (3-D torus only).
+* ``bgq`` - Blue Gene/Q map file: line i = ``A B C D E T`` of rank i (5-D torus only).
+* ``csv`` - ``rank,node,core`` header then one line per rank, after a ``#`` comment line
+  with the format version.
+
+Host names come from a list (node id i -> hosts[i]) or a template such as ``nid{node:05d}``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from petacomm.topology.mapping import Mapping
+from petacomm.topology.network import TorusNetwork
+
+FORMATS = ("rankfile", "slurm", "cray", "bgp", "bgq", "csv")
+CSV_VERSION = 1
+
+
+def write_atomically(path, text: str) -> None:
+    """Write ``text`` to a temporary file next to ``path`` and rename it into place, so a
+    reader never sees a half-written file."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise ValueError(f"output {path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def host_names(network, hosts=None, template: str = "node{node}") -> list[str]:
+    """Host name of every node id: from ``hosts`` (one per node) or ``template``."""
+    if hosts is not None:
+        hosts = [h.strip() for h in hosts if h.strip()]
+        if len(hosts) < network.num_nodes:
+            raise ValueError(
+                f"hosts: {len(hosts)} host names for {network.num_nodes} nodes (need one per "
+                "node, in node-id order)"
+            )
+        return hosts[: network.num_nodes]
+    try:
+        return [template.format(node=i) for i in range(network.num_nodes)]
+    except (KeyError, IndexError, ValueError) as err:
+        raise ValueError(
+            f"host template {template!r}: {err} (use {{node}} for the node id, e.g. "
+            "nid{node:05d})"
+        ) from None
+
+
+def format_rankfile(mapping: Mapping, hosts: list[str]) -> str:
+    lines = [f"# petacomm rankfile v1: mapping {mapping.name}"]
+    lines += [
+        f"rank {r}={hosts[n]} slot={c}"
+        for r, (n, c) in enumerate(zip(mapping.node.tolist(), mapping.core.tolist(), strict=True))
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def format_slurm(mapping: Mapping, hosts: list[str]) -> str:
+    return "".join(f"{hosts[n]}\n" for n in mapping.node.tolist())
+
+
+def _ranges(values: list[int]) -> str:
+    parts, i = [], 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def format_cray(mapping: Mapping, network) -> str:
+    order = np.lexsort((mapping.core, mapping.node))
+    nodes_sorted = mapping.node[order]
+    used, counts = np.unique(nodes_sorted, return_counts=True)
+    if not np.array_equal(used, np.arange(used.size)):
+        raise ValueError(
+            "cray rank order: ranks must occupy nodes 0..k-1 without gaps (Cray fills the "
+            f"allocated nodes in order); this mapping uses nodes {used[:8].tolist()}..."
+        )
+    if np.any(counts[:-1] != network.cores_per_node):
+        bad = int(np.flatnonzero(counts[:-1] != network.cores_per_node)[0])
+        raise ValueError(
+            f"cray rank order: node {bad} holds {counts[bad]} ranks but Cray fills every "
+            f"node but the last with {network.cores_per_node}"
+        )
+    lines = [f"# petacomm MPICH_RANK_ORDER v1: mapping {mapping.name}"]
+    start = 0
+    for count in counts.tolist():
+        lines.append(_ranges(order[start : start + count].tolist()))
+        start += count
+    return "\n".join(lines) + "\n"
+
+
+def format_bluegene(mapping: Mapping, network, generation: str) -> str:
+    want = {"bgp": 3, "bgq": 5}[generation]
+    if not isinstance(network, TorusNetwork) or network.ndim != want:
+        raise ValueError(
+            f"{generation} map file: needs a {want}-D torus network "
+            f"({'X Y Z' if want == 3 else 'A B C D E'} T), got {network.to_text()}"
+        )
+    coords = network.coordinates(mapping.node)
+    rows = np.column_stack([coords, mapping.core])
+    return "".join(" ".join(map(str, row)) + "\n" for row in rows.tolist())
+
+
+def format_csv(mapping: Mapping) -> str:
+    lines = [f"# petacomm mapping csv v{CSV_VERSION}: {mapping.name}", "rank,node,core"]
+    lines += [
+        f"{r},{n},{c}"
+        for r, (n, c) in enumerate(zip(mapping.node.tolist(), mapping.core.tolist(), strict=True))
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def format_mapping(
+    mapping: Mapping, network, fmt: str, hosts=None, host_template: str = "node{node}"
+) -> str:
+    """The file contents of ``mapping`` in format ``fmt`` (module docstring)."""
+    mapping.validate(network)
+    if fmt == "rankfile":
+        return format_rankfile(mapping, host_names(network, hosts, host_template))
+    if fmt == "slurm":
+        return format_slurm(mapping, host_names(network, hosts, host_template))
+    if fmt == "cray":
+        return format_cray(mapping, network)
+    if fmt in ("bgp", "bgq"):
+        return format_bluegene(mapping, network, fmt)
+    if fmt == "csv":
+        return format_csv(mapping)
+    raise ValueError(
+        f"format {fmt!r}: unknown launcher file format (expected {', '.join(FORMATS)})"
+    )
+
+
+def write_mapping(
+    path, mapping: Mapping, network, fmt: str, hosts=None, host_template: str = "node{node}"
+) -> None:
+    """Write ``mapping`` to ``path`` in format ``fmt``, atomically."""
+    write_atomically(path, format_mapping(mapping, network, fmt, hosts, host_template))
