@@ -1,0 +1,136 @@
+"""Metrics definitions, the predicted time formula and the study's worked example."""
+
+import numpy as np
+import pytest
+
+from petacomm.topology.mapping import Mapping, permutation_mapping
+from petacomm.topology.metrics import CostParameters, cost_parameters_from_model, evaluate_mapping
+from petacomm.topology.network import parse_network
+from petacomm.topology.node_hierarchy import parse_synthetic
+from petacomm.topology.pattern import CommPattern, Phase
+from petacomm.topology.pattern_language import parse_pattern
+from petacomm.topology.ranking import candidate_mappings, rank_mappings
+from petacomm.topology.routing import parse_routing
+
+
+class TinyModel:
+    """Stands in for petacomm.model.MachineModel's two methods (contract: alpha_beta, predict)."""
+
+    def alpha_beta(self, op="pingpong", nbytes=None):
+        assert op == "pingpong"
+        return 2e-6, 1e-9
+
+    def predict(self, op, nbytes, p=2):
+        alpha, beta = self.alpha_beta(op, nbytes)
+        return alpha + beta * nbytes
+
+
+def test_predicted_time_formula_by_hand():
+    # 4-node ring (torus:4, 1 core): ranks 0,1,2 send 1000 B to rank 3 (at 3, 2 and 1 hop
+    # distance... on a 4-ring: node 0 -> 3 is 1 hop (-X), 1 -> 3 two hops, 2 -> 3 one hop).
+    net = parse_network("torus:4")
+    pattern = CommPattern(4, [Phase("p", [0, 1, 2], [3, 3, 3], [1000, 1000, 1000], repeat=2)])
+    mapping = Mapping("id", [0, 1, 2, 3], [0, 0, 0, 0])
+    cost = cost_parameters_from_model(TinyModel(), link_beta=4e-9)
+    assert cost == CostParameters(2e-6, 1e-9, 4e-9)
+    m = evaluate_mapping(
+        net, parse_routing("dor", net), pattern, mapping, cost=cost, keep_loads=True
+    )
+    # DOR: 0->3 uses -X at 0; 1->3 uses +X at 1 and 2 (tie goes +); 2->3 uses +X at 2.
+    # Link +X at node 2 carries 2000 B per phase; busiest sender: 1 message of 1000 B.
+    assert m.max_link_bytes == 2 * 2000  # two repeats
+    endpoint = 2e-6 + 1e-9 * 1000
+    assert m.phase_times_s == pytest.approx([endpoint + 2000 * 4e-9])
+    assert m.predicted_time_s == pytest.approx(2 * (endpoint + 2000 * 4e-9))
+    assert m.hop_bytes == 2 * 1000 * (1 + 2 + 1)
+    assert m.avg_dilation_hops == pytest.approx(4 / 3) and m.max_dilation_hops == 2
+    assert m.messages == 6 and m.total_bytes == 6000
+
+
+def test_contention_over_used_links_and_intra_inter_split():
+    net = parse_network("mesh:3:t=2")
+    pattern = parse_pattern("ranks 6; ring 100")  # 0->1->2->...->5->0
+    mapping = permutation_mapping("TX", net, 6)  # pairs (0,1), (2,3), (4,5) share nodes
+    m = evaluate_mapping(net, parse_routing("dor", net), pattern, mapping, keep_loads=True)
+    assert m.intra_node_bytes == 300 and m.inter_node_bytes == 300
+    # 1->2 and 3->4 use +X at nodes 0 and 1; 5->0 goes from node 2 back to node 0 (mesh):
+    # -X at nodes 2 and 1. Used links: 4, loads 1,1,1,1 flows.
+    assert m.used_links == 4 and m.max_contention_flows == 1 and m.avg_contention_flows == 1
+    assert m.max_dilation_hops == 2
+
+
+def test_intra_node_bytes_by_hierarchy_level():
+    net = parse_network("torus:2:t=4")
+    hierarchy = parse_synthetic("package:2 core:2")
+    pattern = CommPattern(8, [Phase("p", [0, 0, 0], [1, 2, 4], [10, 20, 40])])
+    mapping = permutation_mapping("TX", net, 8)
+    m = evaluate_mapping(net, parse_routing("dor", net), pattern, mapping, hierarchy=hierarchy)
+    assert m.intra_node_bytes_by_level == {
+        "across package": 20.0,
+        "within package": 10.0,
+        "within core": 0.0,
+    }
+    assert m.inter_node_bytes == 40
+    with pytest.raises(ValueError, match="has 8 cores but the network has 4"):
+        evaluate_mapping(
+            net, parse_routing("dor", net), pattern, mapping, hierarchy=parse_synthetic("core:8")
+        )
+
+
+@pytest.mark.parametrize("routing", ["dor", "adaptive", "adaptive:paths"])
+def test_worked_example_tzxy_beats_txyz(routing):
+    # 128x128 box stencil on 8x16x32 with 4 cores/node. TZXY lays a logical row of 128 along
+    # Z (32 nodes x 4 cores) so vertical neighbours are one X hop away; TXYZ spreads a row
+    # over four X-rows (4 cores x 8 X x 4 Y), so vertical neighbours are 4 Y hops away.
+    net = parse_network("torus:8x16x32:t=4")
+    pattern = parse_pattern("grid2d 128x128 box 1MiB")
+    r = parse_routing(routing, net)
+    tzxy = evaluate_mapping(net, r, pattern, permutation_mapping("TZXY", net, pattern.nranks))
+    txyz = evaluate_mapping(net, r, pattern, permutation_mapping("TXYZ", net, pattern.nranks))
+    assert tzxy.max_contention_flows < txyz.max_contention_flows
+    assert tzxy.avg_contention_flows < txyz.avg_contention_flows
+    assert tzxy.hop_bytes < txyz.hop_bytes
+    assert tzxy.avg_dilation_hops < txyz.avg_dilation_hops
+
+
+def test_ranking_orders_and_ratios():
+    net = parse_network("torus:4x4x2:t=2")
+    pattern = parse_pattern("grid2d 8x8 box 64KiB")
+    mappings = candidate_mappings("TXYZ,XYZT,block,cyclic,tiles", net, pattern)
+    names = [m.name for m in mappings]
+    assert names[:4] == ["TXYZ", "XYZT", "block", "cyclic"] and "tile2x1" in names
+    cost = CostParameters(1e-6, 1e-10, 1e-9)
+    ranked = rank_mappings(net, parse_routing("adaptive", net), pattern, mappings, cost)
+    times = [r.metrics.predicted_time_s for r in ranked]
+    assert times == sorted(times) and ranked[0].ratio_to_best == 1.0
+    assert ranked[-1].ratio_to_best == pytest.approx(times[-1] / times[0])
+    by_hops = rank_mappings(net, parse_routing("dor", net), pattern, mappings, cost, "hop-bytes")
+    assert [r.metrics.hop_bytes for r in by_hops] == sorted(r.metrics.hop_bytes for r in by_hops)
+    with pytest.raises(ValueError, match="unknown candidate 'TXY'"):
+        candidate_mappings("TXY", net, pattern)
+
+
+def test_loads_do_not_depend_on_message_order():
+    net = parse_network("torus:4x4:t=2")
+    pattern = parse_pattern("grid2d 8x4 periodic box 1KiB")
+    shuffled = CommPattern(
+        pattern.nranks,
+        [
+            Phase(
+                "s",
+                *(
+                    a[np.random.default_rng(0).permutation(a.size)]
+                    for a in (
+                        pattern.phases[0].src,
+                        pattern.phases[0].dst,
+                        pattern.phases[0].nbytes,
+                    )
+                ),
+            )
+        ],
+    )
+    r = parse_routing("adaptive", net)
+    m = permutation_mapping("XTY", net, 32)
+    a = evaluate_mapping(net, r, pattern, m, keep_loads=True)
+    b = evaluate_mapping(net, r, shuffled, m, keep_loads=True)
+    assert np.allclose(a.link_bytes, b.link_bytes) and a.hop_bytes == b.hop_bytes

@@ -1,0 +1,175 @@
+"""The description language, pattern builders and measured-matrix import."""
+
+import json
+
+import numpy as np
+import pytest
+
+from petacomm.topology import pattern as pat
+from petacomm.topology.measured import load_matrix_file, read_profile_log
+from petacomm.topology.pattern_language import PatternSyntaxError, parse_pattern
+from petacomm.topology.sizes import format_bytes, parse_size
+
+
+def pairs(phase):
+    return sorted(zip(phase.src.tolist(), phase.dst.tolist(), strict=True))
+
+
+def test_sizes():
+    assert parse_size("1MiB") == 2**20
+    assert parse_size("64KiB") == 65536
+    assert parse_size("1.5MB") == 1.5e6
+    assert parse_size("512") == 512 and parse_size("8B") == 8
+    assert format_bytes(3 * 2**20) == "3.00 MiB"
+    with pytest.raises(ValueError, match="unknown size unit 'MiX'"):
+        parse_size("1MiX")
+
+
+def test_grid_rank_orders():
+    row = pat.LogicalGrid((2, 3))
+    col = pat.LogicalGrid((2, 3), order="column")
+    assert row.coordinates(1).tolist() == [0, 1]  # last coordinate fastest
+    assert col.coordinates(1).tolist() == [1, 0]  # first coordinate fastest
+    assert row.ranks([[1, 2]]).tolist() == [5] and col.ranks([[1, 2]]).tolist() == [5]
+
+
+def test_star_and_box_neighbour_counts():
+    # 128x128 open grid: star = 4*128*128 - 4*128 boundary losses; box adds diagonals.
+    star = parse_pattern("grid2d 128x128 star 1MiB")
+    assert star.phases[0].num_messages == 4 * 128 * 128 - 4 * 128
+    box = parse_pattern("grid2d 128x128 box 1MiB")
+    assert box.phases[0].num_messages == 8 * 128 * 128 - 6 * 128 * 2 + 4
+    periodic = parse_pattern("grid3d 4x4x4 periodic box 1KiB")
+    assert periodic.phases[0].num_messages == 26 * 64
+    assert periodic.total_bytes == 26 * 64 * 1024
+    line = parse_pattern("grid1d 5 star 8")
+    assert pairs(line.phases[0]) == [(0, 1), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2), (3, 4), (4, 3)]
+
+
+def test_star_neighbours_of_one_rank():
+    p = parse_pattern("grid2d 3x4 periodic column-major star 1")
+    grid = p.grid
+    ph = p.phases[0]
+    r = int(grid.ranks([[1, 1]])[0])
+    got = sorted(grid.coordinates(ph.dst[ph.src == r]).tolist())
+    assert got == [[0, 1], [1, 0], [1, 2], [2, 1]]
+
+
+def test_dimension_wise_alltoall_and_diagonals():
+    p = parse_pattern("grid2d 3x4 rows 1KiB")
+    ph = p.phases[0]
+    assert ph.num_messages == 3 * 4 * 3
+    assert np.all(ph.src // 4 == ph.dst // 4)  # same row (row-major: rank // 4)
+    p = parse_pattern("grid 2x3x4 plane 0,2 8")
+    ph = p.phases[0]
+    grid = p.grid
+    cs, cd = grid.coordinates(ph.src), grid.coordinates(ph.dst)
+    assert np.all(cs[:, 1] == cd[:, 1]) and ph.num_messages == 3 * 8 * 7
+    p = parse_pattern("grid 4x4 diagonals 8")
+    cs, cd = p.grid.coordinates(p.phases[0].src), p.grid.coordinates(p.phases[0].dst)
+    assert np.all(cs[:, 1] - cs[:, 0] == cd[:, 1] - cd[:, 0])
+    # Diagonals of lengths 1,2,3,4,3,2,1 -> sum k(k-1) messages.
+    assert p.phases[0].num_messages == 2 * (0 + 2 + 6) + 12
+    p = parse_pattern("grid 4x4 periodic antidiagonals 8")
+    cs, cd = p.grid.coordinates(p.phases[0].src), p.grid.coordinates(p.phases[0].dst)
+    assert np.all((cs.sum(axis=1) - cd.sum(axis=1)) % 4 == 0)
+    assert p.phases[0].num_messages == 4 * 4 * 3
+
+
+def test_alltoall_ring_offsets_and_phases():
+    p = parse_pattern(
+        "# two phases\nranks 6\nphase exchange x3\n  alltoall 1KiB\nphase shift\n  ring 2 both"
+    )
+    assert [(ph.name, ph.repeat, ph.num_messages) for ph in p.phases] == [
+        ("exchange", 3, 30),
+        ("shift", 1, 12),
+    ]
+    assert p.total_bytes == 3 * 30 * 1024 + 12 * 2
+    p = parse_pattern("grid 4x4 periodic offsets (2,0) (0,-1) 64KiB")
+    assert p.phases[0].num_messages == 32
+    m = p.matrix()
+    assert m[0, 8] == 65536 and m[0, 3] == 65536
+
+
+@pytest.mark.parametrize(
+    "text, line, column, expected",
+    [
+        ("grid2d 128x128 box 1MiX", 1, 20, "a message size"),
+        ("grid2d 128 box 1MiB", 1, 8, "2 dimensions for grid2d"),
+        ("box 1MiB", 1, 1, "a 'grid' statement before 'box'"),
+        ("grid 4x4\nstar", 2, 5, "a message size"),
+        ("grid 4x4 wobble", 1, 10, "a grid option"),
+        ("grid 4x4\n  line 3 8", 2, 8, "an axis in 0..1"),
+        ("grid 4x4x4x4 star 8", 1, 14, "needs 1 or 2 or 3 dimensions"),
+        ("ring 8", 1, 1, "a 'grid' or 'ranks' statement"),
+        ("grid 2x2\nphase empty\nphase full\nstar 1", 2, 1, "traffic statements in phase"),
+        ("grid 4x4 offsets (1,0,0) 8", 1, 18, "an offset with 2 component(s)"),
+        ("grid 4x4; ranks 7", 1, 17, "16 ranks"),
+        ("", 1, 1, "at least one traffic statement"),
+        ("grid 4x4 periodic=1 star 8", 1, 10, "periodic= with 2"),
+    ],
+)
+def test_syntax_errors_give_line_column_expected(text, line, column, expected):
+    with pytest.raises(PatternSyntaxError) as err:
+        parse_pattern(text)
+    assert (err.value.line, err.value.column) == (line, column)
+    assert expected in err.value.expected
+    assert str(err.value).startswith(f"pattern line {line}, column {column}: expected")
+
+
+def test_default_ranks_for_ring():
+    p = parse_pattern("ring 1KiB", default_ranks=5)
+    assert p.nranks == 5 and p.phases[0].num_messages == 5
+
+
+def test_matrix_csv_dense_and_triplets(tmp_path):
+    dense = tmp_path / "m.csv"
+    dense.write_text("# bytes\n0,10,0\n5,0,0\n0,0,0\n")
+    p = load_matrix_file(dense)
+    assert p.nranks == 3 and pairs(p.phases[0]) == [(0, 1), (1, 0)]
+    assert p.matrix()[0, 1] == 10
+    trip = tmp_path / "t.csv"
+    trip.write_text("rank,peer,bytes\n0,3,100\n3,0,50\n")
+    p = load_matrix_file(trip)
+    assert p.nranks == 4 and p.matrix()[3, 0] == 50
+    bad = tmp_path / "bad.csv"
+    bad.write_text("0,1\n2,x\n")
+    with pytest.raises(ValueError, match="line 2, column 2: expected a number, got 'x'"):
+        load_matrix_file(bad)
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("0,1\n2\n")
+    with pytest.raises(ValueError, match="line 2: expected 2 values"):
+        load_matrix_file(ragged)
+
+
+def test_matrix_npy_and_language_import(tmp_path):
+    m = np.zeros((4, 4))
+    m[0, 2] = 7
+    np.save(tmp_path / "m.npy", m)
+    assert load_matrix_file(tmp_path / "m.npy").matrix()[0, 2] == 7
+    p = parse_pattern("phase measured\n  matrix m.npy\nphase again\n  ring 1", base_dir=tmp_path)
+    assert p.nranks == 4 and [ph.num_messages for ph in p.phases] == [1, 4]
+    with pytest.raises(PatternSyntaxError, match="a readable matrix file"):
+        parse_pattern("matrix nothere.csv", base_dir=tmp_path)
+
+
+def test_profile_log_forms(tmp_path):
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps({"nranks": 4, "communication_matrix": [[0, 1], [2, 0]]}))
+    p = read_profile_log(log)
+    assert p.nranks == 4 and p.matrix()[1, 0] == 2
+    log.write_text(json.dumps({"communication_matrix": {"src": [0], "dst": [2], "bytes": [9]}}))
+    assert read_profile_log(log).matrix()[0, 2] == 9
+    log.write_text(
+        json.dumps(
+            {"peers": [{"rank": 0, "peer": 1, "bytes": 4}, {"src": 0, "dst": 1, "bytes": 6}]}
+        )
+    )
+    p = read_profile_log(log)
+    assert p.edges()[2].tolist() == [10.0]
+    log.write_text('{"peers": [\n  {"rank": 0,, }]}')
+    with pytest.raises(ValueError, match="line 2, column"):
+        read_profile_log(log)
+    log.write_text(json.dumps({"ranks": []}))
+    with pytest.raises(ValueError, match="no 'communication_matrix' or 'peers'"):
+        read_profile_log(log)
