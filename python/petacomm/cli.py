@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "petacomm.doctor",
     "petacomm.model.netbench",
     "petacomm.bench.cli",
+    "petacomm.topology.cli",
 )
 
 

@@ -84,7 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     net.add_argument(
         "--model",
         metavar="FILE",
-        help="machine model JSON for alpha/beta (default: petacomm's built-in model)",
+        help="machine model JSON for alpha/beta (default: the model 'petacomm netbench' "
+        "measured on this machine, else petacomm's built-in defaults)",
     )
     net.add_argument(
         "--link-bandwidth",
@@ -166,30 +167,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _user_error(fn, *args, **kwargs):
-    """Run a library call, turning ValueError into a one-line PetacommError."""
+def _user_error(option, fn, *args, **kwargs):
+    """Run a library call, turning ValueError into a one-line PetacommError naming the option
+    the bad value came from."""
     try:
         return fn(*args, **kwargs)
     except ValueError as err:
-        raise PetacommError(str(err)) from None
+        message = " ".join(str(err).split())
+        raise PetacommError(f"{option}: {message}" if option else message) from None
 
 
 def build_network(args):
     if not args.network:
         raise PetacommError("--network: required (e.g. --network torus:8x16x32)")
-    network = _user_error(parse_network, args.network)
+    network = _user_error("--network", parse_network, args.network)
     hierarchy = None
     if args.node and args.hwloc:
         raise PetacommError("--node and --hwloc: give only one node hierarchy")
     if args.node:
-        hierarchy = _user_error(parse_synthetic, args.node)
+        hierarchy = _user_error("--node", parse_synthetic, args.node)
     elif args.hwloc:
-        hierarchy = _user_error(load_hwloc_xml, args.hwloc)
+        hierarchy = _user_error("--hwloc", load_hwloc_xml, args.hwloc)
     cores = args.cores_per_node
     if cores is not None and cores < 1:
         raise PetacommError(f"--cores-per-node: must be a positive integer, got {cores}")
     if hierarchy is not None:
-        if cores is not None and cores != hierarchy.cores_per_node:
+        if args.cores_per_node is not None and args.cores_per_node != hierarchy.cores_per_node:
             raise PetacommError(
                 f"--cores-per-node {cores} disagrees with the node hierarchy "
                 f"({hierarchy.cores_per_node} cores)"
@@ -213,7 +216,9 @@ def build_pattern(args, network):
         )
     source = given[0]
     if source == "pattern":
-        return _user_error(parse_pattern, args.pattern, default_ranks=network.num_slots)
+        return _user_error(
+            "--pattern", parse_pattern, args.pattern, default_ranks=network.num_slots
+        )
     if source == "pattern_file":
         path = Path(args.pattern_file)
         try:
@@ -225,14 +230,14 @@ def build_pattern(args, network):
         except ValueError as err:
             raise PetacommError(f"--pattern-file {path}: {err}") from None
     if source == "matrix":
-        return _user_error(load_matrix_file, args.matrix)
-    return _user_error(read_profile_log, args.from_profile)
+        return _user_error("--matrix", load_matrix_file, args.matrix)
+    return _user_error("--from-profile", read_profile_log, args.from_profile)
 
 
 def build_cost(args, pattern):
-    from petacomm.model import default_model, load  # lazy: keeps `import petacomm` light
+    from petacomm.model import load_or_default  # lazy: keeps `import petacomm` light
 
-    model = load(args.model) if args.model else default_model()
+    model = load_or_default(args.model)
     link_beta = None
     if args.link_bandwidth:
         try:
@@ -242,7 +247,7 @@ def build_cost(args, pattern):
         if bandwidth <= 0:
             raise PetacommError(f"--link-bandwidth: must be > 0, got {args.link_bandwidth!r}")
         link_beta = 1.0 / bandwidth
-    return _user_error(cost_parameters_from_model, model, link_beta)
+    return _user_error("--model", cost_parameters_from_model, model, link_beta)
 
 
 def run(args) -> int:
@@ -263,7 +268,7 @@ def run(args) -> int:
     if args.time_budget <= 0:
         raise PetacommError(f"--time-budget: must be > 0 seconds, got {args.time_budget}")
     network, hierarchy = build_network(args)
-    routing = _user_error(parse_routing, args.routing, network)
+    routing = _user_error("--routing", parse_routing, args.routing, network)
     pattern = build_pattern(args, network)
     if pattern.nranks > network.num_slots:
         raise PetacommError(
@@ -281,10 +286,16 @@ def run(args) -> int:
     spec = args.candidates or default_candidates(network)
     start = time.perf_counter()
     mappings = _user_error(
-        candidate_mappings, spec, network, pattern, time_budget=args.time_budget, seed=args.seed
+        "--candidates",
+        candidate_mappings,
+        spec,
+        network,
+        pattern,
+        time_budget=args.time_budget,
+        seed=args.seed,
     )
     ranked = _user_error(
-        rank_mappings, network, routing, pattern, mappings, cost, args.rank_by, hierarchy
+        "", rank_mappings, network, routing, pattern, mappings, cost, args.rank_by, hierarchy
     )
     elapsed = time.perf_counter() - start
     chosen = ranked[0]
@@ -300,6 +311,7 @@ def run(args) -> int:
         chosen = matches[0]
     if args.output:
         _user_error(
+            "--output",
             write_mapping,
             args.output,
             chosen.mapping,

@@ -1,0 +1,258 @@
+"""``petacomm map``: the ranked table, JSON, launcher files and one-line errors."""
+
+import argparse
+import json
+
+import pytest
+
+from petacomm.cli import build_parser, main
+
+WORKED = [
+    "map",
+    "--network",
+    "torus:8x16x32",
+    "--cores-per-node",
+    "4",
+    "--pattern",
+    "grid2d 128x128 box 1MiB",
+    "--candidates",
+    "permutations",
+]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_worked_example_json_ranks_all_permutations(capsys):
+    code, out, err = run(capsys, *WORKED, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema"] == "petacomm.map/1" and doc["network"] == "torus:8x16x32:t=4"
+    ranking = doc["ranking"]
+    assert len(ranking) == 24 and doc["candidates_evaluated"] == 24
+    names = [r["mapping"] for r in ranking]
+    assert names.index("TZXY") < names.index("TXYZ")
+    times = [r["predicted_time_s"] for r in ranking]
+    assert times == sorted(times)
+    assert ranking[0]["ratio_to_best"] == 1.0 and ranking[-1]["ratio_to_best"] > 1.0
+    assert {
+        "max_contention_flows",
+        "avg_contention_flows",
+        "hop_bytes",
+        "max_dilation_hops",
+        "intra_node_bytes",
+        "inter_node_bytes",
+        "max_link_bytes",
+    } <= set(ranking[0])
+    code, out, _ = run(capsys, *WORKED, "--json", "--top", "5")
+    assert len(json.loads(out)["ranking"]) == 5
+
+
+def test_table_has_units_and_writes_the_best(capsys, tmp_path):
+    target = tmp_path / "rankfile"
+    code, out, err = run(
+        capsys, *WORKED, "--top", "3", "--output", str(target), "--format", "rankfile"
+    )
+    assert code == 0, err
+    header = out.splitlines()[2]
+    for unit in ("(flows)", "(MiB)", "(hops)", "(ms)", "(MiB*hop)"):
+        assert unit in header
+    assert "24 candidates evaluated" in out and "wrote" in out
+    best = out.splitlines()[3].split()[1]
+    lines = target.read_text().splitlines()
+    assert lines[0] == f"# petacomm rankfile v1: mapping {best}" and len(lines) == 16385
+
+
+@pytest.mark.parametrize("fmt", ["slurm", "cray", "bgp", "csv"])
+def test_every_format_from_the_cli(capsys, tmp_path, fmt):
+    target = tmp_path / f"map.{fmt}"
+    code, _, err = run(
+        capsys,
+        "map",
+        "--network",
+        "torus:2x2x2:t=2",
+        "--pattern",
+        "grid3d 2x2x4 star 1KiB",
+        "--candidates",
+        "TXYZ,XYZT",
+        "--choose",
+        "xyzt",
+        "--output",
+        str(target),
+        "--format",
+        fmt,
+    )
+    assert code == 0, err
+    text = target.read_text()
+    # Cray lists one node per line; the others one rank per line (csv: plus header lines).
+    expected = {"slurm": 16, "cray": 9, "bgp": 16, "csv": 18}[fmt]
+    assert text.count("\n") == expected
+
+
+def test_other_networks_and_inputs(capsys, tmp_path):
+    code, out, err = run(
+        capsys,
+        "map",
+        "--network",
+        "fattree:2;4,4;1,2;1,2",
+        "--node",
+        "package:2 core:2",
+        "--pattern",
+        "grid2d 8x8 periodic star 64KiB",
+        "--routing",
+        "ecmp",
+        "--time-budget",
+        "2",
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {r["mapping"].split(" ")[0] for r in doc["ranking"]} == {
+        "block",
+        "cyclic",
+        "greedy+swaps",
+        "bisection+swaps",
+    }
+    assert "intra_node_bytes_by_level" in doc["ranking"][0]
+    matrix = tmp_path / "m.csv"
+    matrix.write_text("src,dst,bytes\n0,5,1000\n5,0,1000\n1,2,10\n")
+    code, out, err = run(
+        capsys,
+        "map",
+        "--network",
+        "dragonfly:3,2,1,1",
+        "--matrix",
+        str(matrix),
+        "--routing",
+        "valiant",
+        "--candidates",
+        "block,cyclic",
+        "--rank-by",
+        "max-link-bytes",
+    )
+    assert code == 0, err
+    assert "routing valiant" in out
+    profile = tmp_path / "log.json"
+    profile.write_text(json.dumps({"nranks": 4, "peers": [{"rank": 0, "peer": 3, "bytes": 8}]}))
+    code, out, err = run(
+        capsys,
+        "map",
+        "--network",
+        "mesh:2x2",
+        "--from-profile",
+        str(profile),
+        "--candidates",
+        "all",
+        "--json",
+    )
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--network", "tours:8x16x32", "--pattern", "ring 1"],
+            "--network: network 'tours:8x16x32': unknown network kind 'tours' (expected torus, "
+            "mesh, fattree, dragonfly)",
+        ),
+        (["--network", "torus:8x0x4", "--pattern", "ring 1"], "expected a positive integer"),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 128x128 box 1MiB"],
+            "the pattern has 16384 ranks but torus:4x4 offers 16 nodes x 1 cores = 16 slots",
+        ),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1MiX"],
+            "--pattern: pattern line 1, column 16: expected a message size",
+        ),
+        (
+            [
+                "--network",
+                "torus:4x4",
+                "--pattern",
+                "grid2d 4x4 box 1",
+                "--output",
+                "x",
+                "--format",
+                "lsf",
+            ],
+            "--format: unknown format 'lsf'",
+        ),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--output", "x"],
+            "--format: required with --output",
+        ),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--routing", "ecmp"],
+            "--routing: routing 'ecmp' does not apply to a torus network",
+        ),
+        (["--network", "torus:4x4"], "give exactly one of --pattern"),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--candidates", "TXYZ"],
+            "--candidates: candidates: unknown candidate 'TXYZ'",
+        ),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--cores-per-node", "0"],
+            "--cores-per-node: must be a positive integer, got 0",
+        ),
+        (
+            [
+                "--network",
+                "torus:2x2:t=2",
+                "--pattern",
+                "grid2d 2x4 box 1",
+                "--output",
+                "x",
+                "--format",
+                "bgq",
+            ],
+            "--output: bgq map file: needs a 5-D torus",
+        ),
+        (
+            [
+                "--network",
+                "torus:4x4",
+                "--pattern",
+                "grid2d 4x4 box 1",
+                "--model",
+                "/nonexistent/model.json",
+            ],
+            "machine model: /nonexistent/model.json not found",
+        ),
+    ],
+)
+def test_invalid_input_gives_one_error_line(capsys, argv, message):
+    code, out, err = run(capsys, "map", *argv)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("petacomm map: error: "), err
+    assert message in lines[0]
+
+
+def test_every_option_has_help():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    map_parser = sub.choices["map"]
+    for action in map_parser._actions:
+        assert action.help, action.option_strings
+
+
+def test_benchmark_mode_on_a_small_case(capsys):
+    code, out, err = run(
+        capsys,
+        "map",
+        "--benchmark",
+        "--network",
+        "torus:4x4x4",
+        "--cores-per-node",
+        "2",
+        "--pattern",
+        "grid3d 8x4x4 periodic box 1MiB",
+    )
+    assert code == 0, err
+    assert "evaluate one mapping (TXYZ)" in out and " s " in out
+    assert "full permutation search (24 mappings)" in out
