@@ -1,0 +1,221 @@
+#include "directory.hpp"
+
+#include <algorithm>
+
+#include "error.hpp"
+#include "mpi_support.hpp"
+
+namespace petacomm::xchg {
+namespace {
+constexpr int kTagKeys = 101;
+constexpr int kTagReply = 102;
+constexpr int kTagHub = 103;
+constexpr std::uint64_t kOwnerSalt = 0x5bd1e9955bd1e995ULL;
+}  // namespace
+
+int multiplicity_bucket(std::int64_t d) {
+  int b = 0;
+  while ((std::int64_t{1} << b) < d) ++b;
+  return std::min(b, PETACOMM_XCHG_HUB_LEVELS);
+}
+
+Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int list_limit)
+    : comm_(comm) {
+  check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+  const std::size_t u_count = keys.size();
+
+  // Round 1 (NBX): my keys to their homes, ascending within each home.
+  std::vector<std::pair<int, std::int32_t>> by_home(u_count);
+  for (std::size_t u = 0; u < u_count; ++u)
+    by_home[u] = {static_cast<int>(mix64(static_cast<std::uint64_t>(keys[u])) %
+                                   static_cast<std::uint64_t>(size_)),
+                  static_cast<std::int32_t>(u)};
+  std::stable_sort(by_home.begin(), by_home.end(),
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::vector<Message> outgoing;
+  for (std::size_t j = 0; j < by_home.size(); ++j) {
+    if (j == 0 || by_home[j].first != by_home[j - 1].first) {
+      homes_.push_back(by_home[j].first);
+      keys_at_home_.emplace_back();
+      outgoing.push_back(Message{by_home[j].first, {}});
+    }
+    keys_at_home_.back().push_back(by_home[j].second);
+    outgoing.back().data.push_back(keys[by_home[j].second]);
+  }
+  std::vector<Message> incoming = nbx_exchange(comm_, kTagKeys, std::move(outgoing), traffic_);
+
+  // The home table: every (key, holder) pair homed here, sorted by key then holder.
+  std::size_t total = 0;
+  for (const Message &m : incoming) total += m.data.size();
+  table_.reserve(total);
+  for (std::size_t s = 0; s < incoming.size(); ++s) {
+    sources_.push_back(incoming[s].rank);
+    for (std::int64_t key : incoming[s].data)
+      table_.push_back(HomeEntry{key, incoming[s].rank, static_cast<std::int32_t>(s)});
+    std::vector<std::int64_t>().swap(incoming[s].data);
+  }
+  std::sort(table_.begin(), table_.end(), [](const HomeEntry &a, const HomeEntry &b) {
+    return a.key != b.key ? a.key < b.key : a.rank < b.rank;
+  });
+
+  // Replies: per holder, for each of its keys here (ascending): d, owner, [other holders].
+  std::vector<std::vector<std::int32_t>> replies(sources_.size());
+  for (std::size_t g = 0; g < table_.size();) {
+    std::size_t end = g;
+    while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+    const int d = static_cast<int>(end - g);
+    const int owner =
+        table_[g + mix64(static_cast<std::uint64_t>(table_[g].key) ^ kOwnerSalt) % d].rank;
+    histogram_[multiplicity_bucket(d)] += 1;
+    for (std::size_t j = g; j < end; ++j) {
+      std::vector<std::int32_t> &out = replies[table_[j].source];
+      out.push_back(d);
+      out.push_back(owner);
+      if (d <= list_limit || owner == table_[j].rank)
+        for (std::size_t q = g; q < end; ++q)
+          if (q != j) out.push_back(table_[q].rank);
+    }
+    g = end;
+  }
+  std::vector<MPI_Request> reply_sends;
+  std::vector<std::int32_t> self_reply;
+  for (std::size_t s = 0; s < sources_.size(); ++s) {
+    if (sources_[s] == me_) {
+      self_reply = std::move(replies[s]);
+      continue;
+    }
+    MPI_Request req;
+    check_mpi(MPI_Isend(replies[s].data(), to_int_count(replies[s].size(), "directory reply"),
+                        MPI_INT32_T, sources_[s], kTagReply, comm_, &req),
+              "MPI_Isend");
+    reply_sends.push_back(req);
+    traffic_.messages += 1;
+    traffic_.bytes += static_cast<std::int64_t>(replies[s].size() * 4);
+  }
+
+  // Receive one reply per home, decode in the order the keys were sent.
+  std::vector<std::vector<std::int32_t>> received(homes_.size());
+  for (std::size_t h = 0; h < homes_.size(); ++h) {
+    if (homes_[h] == me_) {
+      received[h] = std::move(self_reply);
+      continue;
+    }
+    MPI_Message handle;
+    MPI_Status status;
+    check_mpi(MPI_Mprobe(homes_[h], kTagReply, comm_, &handle, &status), "MPI_Mprobe");
+    int count = 0;
+    check_mpi(MPI_Get_count(&status, MPI_INT32_T, &count), "MPI_Get_count");
+    received[h].resize(static_cast<std::size_t>(count));
+    check_mpi(MPI_Mrecv(received[h].data(), count, MPI_INT32_T, &handle, MPI_STATUS_IGNORE),
+              "MPI_Mrecv");
+    reply_ints_ += count;
+  }
+  check_mpi(
+      MPI_Waitall(static_cast<int>(reply_sends.size()), reply_sends.data(), MPI_STATUSES_IGNORE),
+      "MPI_Waitall");
+
+  sharing_.multiplicity.assign(u_count, 1);
+  sharing_.owner.assign(u_count, me_);
+  sharing_.list_begin.assign(u_count + 1, 0);
+  std::vector<std::size_t> list_at(u_count, 0);  // offset of the list in the home's reply
+  for (std::size_t h = 0; h < homes_.size(); ++h) {
+    std::size_t at = 0;
+    for (std::int32_t u : keys_at_home_[h]) {
+      const std::vector<std::int32_t> &r = received[h];
+      if (at + 2 > r.size()) fail_state("internal: short directory reply from rank ", homes_[h]);
+      const int d = r[at], owner = r[at + 1];
+      at += 2;
+      sharing_.multiplicity[u] = d;
+      sharing_.owner[u] = owner;
+      list_at[u] = at;
+      if (d <= list_limit || owner == me_) {
+        sharing_.list_begin[u + 1] = d - 1;
+        at += static_cast<std::size_t>(d - 1);
+      }
+    }
+    if (at != received[h].size())
+      fail_state("internal: directory reply from rank ", homes_[h], " has ", received[h].size(),
+                 " ints, decoded ", at);
+  }
+  for (std::size_t u = 0; u < u_count; ++u) sharing_.list_begin[u + 1] += sharing_.list_begin[u];
+  sharing_.list_ranks.resize(static_cast<std::size_t>(sharing_.list_begin[u_count]));
+  for (std::size_t h = 0; h < homes_.size(); ++h)
+    for (std::int32_t u : keys_at_home_[h])
+      std::copy(received[h].begin() + static_cast<std::ptrdiff_t>(list_at[u]),
+                received[h].begin() +
+                    static_cast<std::ptrdiff_t>(
+                        list_at[u] + (sharing_.list_begin[u + 1] - sharing_.list_begin[u])),
+                sharing_.list_ranks.begin() + sharing_.list_begin[u]);
+}
+
+std::int64_t Directory::assign_hubs(int threshold) {
+  // Number this home's hub keys, offset by the hub keys of lower homes.
+  std::int64_t local_hubs = 0;
+  for (std::size_t g = 0; g < table_.size();) {
+    std::size_t end = g;
+    while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+    if (static_cast<int>(end - g) > threshold) ++local_hubs;
+    g = end;
+  }
+  std::int64_t offset = 0, total = 0;
+  check_mpi(MPI_Exscan(&local_hubs, &offset, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Exscan");
+  if (me_ == 0) offset = 0;
+  check_mpi(MPI_Allreduce(&local_hubs, &total, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+
+  std::vector<std::vector<std::int64_t>> numbers(sources_.size());
+  std::int64_t next = offset;
+  for (std::size_t g = 0; g < table_.size();) {
+    std::size_t end = g;
+    while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+    if (static_cast<int>(end - g) > threshold) {
+      for (std::size_t j = g; j < end; ++j) numbers[table_[j].source].push_back(next);
+      ++next;
+    }
+    g = end;
+  }
+  std::vector<MPI_Request> sends;
+  std::vector<std::int64_t> self_numbers;
+  for (std::size_t s = 0; s < sources_.size(); ++s) {
+    if (numbers[s].empty()) continue;
+    if (sources_[s] == me_) {
+      self_numbers = std::move(numbers[s]);
+      continue;
+    }
+    MPI_Request req;
+    check_mpi(MPI_Isend(numbers[s].data(), to_int_count(numbers[s].size(), "hub numbers"),
+                        MPI_INT64_T, sources_[s], kTagHub, comm_, &req),
+              "MPI_Isend");
+    sends.push_back(req);
+  }
+  sharing_.hub_index.assign(sharing_.keys(), -1);
+  for (std::size_t h = 0; h < homes_.size(); ++h) {
+    std::vector<std::int32_t> mine;
+    for (std::int32_t u : keys_at_home_[h])
+      if (sharing_.multiplicity[u] > threshold) mine.push_back(u);
+    if (mine.empty()) continue;
+    std::vector<std::int64_t> got;
+    if (homes_[h] == me_) {
+      got = std::move(self_numbers);
+    } else {
+      got.resize(mine.size());
+      check_mpi(MPI_Recv(got.data(), static_cast<int>(got.size()), MPI_INT64_T, homes_[h], kTagHub,
+                         comm_, MPI_STATUS_IGNORE),
+                "MPI_Recv");
+    }
+    if (got.size() != mine.size()) fail_state("internal: hub numbering size mismatch");
+    for (std::size_t j = 0; j < mine.size(); ++j) sharing_.hub_index[mine[j]] = got[j];
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+  return total;
+}
+
+void Directory::release_home_table() {
+  std::vector<HomeEntry>().swap(table_);
+  std::vector<int>().swap(sources_);
+  std::vector<int>().swap(homes_);
+  std::vector<std::vector<std::int32_t>>().swap(keys_at_home_);
+}
+
+}  // namespace petacomm::xchg

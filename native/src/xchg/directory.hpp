@@ -1,0 +1,62 @@
+// Distributed directory: every key has a home rank (hash of the key modulo p). Ranks send
+// their distinct keys home (partners found by NBX); each home sorts the (key, rank) pairs it
+// received, so it knows every holder of its keys, chooses an owner among them and replies
+// to each holder with d, the owner and (when asked for) the other holders. O(n_local)
+// memory and work per rank in expectation, no p x n tables, no O(p) arrays.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "nbx.hpp"
+#include "petacomm/xchg.h"
+#include "sharing.hpp"
+
+namespace petacomm::xchg {
+
+class Directory {
+ public:
+  // Collective. keys: this rank's distinct keys, ascending. Holder lists are returned for
+  // keys with d <= list_limit, and always to a key's owner.
+  Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int list_limit);
+
+  Sharing &sharing() { return sharing_; }
+  const SetupTraffic &traffic() const { return traffic_; }
+  std::int64_t reply_ints() const { return reply_ints_; }
+  // Distinct keys homed on this rank by multiplicity bucket (0: d == 1, b: 2^(b-1) < d <= 2^b).
+  const std::array<std::int64_t, PETACOMM_XCHG_HUB_LEVELS + 1> &home_histogram() const {
+    return histogram_;
+  }
+
+  // Collective: numbers the keys held by more than `threshold` ranks 0..H-1 (by home, then
+  // key) and stores each hub key's number in sharing().hub_index. Returns H.
+  std::int64_t assign_hubs(int threshold);
+
+  // Frees the home-side table (after the last assign_hubs).
+  void release_home_table();
+
+ private:
+  struct HomeEntry {
+    std::int64_t key;
+    int rank;
+    std::int32_t source;  // index into sources_
+  };
+  MPI_Comm comm_;
+  int me_ = 0, size_ = 1;
+  Sharing sharing_;
+  SetupTraffic traffic_;
+  std::int64_t reply_ints_ = 0;
+  std::array<std::int64_t, PETACOMM_XCHG_HUB_LEVELS + 1> histogram_{};
+  std::vector<HomeEntry> table_;                         // sorted by (key, rank)
+  std::vector<int> sources_;                             // ranks that sent keys here
+  std::vector<int> homes_;                               // homes I sent keys to, ascending
+  std::vector<std::vector<std::int32_t>> keys_at_home_;  // my key indices per home
+};
+
+// Bucket of multiplicity d: 0 for d == 1, else ceil(log2 d).
+int multiplicity_bucket(std::int64_t d);
+
+}  // namespace petacomm::xchg

@@ -1,0 +1,186 @@
+#include "exchange.hpp"
+
+#include <cstring>
+
+#include "error.hpp"
+
+namespace petacomm::xchg {
+
+Transport parse_transport(const char *name) {
+  if (name == nullptr || *name == '\0' || std::strcmp(name, "p2p") == 0) return Transport::kP2P;
+  if (std::strcmp(name, "neighbor") == 0) return Transport::kNeighbor;
+  if (std::strcmp(name, "alltoallv") == 0) return Transport::kAlltoallv;
+  fail_arg("transport: unknown transport '", name, "' (expected p2p, neighbor or alltoallv)");
+}
+
+const char *transport_name(Transport t) {
+  switch (t) {
+    case Transport::kP2P:
+      return "p2p";
+    case Transport::kNeighbor:
+      return "neighbor";
+    case Transport::kAlltoallv:
+      return "alltoallv";
+  }
+  return "unknown";
+}
+
+Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transport, int tag)
+    : comm_(comm),
+      send_(std::move(send)),
+      recv_(std::move(recv)),
+      transport_(transport),
+      tag_(tag) {
+  check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+  to_int_count(static_cast<std::size_t>(send_.entries()), "values sent per exchange");
+  to_int_count(static_cast<std::size_t>(recv_.entries()), "values received per exchange");
+  if (transport_ == Transport::kNeighbor) {
+    check_mpi(MPI_Dist_graph_create_adjacent(comm_, static_cast<int>(recv_.peers()),
+                                             recv_.ranks.data(), MPI_UNWEIGHTED,
+                                             static_cast<int>(send_.peers()), send_.ranks.data(),
+                                             MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &graph_),
+              "MPI_Dist_graph_create_adjacent");
+    for (std::size_t j = 0; j < send_.peers(); ++j) {
+      scounts_.push_back(static_cast<int>(send_.begin[j + 1] - send_.begin[j]));
+      sdispls_.push_back(static_cast<int>(send_.begin[j]));
+    }
+    for (std::size_t j = 0; j < recv_.peers(); ++j) {
+      rcounts_.push_back(static_cast<int>(recv_.begin[j + 1] - recv_.begin[j]));
+      rdispls_.push_back(static_cast<int>(recv_.begin[j]));
+    }
+  } else if (transport_ == Transport::kAlltoallv) {
+    scounts_.assign(size_, 0);
+    sdispls_.assign(size_, 0);
+    rcounts_.assign(size_, 0);
+    rdispls_.assign(size_, 0);
+    for (std::size_t j = 0; j < send_.peers(); ++j) {
+      scounts_[send_.ranks[j]] = static_cast<int>(send_.begin[j + 1] - send_.begin[j]);
+      sdispls_[send_.ranks[j]] = static_cast<int>(send_.begin[j]);
+    }
+    for (std::size_t j = 0; j < recv_.peers(); ++j) {
+      rcounts_[recv_.ranks[j]] = static_cast<int>(recv_.begin[j + 1] - recv_.begin[j]);
+      rdispls_[recv_.ranks[j]] = static_cast<int>(recv_.begin[j]);
+    }
+  }
+}
+
+Exchange::~Exchange() {
+  if (mpi_finalized()) return;
+  if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  free_persistent();
+  if (graph_ != MPI_COMM_NULL) MPI_Comm_free(&graph_);
+}
+
+void Exchange::free_persistent() {
+  for (MPI_Request &r : persistent_)
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  persistent_.clear();
+}
+
+void Exchange::prepare(const ElementType &type) {
+  if (elem_bytes_ == type.bytes() && prepared_type_ == type.get()) return;
+  free_persistent();
+  elem_bytes_ = type.bytes();
+  prepared_type_ = type.get();
+  send_buf_.resize(static_cast<std::size_t>(send_.entries()) * elem_bytes_);
+  recv_buf_.resize(static_cast<std::size_t>(recv_.entries()) * elem_bytes_);
+  if (transport_ != Transport::kP2P) return;
+  persistent_.resize(recv_.peers() + send_.peers(), MPI_REQUEST_NULL);
+  for (std::size_t j = 0; j < recv_.peers(); ++j)
+    check_mpi(MPI_Recv_init(recv_buf_.data() + recv_.begin[j] * elem_bytes_,
+                            static_cast<int>(recv_.begin[j + 1] - recv_.begin[j]), type.get(),
+                            recv_.ranks[j], tag_, comm_, &persistent_[j]),
+              "MPI_Recv_init");
+  for (std::size_t j = 0; j < send_.peers(); ++j)
+    check_mpi(MPI_Send_init(send_buf_.data() + send_.begin[j] * elem_bytes_,
+                            static_cast<int>(send_.begin[j + 1] - send_.begin[j]), type.get(),
+                            send_.ranks[j], tag_, comm_, &persistent_[recv_.peers() + j]),
+              "MPI_Send_init");
+}
+
+void Exchange::start(const void *src, const ElementType &type) {
+  prepare(type);
+  const char *in = static_cast<const char *>(src);
+  const std::size_t eb = elem_bytes_;
+  char *out = send_buf_.data();
+  const std::size_t total = send_.index.size();
+  if (eb == 8) {
+    for (std::size_t j = 0; j < total; ++j)
+      std::memcpy(out + j * 8, in + static_cast<std::size_t>(send_.index[j]) * 8, 8);
+  } else {
+    for (std::size_t j = 0; j < total; ++j)
+      std::memcpy(out + j * eb, in + static_cast<std::size_t>(send_.index[j]) * eb, eb);
+  }
+  switch (transport_) {
+    case Transport::kP2P:
+      if (!persistent_.empty())
+        check_mpi(MPI_Startall(static_cast<int>(persistent_.size()), persistent_.data()),
+                  "MPI_Startall");
+      break;
+    case Transport::kNeighbor:
+      check_mpi(MPI_Ineighbor_alltoallv(send_buf_.data(), scounts_.data(), sdispls_.data(),
+                                        type.get(), recv_buf_.data(), rcounts_.data(),
+                                        rdispls_.data(), type.get(), graph_, &request_),
+                "MPI_Ineighbor_alltoallv");
+      break;
+    case Transport::kAlltoallv:
+      check_mpi(MPI_Ialltoallv(send_buf_.data(), scounts_.data(), sdispls_.data(), type.get(),
+                               recv_buf_.data(), rcounts_.data(), rdispls_.data(), type.get(),
+                               comm_, &request_),
+                "MPI_Ialltoallv");
+      break;
+  }
+}
+
+void Exchange::wait() {
+  if (transport_ == Transport::kP2P) {
+    if (!persistent_.empty())
+      check_mpi(MPI_Waitall(static_cast<int>(persistent_.size()), persistent_.data(),
+                            MPI_STATUSES_IGNORE),
+                "MPI_Waitall");
+    return;
+  }
+  check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+}
+
+const char *Exchange::received(std::size_t peer) const {
+  return recv_buf_.data() + static_cast<std::size_t>(recv_.begin[peer]) * elem_bytes_;
+}
+
+std::int64_t Exchange::messages() const { return static_cast<std::int64_t>(send_.peers()); }
+
+std::size_t Exchange::schedule_bytes() const {
+  return send_.memory_bytes() + recv_.memory_bytes() +
+         persistent_.capacity() * sizeof(MPI_Request) +
+         (scounts_.capacity() + sdispls_.capacity() + rcounts_.capacity() + rdispls_.capacity()) *
+             sizeof(int);
+}
+
+void fold_in_rank_order(const ElementOp &op, int me, const Exchange &exchange, const void *own,
+                        void *result, std::size_t keys) {
+  const PeerList &recv = exchange.recvs();
+  op.fill_identity(result, keys);
+  std::size_t j = 0;
+  for (; j < recv.peers() && recv.ranks[j] < me; ++j)
+    op.fold_indexed(result, recv.index.data() + recv.begin[j],
+                    static_cast<std::size_t>(recv.begin[j + 1] - recv.begin[j]),
+                    exchange.received(j));
+  op.fold(result, own, keys);
+  for (; j < recv.peers(); ++j)
+    op.fold_indexed(result, recv.index.data() + recv.begin[j],
+                    static_cast<std::size_t>(recv.begin[j + 1] - recv.begin[j]),
+                    exchange.received(j));
+}
+
+void copy_received(const Exchange &exchange, std::size_t elem_bytes, void *result) {
+  const PeerList &recv = exchange.recvs();
+  char *out = static_cast<char *>(result);
+  for (std::size_t j = 0; j < recv.peers(); ++j) {
+    const char *in = exchange.received(j);
+    for (std::int64_t e = recv.begin[j]; e < recv.begin[j + 1]; ++e)
+      std::memcpy(out + static_cast<std::size_t>(recv.index[e]) * elem_bytes,
+                  in + static_cast<std::size_t>(e - recv.begin[j]) * elem_bytes, elem_bytes);
+  }
+}
+
+}  // namespace petacomm::xchg

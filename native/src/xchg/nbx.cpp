@@ -1,0 +1,63 @@
+#include "nbx.hpp"
+
+#include "error.hpp"
+#include "mpi_support.hpp"
+
+namespace petacomm::xchg {
+
+std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, std::vector<Message> outgoing,
+                                  SetupTraffic &traffic) {
+  int me = 0;
+  check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
+  std::vector<Message> incoming;
+  std::vector<MPI_Request> sends;
+  sends.reserve(outgoing.size());
+  for (Message &m : outgoing) {
+    if (m.rank == me) {
+      incoming.push_back(std::move(m));
+      continue;
+    }
+    MPI_Request req;
+    check_mpi(MPI_Issend(m.data.data(), to_int_count(m.data.size(), "NBX message"), MPI_INT64_T,
+                         m.rank, tag, comm, &req),
+              "MPI_Issend");
+    sends.push_back(req);
+    traffic.messages += 1;
+    traffic.bytes += static_cast<std::int64_t>(m.data.size() * sizeof(std::int64_t));
+  }
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  bool barrier_active = false;
+  for (;;) {
+    int found = 0;
+    MPI_Message handle;
+    MPI_Status status;
+    check_mpi(MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &found, &handle, &status), "MPI_Improbe");
+    if (found) {
+      int count = 0;
+      check_mpi(MPI_Get_count(&status, MPI_INT64_T, &count), "MPI_Get_count");
+      Message m;
+      m.rank = status.MPI_SOURCE;
+      m.data.resize(static_cast<std::size_t>(count));
+      check_mpi(MPI_Mrecv(m.data.data(), count, MPI_INT64_T, &handle, MPI_STATUS_IGNORE),
+                "MPI_Mrecv");
+      incoming.push_back(std::move(m));
+      continue;
+    }
+    int done = 0;
+    if (!barrier_active) {
+      check_mpi(
+          MPI_Testall(static_cast<int>(sends.size()), sends.data(), &done, MPI_STATUSES_IGNORE),
+          "MPI_Testall");
+      if (done) {
+        check_mpi(MPI_Ibarrier(comm, &barrier), "MPI_Ibarrier");
+        barrier_active = true;
+      }
+    } else {
+      check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) break;
+    }
+  }
+  return incoming;
+}
+
+}  // namespace petacomm::xchg

@@ -1,0 +1,68 @@
+// SparseReducePlan: the object behind the C handle. Creation validates the arguments on
+// every rank, duplicates the communicator, indexes the keys, runs discovery, computes the
+// statistics and predictions, chooses (or is told) a strategy, optionally autotunes, and
+// records what it did for describe(). Execution combines repeated keys, runs the strategy
+// and scatters the results back to every position.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "element_op.hpp"
+#include "key_index.hpp"
+#include "mpi_support.hpp"
+#include "petacomm/xchg.h"
+#include "strategy.hpp"
+
+namespace petacomm::xchg {
+
+petacomm_xchg_options default_options();
+
+class Plan {
+ public:
+  Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
+       const petacomm_xchg_options *options);
+  ~Plan();
+  Plan(const Plan &) = delete;
+  Plan &operator=(const Plan &) = delete;
+
+  void begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xchg_dtype dtype,
+             petacomm_xchg_op op, const petacomm_xchg_user_op *user);
+  void end();
+  // Collective: completes an active execution and frees the communicators.
+  void release();
+
+  const char *strategy_name() const { return strategy_->name(); }
+  std::int64_t positions() const { return index_.positions(); }
+  const std::string &description() const { return description_; }
+  petacomm_xchg_stats stats(petacomm_xchg_dtype dtype, int k);
+
+ private:
+  struct Choice;
+  void build(const petacomm_xchg_options &o);
+  double measure(Strategy &strategy, int reps);
+  const ElementType &element_type(std::size_t bytes);
+  void describe(const petacomm_xchg_options &o, const Choice &choice);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;  // private duplicate
+  int rank_ = 0, size_ = 1;
+  KeyIndex index_;
+  std::unique_ptr<Strategy> strategy_;
+  bool deterministic_ = false;
+  petacomm_xchg_dtype plan_dtype_ = PETACOMM_XCHG_FLOAT64;
+  int plan_k_ = 1;
+  std::map<std::size_t, ElementType> types_;
+  std::vector<char> own_, result_;
+  // Active execution.
+  bool active_ = false;
+  void *values_ = nullptr;
+  std::unique_ptr<ElementOp> op_;
+  std::string description_;
+  double setup_seconds_ = 0;
+};
+
+}  // namespace petacomm::xchg

@@ -1,0 +1,65 @@
+#include "sharing.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace petacomm::xchg {
+namespace {
+
+PeerList from_pairs(std::vector<std::pair<int, std::int32_t>> pairs) {
+  std::sort(pairs.begin(), pairs.end());
+  PeerList list;
+  list.begin.push_back(0);
+  list.index.reserve(pairs.size());
+  for (std::size_t j = 0; j < pairs.size(); ++j) {
+    if (j == 0 || pairs[j].first != pairs[j - 1].first) {
+      if (j > 0) list.begin.push_back(static_cast<std::int64_t>(j));
+      list.ranks.push_back(pairs[j].first);
+    }
+    list.index.push_back(pairs[j].second);
+  }
+  if (!pairs.empty()) list.begin.push_back(static_cast<std::int64_t>(pairs.size()));
+  return list;
+}
+
+}  // namespace
+
+std::size_t Sharing::memory_bytes() const {
+  return multiplicity.capacity() * 4 + owner.capacity() * 4 + list_begin.capacity() * 8 +
+         list_ranks.capacity() * 4 + hub_index.capacity() * 8;
+}
+
+std::size_t PeerList::memory_bytes() const {
+  return ranks.capacity() * sizeof(int) + begin.capacity() * 8 + index.capacity() * 4;
+}
+
+PeerList pair_peers(const Sharing &sharing, int max_d) {
+  std::vector<std::pair<int, std::int32_t>> pairs;
+  for (std::size_t u = 0; u < sharing.keys(); ++u) {
+    const int d = sharing.multiplicity[u];
+    if (d < 2 || d > max_d || !sharing.has_list(u)) continue;
+    for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j)
+      pairs.emplace_back(sharing.list_ranks[j], static_cast<std::int32_t>(u));
+  }
+  return from_pairs(std::move(pairs));
+}
+
+PeerList owner_send_peers(const Sharing &sharing, int me) {
+  std::vector<std::pair<int, std::int32_t>> pairs;
+  for (std::size_t u = 0; u < sharing.keys(); ++u)
+    if (sharing.multiplicity[u] >= 2 && sharing.owner[u] != me)
+      pairs.emplace_back(sharing.owner[u], static_cast<std::int32_t>(u));
+  return from_pairs(std::move(pairs));
+}
+
+PeerList owner_recv_peers(const Sharing &sharing, int me) {
+  std::vector<std::pair<int, std::int32_t>> pairs;
+  for (std::size_t u = 0; u < sharing.keys(); ++u) {
+    if (sharing.multiplicity[u] < 2 || sharing.owner[u] != me) continue;
+    for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j)
+      pairs.emplace_back(sharing.list_ranks[j], static_cast<std::int32_t>(u));
+  }
+  return from_pairs(std::move(pairs));
+}
+
+}  // namespace petacomm::xchg

@@ -1,0 +1,159 @@
+// Error handling: bad arguments return PETACOMM_ERR_ARG (or _STATE) with a message naming
+// the argument and value, on every rank together for collective creation, and leave the
+// values untouched. Also describe() and stats() on a valid plan.
+#include <mpi.h>
+
+#include <complex>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "petacomm/xchg.h"
+
+namespace {
+int failures = 0, me = 0, nranks = 1;
+
+#define CHECK(cond)                                                                             \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
+      std::fprintf(stderr, "rank %d: %s:%d: CHECK failed: %s (last error: %s)\n", me, __FILE__, \
+                   __LINE__, #cond, petacomm_last_error());                                     \
+      ++failures;                                                                               \
+    }                                                                                           \
+  } while (0)
+
+bool says(const char *text) { return std::strstr(petacomm_last_error(), text) != nullptr; }
+
+petacomm_status create(const std::vector<std::int64_t> &keys, const char *strategy,
+                       petacomm_xchg_plan *plan) {
+  petacomm_xchg_options opts;
+  petacomm_xchg_options_default(&opts);
+  opts.strategy = strategy;
+  return petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(),
+                                   static_cast<std::int64_t>(keys.size()), &opts, plan);
+}
+}  // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  std::vector<std::int64_t> keys = {5, 3, 5, 1000 + me, 7};
+  petacomm_xchg_plan plan = nullptr;
+
+  // Creation errors fail on every rank together.
+  CHECK(create(keys, "fastest", &plan) == PETACOMM_ERR_ARG && plan == nullptr);
+  CHECK(says("strategy") && says("fastest"));
+  std::vector<std::int64_t> bad = keys;
+  if (me == 0) bad[2] = -42;
+  CHECK(create(bad, "directory", &plan) == PETACOMM_ERR_ARG && plan == nullptr);
+  CHECK(me == 0 ? (says("keys[2]") && says("-42")) : says("rank 0"));
+  CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, nullptr, -1, nullptr, &plan) == PETACOMM_ERR_ARG);
+  CHECK(says("n:"));
+  CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, nullptr, nullptr) ==
+        PETACOMM_ERR_ARG);
+  CHECK(petacomm_xchg_plan_create(MPI_COMM_NULL, keys.data(), 5, nullptr, &plan) ==
+        PETACOMM_ERR_ARG);
+  CHECK(says("comm"));
+  if (nranks > 1) {
+    CHECK(create(keys, me == 0 ? "owner" : "directory", &plan) == PETACOMM_ERR_ARG);
+    CHECK(says("differ"));
+  }
+  petacomm_xchg_options opts;
+  petacomm_xchg_options_default(&opts);
+  opts.chunk_keys = 0;
+  CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
+        PETACOMM_ERR_ARG);
+  CHECK(says("chunk_keys"));
+  petacomm_xchg_options_default(&opts);
+  opts.transport = "carrier-pigeon";
+  CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
+        PETACOMM_ERR_ARG);
+  CHECK(says("transport") && says("carrier-pigeon"));
+
+  // Execution errors leave the values untouched.
+  CHECK(create(keys, "directory", &plan) == PETACOMM_SUCCESS);
+  std::vector<double> values = {1, 2, 3, 4, 5};
+  const std::vector<double> before = values;
+  CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 4, 1, PETACOMM_XCHG_FLOAT64,
+                              PETACOMM_XCHG_SUM) == PETACOMM_ERR_ARG);
+  CHECK(says("n:") && says("5") && says("4"));
+  CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 5, 1,
+                              static_cast<petacomm_xchg_dtype>(99),
+                              PETACOMM_XCHG_SUM) == PETACOMM_ERR_ARG);
+  CHECK(says("dtype") && says("99"));
+  CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 5, 0, PETACOMM_XCHG_FLOAT64,
+                              PETACOMM_XCHG_SUM) == PETACOMM_ERR_ARG);
+  CHECK(says("k:"));
+  CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 5, 1, PETACOMM_XCHG_COMPLEX128,
+                              PETACOMM_XCHG_MIN) == PETACOMM_ERR_ARG);
+  CHECK(says("min") && says("complex128"));
+  CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 5, 1, PETACOMM_XCHG_FLOAT64,
+                              PETACOMM_XCHG_USER) == PETACOMM_ERR_ARG);
+  CHECK(petacomm_xchg_execute_user(plan, MPI_COMM_WORLD, values.data(), 5, 1, PETACOMM_XCHG_FLOAT64,
+                                   nullptr) == PETACOMM_ERR_ARG);
+  CHECK(says("user"));
+  CHECK(petacomm_xchg_execute(plan, MPI_COMM_NULL, values.data(), 5, 1, PETACOMM_XCHG_FLOAT64,
+                              PETACOMM_XCHG_SUM) == PETACOMM_ERR_ARG);
+  if (nranks > 1) {
+    CHECK(petacomm_xchg_execute(plan, MPI_COMM_SELF, values.data(), 5, 1, PETACOMM_XCHG_FLOAT64,
+                                PETACOMM_XCHG_SUM) == PETACOMM_ERR_ARG);
+    CHECK(says("comm") && says("different ranks"));
+  }
+  CHECK(values == before);
+  CHECK(petacomm_xchg_execute_end(plan) == PETACOMM_ERR_STATE);
+  CHECK(says("no execution in progress"));
+  CHECK(petacomm_xchg_execute_begin(plan, MPI_COMM_WORLD, values.data(), 5, 1,
+                                    PETACOMM_XCHG_FLOAT64, PETACOMM_XCHG_SUM,
+                                    nullptr) == PETACOMM_SUCCESS);
+  CHECK(petacomm_xchg_execute_begin(plan, MPI_COMM_WORLD, values.data(), 5, 1,
+                                    PETACOMM_XCHG_FLOAT64, PETACOMM_XCHG_SUM,
+                                    nullptr) == PETACOMM_ERR_STATE);
+  CHECK(petacomm_xchg_execute_end(plan) == PETACOMM_SUCCESS);
+  // Keys 3 and 7 are on every rank, 5 twice per rank (combined once), 1000+me on one rank.
+  CHECK(values[0] == 4.0 * nranks && values[2] == 4.0 * nranks && values[1] == 2.0 * nranks &&
+        values[3] == 4.0 && values[4] == 5.0 * nranks);
+
+  // describe and stats.
+  std::size_t needed = 0;
+  CHECK(petacomm_xchg_plan_describe(plan, nullptr, 0, &needed) == PETACOMM_SUCCESS && needed > 10);
+  std::string text(needed, '\0');
+  CHECK(petacomm_xchg_plan_describe(plan, text.data(), needed, nullptr) == PETACOMM_SUCCESS);
+  CHECK(text.find("\"strategy\":\"directory\"") != std::string::npos);
+  CHECK(text.find("\"setup_seconds\"") != std::string::npos);
+  char tiny[8];
+  CHECK(petacomm_xchg_plan_describe(plan, tiny, sizeof tiny, nullptr) == PETACOMM_SUCCESS &&
+        std::strlen(tiny) == 7);
+  petacomm_xchg_stats stats;
+  CHECK(petacomm_xchg_plan_stats(plan, PETACOMM_XCHG_FLOAT64, 3, &stats) == PETACOMM_SUCCESS);
+  CHECK(stats.messages.max == (nranks > 1 ? nranks - 1 : 0));
+  CHECK(stats.bytes.max == (nranks > 1 ? 3 * 24.0 * (nranks - 1) : 0));
+  CHECK(stats.memory_bytes.min > 0 && stats.setup_seconds > 0);
+  const char *name = nullptr;
+  CHECK(petacomm_xchg_plan_strategy(plan, &name) == PETACOMM_SUCCESS &&
+        std::strcmp(name, "directory") == 0);
+  std::int64_t n = 0;
+  CHECK(petacomm_xchg_plan_size(plan, &n) == PETACOMM_SUCCESS && n == 5);
+  CHECK(petacomm_xchg_plan_free(&plan) == PETACOMM_SUCCESS && plan == nullptr);
+  CHECK(petacomm_xchg_plan_free(&plan) == PETACOMM_SUCCESS);
+  CHECK(petacomm_xchg_execute(nullptr, MPI_COMM_WORLD, values.data(), 5, 1, PETACOMM_XCHG_FLOAT64,
+                              PETACOMM_XCHG_SUM) == PETACOMM_ERR_ARG);
+  CHECK(says("plan"));
+
+  // Offline model.
+  petacomm_xchg_prediction out[PETACOMM_XCHG_NSTRATEGIES];
+  petacomm_xchg_global_stats global{};
+  CHECK(petacomm_xchg_model_predict(nullptr, 0, &global, nullptr, 8, nullptr, out) ==
+        PETACOMM_ERR_ARG);
+  CHECK(says("nranks"));
+
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0)
+    std::printf("test_xchg_errors: %s on %d ranks (%d failures)\n", all ? "FAILED" : "passed",
+                nranks, all);
+  MPI_Finalize();
+  return all ? 1 : 0;
+}
