@@ -164,6 +164,24 @@ def test_hwloc_xml_hierarchy(tmp_path):
     assert h.levels == (("package", 2), ("numa", 2), ("core", 3))
     path.write_text(_hwloc(numa_per_pkg=1, cores_per_numa=8))
     assert load_hwloc_xml(path).levels == (("package", 2), ("core", 8))
+    # hwloc 1.x layout: the NUMA node is an ancestor of packages, cores hold 2 hardware
+    # threads (PUs), caches in between.
+    core = (
+        '<object type="Cache"><object type="Core"><object type="PU"/><object type="PU"/>'
+        "</object></object>"
+    )
+    package = f'<object type="Package">{core * 2}</object>'
+    path.write_text(
+        '<topology><object type="Machine"><object type="NUMANode">'
+        f"{package * 4}</object></object></topology>"
+    )
+    assert load_hwloc_xml(path).levels == (("package", 4), ("core", 2))
+    numa_per_package = (
+        f'<object type="Package"><object type="NUMANode">{core * 3}</object>'
+        f'<object type="NUMANode">{core * 3}</object></object>'
+    )
+    path.write_text(f'<topology><object type="Machine">{numa_per_package * 2}</object></topology>')
+    assert load_hwloc_xml(path).levels == (("package", 2), ("numa", 2), ("core", 3))
     path.write_text("<topology><object")
     with pytest.raises(ValueError, match="line 1, column"):
         load_hwloc_xml(path)

@@ -285,3 +285,23 @@ def test_routing_names_and_errors():
     assert parse_routing(None, tree).describe(tree) == "dmodk"
     fly = parse_network("dragonfly:9,4,2,2")
     assert parse_routing("valiant", fly).describe(fly) == "valiant"
+
+
+def test_dragonfly_valiant_route_by_hand():
+    # 3 groups x 2 routers x 1 node x 1 global link. Node 1 (group 0, router 1) -> node 2
+    # (group 1, router 0) through the only other group, 2: router 1's global port goes to
+    # group 2 and lands on router 4; router 5 owns group 2's link to group 1 (local hop
+    # 4 -> 5), which lands on router 2 = the destination. 3 hops.
+    net = DragonflyNetwork(3, 2, 1, 1)
+    routing = DragonflyRouting(valiant=True)
+    loads = routing.route(net, [1], [2], np.ones((1, 1)))[0]
+    used = {net.link_name(i) for i in np.flatnonzero(loads)}
+    assert used == {
+        "g0 r1 global port 0",
+        "g2 r0 -> r1 (local)",
+        "g2 r1 global port 0",
+    }
+    assert np.allclose(loads[loads > 0], 1.0)
+    assert routing.expected_hops(net, [1], [2]).tolist() == [3.0]
+    # Inside a group Valiant stays minimal.
+    assert routing.expected_hops(net, [0], [1]).tolist() == [1.0]

@@ -4,8 +4,9 @@ Two sources:
 
 * a synthetic description in hwloc's style, levels from the top, ``name:count`` each:
   ``package:2 numa:2 core:8`` (2 packages x 2 NUMA domains x 8 cores = 32 slots);
-* an hwloc XML file (``lstopo --of xml``): packages, NUMA nodes and cores are counted; the
-  hierarchy must be regular (every package alike), as on production nodes.
+* an hwloc XML file (``lstopo --of xml``, hwloc 1.x or 2.x layout): packages, NUMA nodes
+  and cores are counted (hardware threads are not slots); the hierarchy must be regular
+  (every package alike), as on production nodes.
 
 Core (slot) index c within a node is read as digits over the levels, last level fastest,
 i.e. cores of one NUMA domain are numbered consecutively.
@@ -91,8 +92,11 @@ def load_hwloc_xml(path) -> NodeHierarchy:
             yield obj
 
     def numa_of(obj):
-        # hwloc 2 attaches NUMA nodes as memory children of the object whose cores share them.
+        # hwloc 1.x nests cores inside their NUMANode; hwloc 2 attaches NUMA nodes as memory
+        # children of the object whose cores share them.
         for anc in ancestors(obj):
+            if anc.get("type") == "NUMANode":
+                return id(anc)
             numas = [c for c in anc if c.tag == "object" and c.get("type") == "NUMANode"]
             if numas:
                 return id(numas[0])
