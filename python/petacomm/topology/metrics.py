@@ -136,6 +136,7 @@ def evaluate_mapping(
             f"mapping {mapping.name} places {mapping.nranks} ranks but the pattern has "
             f"{pattern.nranks}"
         )
+    mapping.validate(network)
     if hierarchy is not None and hierarchy.cores_per_node != network.cores_per_node:
         raise ValueError(
             f"node hierarchy {hierarchy.to_text()!r} has {hierarchy.cores_per_node} cores but "

@@ -185,7 +185,7 @@ class FatTreeNetwork:
     up: tuple[int, ...]
     parallel: tuple[int, ...] = ()
     cores_per_node: int = 1
-    _offsets: dict = field(default=None, compare=False, repr=False)
+    _offsets: dict = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self):
         down = tuple(int(v) for v in self.down)
