@@ -134,12 +134,18 @@ def rank_mappings(
         (m, evaluate_mapping(network, routing, pattern, m, cost=cost, hierarchy=hierarchy))
         for m in mappings
     ]
+
+    def tolerant(value: float) -> float:
+        # Fractional routing sums differ in the last bits between equal mappings; compare
+        # at 9 significant digits so that ties fall through to the next criterion.
+        return float(f"{value:.9g}")
+
     evaluated.sort(
         key=lambda pair: (
-            getattr(pair[1], key),
-            pair[1].max_contention_flows,
-            pair[1].avg_contention_flows,
-            pair[1].hop_bytes,
+            tolerant(getattr(pair[1], key)),
+            tolerant(pair[1].max_contention_flows),
+            tolerant(pair[1].avg_contention_flows),
+            tolerant(pair[1].hop_bytes),
             pair[0].name,
         )
     )
