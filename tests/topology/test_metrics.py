@@ -102,7 +102,7 @@ def test_ranking_orders_and_ratios():
     cost = CostParameters(1e-6, 1e-10, 1e-9)
     ranked = rank_mappings(net, parse_routing("adaptive", net), pattern, mappings, cost)
     times = [r.metrics.predicted_time_s for r in ranked]
-    assert times == sorted(times) and ranked[0].ratio_to_best == 1.0
+    assert np.all(np.diff(times) >= -1e-12 * times[0]) and ranked[0].ratio_to_best == 1.0
     assert ranked[-1].ratio_to_best == pytest.approx(times[-1] / times[0])
     by_hops = rank_mappings(net, parse_routing("dor", net), pattern, mappings, cost, "hop-bytes")
     assert [r.metrics.hop_bytes for r in by_hops] == sorted(r.metrics.hop_bytes for r in by_hops)
