@@ -1,0 +1,686 @@
+// The profile log: per-rank partial logs (signal-safe) and the final log written at
+// MPI_Finalize after a binomial-tree merge of every rank's data (no rank receives all tables
+// one by one). Files are written to a temporary name and renamed: readers never see half a
+// log. Schema: docs/profiler.md (schema "petacomm.profile", version kSchemaVersion).
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "state.hpp"
+
+namespace petacomm::prof {
+
+namespace {
+
+// ---- output with raw system calls: usable in a signal handler --------------------------
+
+long sys_write_all(int fd, const char *data, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const long w = syscall(SYS_write, fd, data + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    done += static_cast<size_t>(w);
+  }
+  return static_cast<long>(done);
+}
+
+class Out {
+ public:
+  Out(int fd, char *buffer, size_t capacity) : fd_(fd), buf_(buffer), cap_(capacity) {}
+  explicit Out(std::string *target) : str_(target) {}
+  ~Out() { flush(); }
+  Out(const Out &) = delete;
+  Out &operator=(const Out &) = delete;
+
+  void raw(const char *s, size_t n) {
+    if (str_) {
+      str_->append(s, n);
+      return;
+    }
+    while (n > 0) {
+      if (len_ == cap_) flush();
+      const size_t k = std::min(n, cap_ - len_);
+      std::memcpy(buf_ + len_, s, k);
+      len_ += k;
+      s += k;
+      n -= k;
+    }
+  }
+  Out &s(const char *text) {
+    raw(text, std::strlen(text));
+    return *this;
+  }
+  Out &u(uint64_t v) {
+    char tmp[24];
+    int i = 23;
+    tmp[i] = '\0';
+    do {
+      tmp[--i] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v);
+    raw(tmp + i, 23 - i);
+    return *this;
+  }
+  Out &i(int64_t v) {
+    if (v < 0) {
+      raw("-", 1);
+      return u(static_cast<uint64_t>(-(v + 1)) + 1);
+    }
+    return u(static_cast<uint64_t>(v));
+  }
+  Out &q(const char *text) {  // quoted, escaped JSON string
+    raw("\"", 1);
+    for (const char *p = text; *p; ++p) {
+      const unsigned char c = static_cast<unsigned char>(*p);
+      if (c == '"' || c == '\\') {
+        const char esc[2] = {'\\', static_cast<char>(c)};
+        raw(esc, 2);
+      } else if (c < 0x20) {
+        const char hex[] = "0123456789abcdef";
+        const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        raw(esc, 6);
+      } else {
+        raw(p, 1);
+      }
+    }
+    raw("\"", 1);
+    return *this;
+  }
+  void flush() {
+    if (str_ || len_ == 0) return;
+    if (sys_write_all(fd_, buf_, len_) < 0) failed_ = true;
+    len_ = 0;
+  }
+  bool failed() const { return failed_; }
+
+ private:
+  int fd_ = -1;
+  char *buf_ = nullptr;
+  size_t cap_ = 0;
+  size_t len_ = 0;
+  std::string *str_ = nullptr;
+  bool failed_ = false;
+};
+
+const char *detail_name(int detail) {
+  return detail == 0 ? "summary" : detail == 2 ? "full" : "normal";
+}
+
+const char *thread_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "single";
+    case MPI_THREAD_FUNNELED:
+      return "funneled";
+    case MPI_THREAD_SERIALIZED:
+      return "serialized";
+    case MPI_THREAD_MULTIPLE:
+      return "multiple";
+    default:
+      return "unknown";
+  }
+}
+
+uint64_t peak_rss_kib() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss);
+}
+
+const char *kRankColumns =
+    "[\"rank\",\"host\",\"pid\",\"wall_ns\",\"mpi_ns\",\"io_ns\",\"rss_kib\",\"init_ns\","
+    "\"events\",\"coarsened_peer\",\"coarsened_size\",\"coarsened_call\",\"requests_untracked\","
+    "\"requests_incomplete\",\"region_errors\"]";
+const char *kRegionColumns =
+    "[\"rank\",\"region\",\"parent\",\"entries\",\"wall_ns\",\"mpi_ns\",\"io_ns\",\"excl_wall_ns\","
+    "\"excl_mpi_ns\",\"excl_io_ns\",\"lbst_ns\"]";
+const char *kEntryColumns =
+    "[\"rank\",\"region\",\"call\",\"size\",\"size_max\",\"peer\",\"count\","
+    "\"bytes\",\"time_ns\",\"min_ns\",\"max_ns\"]";
+const char *kCallColumns =
+    "[\"region\",\"call\",\"size\",\"size_max\",\"count\",\"bytes\",\"time_ns\",\"min_ns\","
+    "\"max_ns\",\"ranks\",\"rank_time_min_ns\",\"rank_time_max_ns\"]";
+const char *kCallRankColumns = "[\"rank\",\"call\",\"count\",\"bytes\",\"time_ns\"]";
+const char *kPeerColumns = "[\"rank\",\"call\",\"peer\",\"count\",\"bytes\",\"time_ns\"]";
+
+const char *region_name(int r) {
+  if (r == 0xffff) return "(coarsened)";
+  return (r >= 0 && r < g.nregions) ? g.regions[r].name : "(unknown)";
+}
+
+void put_header(Out &o, bool complete, const char *reason, uint64_t created_s) {
+  o.s("{\"schema\":\"petacomm.profile\",\"schema_version\":").u(kSchemaVersion);
+  o.s(",\"complete\":").s(complete ? "true" : "false");
+  if (!complete) o.s(",\"partial_reason\":").q(reason).s(",\"rank\":").u(g.world_rank);
+  o.s(",\"created_unix_s\":").u(created_s);
+  o.s(",\"command\":").s(g.command_json[0] ? g.command_json : "[]");
+  o.s(",\"mpi_library\":").q(g.library);
+  o.s(",\"thread_level\":").q(thread_name(g.thread_level));
+  o.s(",\"ranks\":").u(g.world_size).s(",\"nodes\":").u(g.nodes);
+  o.s(",\"profiler\":{\"version\":").q(PETACOMM_PROF_VERSION);
+  o.s(",\"table_entries\":").u(g.table_mask + 1);
+  o.s(",\"table_bytes\":").u((g.table_mask + 1) * sizeof(Entry));
+  o.s(",\"size_exact_limit\":").u(g.settings.size_exact_limit);
+  o.s(",\"size_bins_per_octave\":8");
+  o.s(",\"detail\":").q(detail_name(g.settings.detail));
+  o.s(",\"wrap\":").q(g.settings.wrap);
+  o.s(",\"io\":").q(g.settings.io_mode == 0 ? "off" : g.settings.io_mode == 2 ? "all" : "main");
+  o.s(",\"output\":").q(g.settings.output);
+  o.s("},\"units\":{\"time\":\"ns\",\"bytes\":\"bytes\",\"rss\":\"KiB\"}");
+  o.s(",\"peer_codes\":{\"none\":-1,\"proc_null\":-2,\"any_source\":-3,\"coarsened\":-4,"
+      "\"outside_world\":-5}");
+  o.s(",\"calls\":[");
+  for (int c = 0; c < kNumCalls; ++c) {
+    if (c) o.s(",");
+    o.q(kCallNames[c]);
+  }
+  o.s("],\"call_kinds\":[");
+  for (int c = 0; c < kNumCalls; ++c) {
+    if (c) o.s(",");
+    o.q(kCallKinds[c]);
+  }
+  o.s("]");
+}
+
+void put_rank_row(Out &o, uint64_t wall) {
+  o.s("[").u(g.world_rank).s(",").q(g.host).s(",").u(g.pid).s(",").u(wall).s(",").u(g.mpi_ns);
+  o.s(",").u(g.io_ns).s(",").u(peak_rss_kib()).s(",").u(g.init_ns).s(",").u(g.events);
+  o.s(",").u(g.coarsened[0]).s(",").u(g.coarsened[1]).s(",").u(g.coarsened[2]);
+  o.s(",").u(g.requests_untracked).s(",").u(g.requests_incomplete).s(",").u(g.region_errors);
+  o.s("]");
+}
+
+// Region rows; for a partial log, regions still open count up to `now`.
+void put_region_rows(Out &o, uint64_t now, bool partial) {
+  bool first = true;
+  for (int r = 0; r < g.nregions; ++r) {
+    const Region &reg = g.regions[r];
+    uint64_t wall = reg.wall_ns, mpi = reg.mpi_ns, io = reg.io_ns, excl = reg.excl_wall_ns;
+    if (partial && reg.open_depth > 0) {
+      wall += now - reg.open_t;
+      mpi += g.mpi_ns - reg.open_mpi;
+      io += g.io_ns - reg.open_io;
+      if (r == g.cur_region) excl += now - g.excl_mark;
+    }
+    if (!first) o.s(",\n");
+    first = false;
+    o.s("[").u(g.world_rank).s(",").q(reg.name).s(",");
+    if (reg.parent >= 0)
+      o.q(g.regions[reg.parent].name);
+    else
+      o.s("null");
+    o.s(",").u(reg.entries).s(",").u(wall).s(",").u(mpi).s(",").u(io).s(",").u(excl);
+    o.s(",").u(reg.excl_mpi_ns).s(",").u(reg.excl_io_ns).s(",").u(reg.lbst_ns).s("]");
+  }
+}
+
+void put_entry(Out &o, const Entry &e, bool &first) {
+  if (e.count == 0) return;
+  if (!first) o.s(",\n");
+  first = false;
+  o.s("[").u(g.world_rank).s(",").q(region_name(e.region)).s(",").u(e.call);
+  o.s(",").u(size_lower(e.size_key)).s(",").u(size_upper(e.size_key)).s(",").i(e.peer);
+  o.s(",").u(e.count).s(",").u(e.bytes).s(",").u(e.time_ns).s(",").u(e.min_ns);
+  o.s(",").u(e.max_ns).s("]");
+}
+
+void put_entry_rows(Out &o) {
+  bool first = true;
+  for (uint64_t s = 0; s <= g.table_mask; ++s) put_entry(o, g.table[s], first);
+  for (int c = 0; c < kNumCalls; ++c) put_entry(o, g.fallback[c], first);
+}
+
+char g_partial_buffers[3][1 << 16];
+
+void path_join(char *out, size_t cap, const char *dir, const char *leaf, int rank,
+               const char *suffix) {
+  std::snprintf(out, cap, "%s/%s%d.json%s", dir, leaf, rank, suffix);
+}
+
+}  // namespace
+
+void write_partial_log(const char *reason, int slot) {
+  if (!g.table || !g.settings.partial_dir[0]) return;
+  if (slot < 0 || slot > 2) slot = 0;
+  syscall(SYS_mkdirat, AT_FDCWD, g.settings.partial_dir, 0777);
+  char path[4200], tmp[4220];
+  const char *suffix[] = {".tmp-signal", ".tmp-exit", ".tmp-periodic"};
+  path_join(path, sizeof(path), g.settings.partial_dir, "rank-", g.world_rank, "");
+  path_join(tmp, sizeof(tmp), g.settings.partial_dir, "rank-", g.world_rank, suffix[slot]);
+  const int fd = static_cast<int>(
+      syscall(SYS_openat, AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd < 0) return;
+  const uint64_t now = now_ns();
+  bool ok;
+  {
+    Out o(fd, g_partial_buffers[slot], sizeof(g_partial_buffers[slot]));
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    put_header(o, false, reason, static_cast<uint64_t>(ts.tv_sec));
+    o.s(",\n\"rank_summary\":{\"columns\":").s(kRankColumns).s(",\"rows\":[\n");
+    put_rank_row(o, now - g.t_start);
+    o.s("]},\n\"region_summary\":{\"columns\":").s(kRegionColumns).s(",\"rows\":[\n");
+    put_region_rows(o, now, true);
+    o.s("]},\n\"entries\":{\"columns\":").s(kEntryColumns).s(",\"rows\":[\n");
+    put_entry_rows(o);
+    o.s("]}}\n");
+    o.flush();
+    ok = !o.failed();
+  }
+  syscall(SYS_fsync, fd);
+  syscall(SYS_close, fd);
+  if (ok)
+    syscall(SYS_renameat, AT_FDCWD, tmp, AT_FDCWD, path);
+  else
+    syscall(SYS_unlinkat, AT_FDCWD, tmp, 0);
+}
+
+void remove_partial_log() {
+  if (!g.settings.partial_dir[0]) return;
+  char path[4200];
+  path_join(path, sizeof(path), g.settings.partial_dir, "rank-", g.world_rank, "");
+  unlink(path);
+}
+
+// ---------------------------------------------------------------------------------------
+// The final log: tree merge
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+struct AggKey {
+  uint32_t region;
+  uint32_t call;
+  uint64_t size_key;
+  bool operator==(const AggKey &o) const {
+    return region == o.region && call == o.call && size_key == o.size_key;
+  }
+};
+struct AggKeyHash {
+  size_t operator()(const AggKey &k) const {
+    return std::hash<uint64_t>()(k.size_key * 1315423911u ^ (uint64_t(k.region) << 32) ^ k.call);
+  }
+};
+struct AggVal {
+  uint64_t count, bytes, time_ns, min_ns, max_ns, ranks, rank_min_ns, rank_max_ns;
+};
+
+enum Fragment { kFragRanks, kFragRegions, kFragCallRank, kFragPeers, kFragEntries, kFragCount };
+
+struct Merged {
+  std::vector<std::string> regions;
+  std::unordered_map<std::string, uint32_t> region_ids;
+  std::unordered_map<AggKey, AggVal, AggKeyHash> agg;
+  std::string frags[kFragCount];
+
+  uint32_t region_id(const std::string &name) {
+    auto it = region_ids.find(name);
+    if (it != region_ids.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(regions.size());
+    regions.push_back(name);
+    region_ids.emplace(name, id);
+    return id;
+  }
+  void add(const AggKey &k, const AggVal &v) {
+    auto [it, fresh] = agg.emplace(k, v);
+    if (fresh) return;
+    AggVal &a = it->second;
+    a.count += v.count;
+    a.bytes += v.bytes;
+    a.time_ns += v.time_ns;
+    a.min_ns = std::min(a.min_ns, v.min_ns);
+    a.max_ns = std::max(a.max_ns, v.max_ns);
+    a.ranks += v.ranks;
+    a.rank_min_ns = std::min(a.rank_min_ns, v.rank_min_ns);
+    a.rank_max_ns = std::max(a.rank_max_ns, v.rank_max_ns);
+  }
+  void append(int which, const std::string &text) {
+    if (text.empty()) return;
+    if (!frags[which].empty()) frags[which] += ",\n";
+    frags[which] += text;
+  }
+};
+
+template <typename T>
+void put_pod(std::vector<char> &buf, const T &v) {
+  const char *p = reinterpret_cast<const char *>(&v);
+  buf.insert(buf.end(), p, p + sizeof(T));
+}
+template <typename T>
+bool get_pod(const std::vector<char> &buf, size_t &at, T &v) {
+  if (at + sizeof(T) > buf.size()) return false;
+  std::memcpy(&v, buf.data() + at, sizeof(T));
+  at += sizeof(T);
+  return true;
+}
+void put_str(std::vector<char> &buf, const std::string &s) {
+  put_pod<uint64_t>(buf, s.size());
+  buf.insert(buf.end(), s.begin(), s.end());
+}
+bool get_str(const std::vector<char> &buf, size_t &at, std::string &s) {
+  uint64_t n = 0;
+  if (!get_pod(buf, at, n) || at + n > buf.size()) return false;
+  s.assign(buf.data() + at, n);
+  at += n;
+  return true;
+}
+
+std::vector<char> serialise(const Merged &m) {
+  std::vector<char> buf;
+  put_pod<uint64_t>(buf, m.regions.size());
+  for (const auto &r : m.regions) put_str(buf, r);
+  put_pod<uint64_t>(buf, m.agg.size());
+  for (const auto &[k, v] : m.agg) {
+    put_pod(buf, k.region);
+    put_pod(buf, k.call);
+    put_pod(buf, k.size_key);
+    put_pod(buf, v);
+  }
+  for (const auto &f : m.frags) put_str(buf, f);
+  return buf;
+}
+
+bool merge_from(Merged &m, const std::vector<char> &buf) {
+  size_t at = 0;
+  uint64_t nreg = 0;
+  if (!get_pod(buf, at, nreg)) return false;
+  std::vector<uint32_t> remap(nreg);
+  for (uint64_t i = 0; i < nreg; ++i) {
+    std::string name;
+    if (!get_str(buf, at, name)) return false;
+    remap[i] = m.region_id(name);
+  }
+  uint64_t nagg = 0;
+  if (!get_pod(buf, at, nagg)) return false;
+  for (uint64_t i = 0; i < nagg; ++i) {
+    AggKey k;
+    AggVal v;
+    if (!get_pod(buf, at, k.region) || !get_pod(buf, at, k.call) || !get_pod(buf, at, k.size_key) ||
+        !get_pod(buf, at, v) || k.region >= nreg)
+      return false;
+    k.region = remap[k.region];
+    m.add(k, v);
+  }
+  for (int f = 0; f < kFragCount; ++f) {
+    std::string text;
+    if (!get_str(buf, at, text)) return false;
+    m.append(f, text);
+  }
+  return true;
+}
+
+constexpr int kTag = 7301;
+constexpr uint64_t kChunk = 1ull << 30;
+
+void send_buffer(const std::vector<char> &buf, int to) {
+  uint64_t n = buf.size();
+  PMPI_Send(&n, 1, MPI_UINT64_T, to, kTag, g.comm);
+  for (uint64_t off = 0; off < n; off += kChunk)
+    PMPI_Send(buf.data() + off, static_cast<int>(std::min(kChunk, n - off)), MPI_BYTE, to, kTag,
+              g.comm);
+}
+
+bool recv_buffer(std::vector<char> &buf, int from) {
+  uint64_t n = 0;
+  PMPI_Recv(&n, 1, MPI_UINT64_T, from, kTag, g.comm, MPI_STATUS_IGNORE);
+  try {
+    buf.resize(n);
+  } catch (...) {
+    buf.clear();
+    // Consume the chunks so that the sender is not left blocked (g.comm returns errors, so
+    // the truncated receives discard them).
+    char sink[16];
+    for (uint64_t off = 0; off < n; off += kChunk)
+      PMPI_Recv(sink, sizeof(sink), MPI_BYTE, from, kTag, g.comm, MPI_STATUS_IGNORE);
+    return false;
+  }
+  for (uint64_t off = 0; off < n; off += kChunk)
+    PMPI_Recv(buf.data() + off, static_cast<int>(std::min(kChunk, n - off)), MPI_BYTE, from, kTag,
+              g.comm, MPI_STATUS_IGNORE);
+  return true;
+}
+
+void build_local(Merged &m, uint64_t wall) {
+  for (int r = 0; r < g.nregions; ++r) m.region_id(g.regions[r].name);
+  const uint32_t coarse_region = m.region_id("(coarsened)");
+  std::vector<AggVal> by_call(kNumCalls, AggVal{});
+  std::map<std::pair<int, int>, AggVal> by_peer;
+  auto visit = [&](const Entry &e) {
+    if (e.count == 0) return;
+    const uint32_t region = e.region == 0xffff ? coarse_region : e.region;
+    m.add(AggKey{region, e.call, e.size_key},
+          AggVal{e.count, e.bytes, e.time_ns, e.min_ns, e.max_ns, 1, e.time_ns, e.time_ns});
+    AggVal &c = by_call[e.call];
+    c.count += e.count;
+    c.bytes += e.bytes;
+    c.time_ns += e.time_ns;
+    if (e.peer != kPeerNone) {
+      AggVal &p = by_peer[{e.call, e.peer}];
+      p.count += e.count;
+      p.bytes += e.bytes;
+      p.time_ns += e.time_ns;
+    }
+  };
+  for (uint64_t s = 0; s <= g.table_mask; ++s) visit(g.table[s]);
+  for (int c = 0; c < kNumCalls; ++c) visit(g.fallback[c]);
+  // The aggregation counted a rank once per key: fix up ranks=1 per key per rank (done).
+  {
+    Out o(&m.frags[kFragRanks]);
+    put_rank_row(o, wall);
+  }
+  {
+    Out o(&m.frags[kFragRegions]);
+    put_region_rows(o, g.t_end, false);
+  }
+  if (g.settings.detail >= 1) {
+    Out o(&m.frags[kFragCallRank]);
+    bool first = true;
+    for (int c = 0; c < kNumCalls; ++c) {
+      if (by_call[c].count == 0) continue;
+      if (!first) o.s(",\n");
+      first = false;
+      o.s("[").u(g.world_rank).s(",").u(c).s(",").u(by_call[c].count).s(",");
+      o.u(by_call[c].bytes).s(",").u(by_call[c].time_ns).s("]");
+    }
+    Out p(&m.frags[kFragPeers]);
+    first = true;
+    for (const auto &[key, v] : by_peer) {
+      if (!first) p.s(",\n");
+      first = false;
+      p.s("[").u(g.world_rank).s(",").u(key.first).s(",").i(key.second).s(",").u(v.count);
+      p.s(",").u(v.bytes).s(",").u(v.time_ns).s("]");
+    }
+  }
+  if (g.settings.detail >= 2) {
+    Out o(&m.frags[kFragEntries]);
+    put_entry_rows(o);
+  }
+}
+
+// Same (region, call, size) from one rank may appear under several partners: count the
+// rank once per key before merging with other ranks.
+void collapse_ranks(Merged &m) {
+  for (auto &[k, v] : m.agg) {
+    v.ranks = 1;
+    v.rank_min_ns = v.rank_max_ns = v.time_ns;
+  }
+}
+
+bool write_file_atomically(const char *path, const std::string &text) {
+  char tmp[4300];
+  std::snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, g.pid);
+  const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const bool ok = sys_write_all(fd, text.data(), text.size()) >= 0 && fsync(fd) == 0;
+  close(fd);
+  if (!ok || rename(tmp, path) != 0) {
+    unlink(tmp);
+    return false;
+  }
+  return true;
+}
+
+std::string human_bytes(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+void print_banner(const Merged &m, const uint64_t sums[4], const uint64_t maxs[4],
+                  const std::string &path, bool written) {
+  const double wall_max = maxs[0] * 1e-9;
+  const double total = sums[0] > 0 ? static_cast<double>(sums[0]) : 1.0;
+  const double calc_mean = static_cast<double>(sums[3]) / g.world_size;
+  const double imbalance = maxs[3] > 0 ? 100.0 * (maxs[3] - calc_mean) / maxs[3] : 0.0;
+  std::string cmd = g.command_json;
+  FILE *err = stderr;
+  std::fprintf(err, "petacomm-prof: %s\n", cmd.c_str());
+  std::fprintf(err,
+               "  %d ranks on %d node%s | wall %.3f s | MPI %.1f %% | I/O %.1f %% | "
+               "CALC imbalance %.1f %%\n",
+               g.world_size, g.nodes, g.nodes == 1 ? "" : "s", wall_max, 100.0 * sums[1] / total,
+               100.0 * sums[2] / total, imbalance);
+  std::vector<std::tuple<uint64_t, uint32_t, uint64_t, uint64_t>> calls;  // time, call, n, bytes
+  std::vector<AggVal> by_call(kNumCalls, AggVal{});
+  for (const auto &[k, v] : m.agg) {
+    if (std::strcmp(kCallKinds[k.call], "posix") == 0) continue;
+    by_call[k.call].time_ns += v.time_ns;
+    by_call[k.call].count += v.count;
+    by_call[k.call].bytes += v.bytes;
+  }
+  for (int c = 0; c < kNumCalls; ++c)
+    if (by_call[c].count)
+      calls.emplace_back(by_call[c].time_ns, c, by_call[c].count, by_call[c].bytes);
+  std::sort(calls.rbegin(), calls.rend());
+  const double mpi_total = sums[1] > 0 ? static_cast<double>(sums[1]) : 1.0;
+  for (size_t i = 0; i < calls.size() && i < 5; ++i) {
+    const auto &[t, c, n, b] = calls[i];
+    std::fprintf(err, "  %-24s %10.4f s  %5.1f %% of MPI  %12llu calls  %s\n", kCallNames[c],
+                 t * 1e-9, 100.0 * t / mpi_total, static_cast<unsigned long long>(n),
+                 human_bytes(static_cast<double>(b)).c_str());
+  }
+  if (written)
+    std::fprintf(err, "  log: %s\n", path.c_str());
+  else
+    std::fprintf(err, "  log: could not write %s (%s)\n", path.c_str(), std::strerror(errno));
+}
+
+}  // namespace
+
+void write_final_log() {
+  const uint64_t wall = g.t_end - g.t_start;
+  Merged m;
+  bool ok = true;
+  try {
+    build_local(m, wall);
+    collapse_ranks(m);
+  } catch (...) {
+    ok = false;
+    m = Merged{};
+  }
+  // Binomial tree: at step k, ranks with bit k set send to rank - 2^k and stop.
+  const int rank = g.world_rank, size = g.world_size;
+  for (int mask = 1; mask < size; mask <<= 1) {
+    if (rank & mask) {
+      std::vector<char> buf;
+      try {
+        buf = serialise(m);
+      } catch (...) {
+        buf.clear();
+        ok = false;
+      }
+      if (buf.empty()) {  // an empty but well-formed payload keeps the tree going
+        Merged empty;
+        buf = serialise(empty);
+      }
+      send_buffer(buf, rank - mask);
+      break;
+    }
+    if (rank + mask < size) {
+      std::vector<char> buf;
+      if (recv_buffer(buf, rank + mask)) {
+        try {
+          if (!merge_from(m, buf)) ok = false;
+        } catch (...) {
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+  }
+  // Totals for the banner: wall, MPI, I/O, CALC per rank.
+  const uint64_t calc = wall > g.mpi_ns + g.io_ns ? wall - g.mpi_ns - g.io_ns : 0;
+  uint64_t mine[4] = {wall, g.mpi_ns, g.io_ns, calc}, sums[4] = {0}, maxs[4] = {0};
+  PMPI_Reduce(mine, sums, 4, MPI_UINT64_T, MPI_SUM, 0, g.comm);
+  PMPI_Reduce(mine, maxs, 4, MPI_UINT64_T, MPI_MAX, 0, g.comm);
+  int all_ok = ok ? 1 : 0, merged_ok = 0;
+  PMPI_Reduce(&all_ok, &merged_ok, 1, MPI_INT, MPI_MIN, 0, g.comm);
+  if (rank != 0) return;
+  std::string text;
+  bool written = false;
+  try {
+    Out o(&text);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    put_header(o, true, "", static_cast<uint64_t>(ts.tv_sec));
+    if (!merged_ok) o.s(",\"merge_errors\":true");
+    o.s(",\n\"wall_ns\":").u(maxs[0]);
+    o.s(",\n\"rank_summary\":{\"columns\":").s(kRankColumns).s(",\"rows\":[\n");
+    o.s(m.frags[kFragRanks].c_str()).s("]}");
+    o.s(",\n\"region_summary\":{\"columns\":").s(kRegionColumns).s(",\"rows\":[\n");
+    o.s(m.frags[kFragRegions].c_str()).s("]}");
+    o.s(",\n\"call_summary\":{\"columns\":").s(kCallColumns).s(",\"rows\":[\n");
+    bool first = true;
+    for (const auto &[k, v] : m.agg) {
+      if (!first) o.s(",\n");
+      first = false;
+      o.s("[").q(m.regions[k.region].c_str()).s(",").u(k.call).s(",").u(size_lower(k.size_key));
+      o.s(",").u(size_upper(k.size_key)).s(",").u(v.count).s(",").u(v.bytes).s(",").u(v.time_ns);
+      o.s(",").u(v.min_ns).s(",").u(v.max_ns).s(",").u(v.ranks).s(",").u(v.rank_min_ns);
+      o.s(",").u(v.rank_max_ns).s("]");
+    }
+    o.s("]}");
+    if (g.settings.detail >= 1) {
+      o.s(",\n\"call_by_rank\":{\"columns\":").s(kCallRankColumns).s(",\"rows\":[\n");
+      o.s(m.frags[kFragCallRank].c_str()).s("]}");
+      o.s(",\n\"peer_summary\":{\"columns\":").s(kPeerColumns).s(",\"rows\":[\n");
+      o.s(m.frags[kFragPeers].c_str()).s("]}");
+    }
+    if (g.settings.detail >= 2) {
+      o.s(",\n\"entries\":{\"columns\":").s(kEntryColumns).s(",\"rows\":[\n");
+      o.s(m.frags[kFragEntries].c_str()).s("]}");
+    }
+    o.s("}\n");
+  } catch (...) {
+    text.clear();
+  }
+  if (!text.empty()) written = write_file_atomically(g.settings.output, text);
+  if (g.settings.banner)
+    print_banner(m, sums, maxs, g.settings.output, written);
+  else if (!written)
+    std::fprintf(stderr, "petacomm-prof: could not write %s (%s)\n", g.settings.output,
+                 std::strerror(errno));
+}
+
+}  // namespace petacomm::prof
