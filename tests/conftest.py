@@ -1,6 +1,11 @@
 import sys
 from pathlib import Path
 
-# The harness module sits beside the tests; the package comes from the installed wheel
+# Tests are imported with --import-mode=importlib (families may reuse basenames such as
+# test_cli.py); helper modules beside them (mpi_harness, reference implementations) are
+# found through these path entries. The package itself comes from the installed wheel
 # (or from python/ when PETACOMM_NATIVE_DIR points at a development build).
-sys.path.insert(0, str(Path(__file__).parent))
+_TESTS = Path(__file__).parent
+for directory in [_TESTS, *sorted(p for p in _TESTS.iterdir() if p.is_dir())]:
+    if directory.name != "__pycache__" and str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))

@@ -73,7 +73,7 @@ def test_plot_and_json_output(tmp_path):
         (["-n", "four"], "-n/--ranks: must be a positive integer, got 'four'"),
         (["-m", "64:8"], "-m: need 0 < MIN <= MAX, got '64:8'"),
         (["-m", "8-64"], "-m: expected MIN:MAX"),
-        (["-m", "8:lots"], "-m: expected a size like"),
+        (["-m", "8:lots"], "-m: not a byte size: 'lots'"),
         (["-i", "0"], "-i: must be a positive integer"),
         (["--ops", "pingpong,allsum"], "--ops: unknown operation 'allsum'"),
     ],

@@ -8,7 +8,7 @@ import pytest
 from petacomm.topology import pattern as pat
 from petacomm.topology.measured import load_matrix_file, read_profile_log
 from petacomm.topology.pattern_language import PatternSyntaxError, parse_pattern
-from petacomm.topology.sizes import format_bytes, parse_size
+from petacomm.units import format_bytes, parse_size
 
 
 def pairs(phase):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-BENCHMARK_MODULES: tuple[str, ...] = ()
+BENCHMARK_MODULES: tuple[str, ...] = ("petacomm.topology.benchmark",)
 
 
 def register(subparsers) -> None:

@@ -25,7 +25,7 @@ from petacomm.model.machine import (
     default_model_path,
     save,
 )
-from petacomm.model.sizes import format_size, parse_size, parse_size_range
+from petacomm.units import format_exact_size, parse_byte_count, parse_size_range
 
 OPERATIONS = (
     "pingpong",
@@ -116,7 +116,7 @@ def run(args) -> int:
     warmup = _positive_int(args.warmup, "-x", minimum=0)
     iterations = _positive_int(args.iterations, "-i")
     repetitions = _positive_int(args.repetitions, "-r")
-    max_buffer = parse_size(args.max_buffer, "--max-buffer")
+    max_buffer = parse_byte_count(args.max_buffer, "--max-buffer")
     ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     unknown = [op for op in ops if op not in OPERATIONS]
     if unknown or not ops:
@@ -256,7 +256,7 @@ def format_report(model: MachineModel) -> str:
     lines.append(f"{'Size':>10}" + "".join(f"{name:>{width}}" for name in names))
     sizes = sorted({pt.nbytes for op in model.operations.values() for pt in op.points})
     for size in sizes:
-        row = f"{format_size(size):>10}"
+        row = f"{format_exact_size(size):>10}"
         for name in names:
             point = next((pt for pt in model.operations[name].points if pt.nbytes == size), None)
             if point is None:
@@ -275,7 +275,7 @@ def format_report(model: MachineModel) -> str:
     for name in names:
         op = model.operations[name]
         for piece in op.pieces:
-            span = f"{format_size(piece.from_bytes)} - {format_size(piece.to_bytes)}"
+            span = f"{format_exact_size(piece.from_bytes)} - {format_exact_size(piece.to_bytes)}"
             bandwidth = "inf" if piece.beta_s_per_byte <= 0 else f"{piece.bandwidth_gb_s:.3f}"
             lines.append(
                 f"{name:<22}{op.p:>4}{span:>24}{piece.alpha_s * 1e6:>12.3f}{bandwidth:>15}"

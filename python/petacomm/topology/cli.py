@@ -32,7 +32,7 @@ from petacomm.topology.ranking import (
     rank_mappings,
 )
 from petacomm.topology.routing import parse_routing
-from petacomm.topology.sizes import parse_size
+from petacomm.units import parse_size
 
 JSON_SCHEMA = "petacomm.map/1"
 

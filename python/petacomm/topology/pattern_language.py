@@ -40,7 +40,7 @@ import numpy as np
 
 from petacomm.topology import pattern as pat
 from petacomm.topology.measured import load_matrix_file, read_profile_log
-from petacomm.topology.sizes import parse_size
+from petacomm.units import parse_size
 
 GRID_WORDS = ("grid", "grid1d", "grid2d", "grid3d")
 TRAFFIC_WORDS = (
