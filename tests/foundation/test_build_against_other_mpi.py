@@ -50,6 +50,22 @@ def build(build_dir: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
+def run_netbench(launch: list[str], build_dir: Path, sizes: str, tmp_path: Path, env) -> dict:
+    """Runs the built petacomm-netbench with a launcher prefix; returns its raw JSON."""
+    raw = tmp_path / "raw.json"
+    program = [str(build_dir / "bin" / "petacomm-netbench"), "-m", sizes, "-i", "3", "-r", "2"]
+    done = subprocess.run(
+        [*launch, *program, "--json", str(raw)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(raw.read_text())
+
+
 def test_refuses_without_mpi(tmp_path):
     fake = tmp_path / "bin"
     fake.mkdir()
@@ -77,31 +93,8 @@ def test_debian_open_mpi(tmp_path):
     build(out)
     info = json.loads((out / "share" / "build-info.json").read_text())
     assert info["mpicc"] == "/usr/bin/mpicc"
-    raw = tmp_path / "raw.json"
-    run = subprocess.run(
-        [
-            info["mpiexec"],
-            "-n",
-            "3",
-            "--oversubscribe",
-            str(out / "bin" / "petacomm-netbench"),
-            "-m",
-            "8:1K",
-            "-i",
-            "3",
-            "-r",
-            "2",
-            "--json",
-            str(raw),
-        ],
-        capture_output=True,
-        text=True,
-        env=mpi_test_env(),
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    data = json.loads(raw.read_text())
+    launch = [info["mpiexec"], "-n", "3", "--oversubscribe"]
+    data = run_netbench(launch, out, "8:1K", tmp_path, mpi_test_env())
     assert data["ranks"] == 3 and "Open MPI v4" in data["mpi_library"]
 
 
@@ -124,33 +117,9 @@ def test_simgrid_smpi(tmp_path):
     build(out)
     (tmp_path / "platform.xml").write_text(PLATFORM)
     (tmp_path / "hosts").write_text("".join(f"node-{i}\n" for i in range(8)))
-    raw = tmp_path / "raw.json"
-    run = subprocess.run(
-        [
-            "smpirun",
-            "-np",
-            "4",
-            "-platform",
-            str(tmp_path / "platform.xml"),
-            "-hostfile",
-            str(tmp_path / "hosts"),
-            str(out / "bin" / "petacomm-netbench"),
-            "-m",
-            "8:64K",
-            "-i",
-            "3",
-            "-r",
-            "2",
-            "--json",
-            str(raw),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    data = json.loads(raw.read_text())
+    hosts = tmp_path / "hosts"
+    launch = ["smpirun", "-np", "4", "-platform", str(tmp_path / "platform.xml")]
+    data = run_netbench([*launch, "-hostfile", str(hosts)], out, "8:64K", tmp_path, None)
     # Four simulated hosts: rank 0's partner lives on another node.
     assert [s["op"] for s in data["series"]][0] == "pingpong.inter"
     assert len(data["hosts"]) == 4
