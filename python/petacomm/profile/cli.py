@@ -1,0 +1,176 @@
+"""Commands ``petacomm profile``, ``petacomm profiler`` and ``petacomm report``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+
+def register(subparsers) -> None:
+    _register_profile(subparsers)
+    _register_profiler(subparsers)
+    _register_report(subparsers)
+
+
+# ---- petacomm profile ---------------------------------------------------------------------
+
+
+def _register_profile(subparsers) -> None:
+    p = subparsers.add_parser(
+        "profile",
+        help="run an MPI program with the communication profiler preloaded on every rank",
+        description=(
+            "Runs COMMAND (usually an mpiexec line) with libpetacomm-prof preloaded on every "
+            "rank, and prints where the log went. Example: petacomm profile -- mpiexec -n 4 "
+            "./app input.dat"
+        ),
+    )
+    p.add_argument("-o", "--output", help="log file (or directory) [./petacomm-prof.*.json]")
+    p.add_argument(
+        "--detail",
+        choices=("summary", "normal", "full"),
+        help="summary: per-call and per-region totals; normal (default): + per rank and per "
+        "partner; full: + every rank's whole table",
+    )
+    p.add_argument(
+        "--wrap",
+        help="what to record: comma-separated kinds or call names, '-' removes "
+        "(e.g. 'all,-posix' or 'p2p,coll'); kinds: send recv sendrecv probe coll rma io "
+        "posix req comm misc",
+    )
+    p.add_argument("--table-size", help="call table size per rank, e.g. 4M (default 4 MiB)")
+    p.add_argument("--size-exact", help="message sizes recorded exactly up to this (default 4K)")
+    p.add_argument(
+        "--partial-interval",
+        type=float,
+        metavar="SECONDS",
+        help="also write per-rank partial logs every SECONDS (for runs that may hang)",
+    )
+    p.add_argument("--io", choices=("off", "main", "all"), help="POSIX I/O threads to record")
+    p.add_argument("--no-banner", action="store_true", help="no summary on stderr at the end")
+    p.add_argument(
+        "--lbst-barrier",
+        action="store_true",
+        help="end every region with a barrier on MPI_COMM_WORLD to measure load imbalance "
+        "(only for programs whose ranks all close regions together)",
+    )
+    p.add_argument("--profiler-lib", help="the libpetacomm-prof.so to preload")
+    p.add_argument("--mpicc", help="build (once, cached) and use the profiler for this MPI's mpicc")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    p.set_defaults(func=_profile)
+
+
+def _profile(args) -> int:
+    from petacomm.profile import run
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    return run.run(command, args)
+
+
+# ---- petacomm profiler ----------------------------------------------------------------
+
+
+def _register_profiler(subparsers) -> None:
+    p = subparsers.add_parser(
+        "profiler",
+        help="build or list profiler libraries for other MPI installations",
+        description="A profiler must be built against the MPI the program uses. 'build' "
+        "compiles one for the MPI of --mpicc into the cache (PETACOMM_PROF_CACHE); "
+        "'list' shows the profilers 'petacomm profile' can choose from.",
+    )
+    sub = p.add_subparsers(dest="profiler_command", metavar="ACTION")
+    b = sub.add_parser("build", help="build the profiler for the MPI of an mpicc")
+    b.add_argument("--mpicc", required=True, help="the MPI C compiler wrapper, e.g. /usr/bin/mpicc")
+    b.add_argument("-j", "--jobs", type=int, help="parallel compile jobs")
+    b.add_argument("-v", "--verbose", action="store_true", help="show the build output")
+    b.set_defaults(func=_profiler_build)
+    ls = sub.add_parser("list", help="list the profilers available")
+    ls.set_defaults(func=_profiler_list)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _profiler_build(args) -> int:
+    from petacomm.profile import builder
+
+    if args.jobs is not None and args.jobs < 1:
+        raise PetacommError(f"--jobs: must be a positive integer, got {args.jobs}")
+    prof = builder.build(args.mpicc, jobs=args.jobs, verbose=args.verbose)
+    print(f"profiler: {prof.library}")
+    print(f"links:    {prof.libmpi}")
+    return 0
+
+
+def _profiler_list(args) -> int:
+    from petacomm.profile import builder
+
+    profilers = builder.available()
+    if not profilers:
+        print("no profilers (the native part is not built and the cache is empty)")
+        return 1
+    for p in profilers:
+        print(f"{p.library}\n    links {p.libmpi}  (mpicc {p.mpicc or '?'}; {p.origin})")
+    return 0
+
+
+# ---- petacomm report ------------------------------------------------------------------
+
+
+def _register_report(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="summarise a profile log (terminal and HTML), or compare two",
+        description="Reads a log written by the profiler (or the partial logs of a run that "
+        "did not finish: give the log path or its .partial directory). With LOG2, shows "
+        "what changed between the runs.",
+    )
+    p.add_argument("log", help="profile log, or its .partial/ directory")
+    p.add_argument("log2", nargs="?", help="a second log to compare with")
+    p.add_argument("-o", "--html", dest="html", help="also write a self-contained HTML report")
+    p.add_argument("--model", help="machine model file (petacomm netbench) to overlay")
+    p.add_argument("--all", action="store_true", help="list every call in the terminal")
+    p.set_defaults(func=_report)
+
+
+def _report(args) -> int:
+    from petacomm.profile import compare, html, log, terminal
+
+    first = log.load(args.log)
+    model = None
+    if args.model:
+        from petacomm.model import load as load_model
+
+        model = load_model(args.model)
+    if args.log2:
+        second = log.load(args.log2)
+        comparison = compare.compare(first, second)
+        sys.stdout.write(terminal.comparison_report(comparison))
+        if args.html:
+            _write_atomically(Path(args.html), html.comparison_page(comparison))
+            print(f"HTML report: {Path(args.html).resolve()}")
+        return 0
+    sys.stdout.write(terminal.report(first, all_calls=args.all))
+    if args.html:
+        _write_atomically(Path(args.html), html.page(first, model=model))
+        print(f"HTML report: {Path(args.html).resolve()}")
+    return 0
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    directory = path.resolve().parent
+    if not directory.is_dir():
+        raise PetacommError(f"-o: directory '{directory}' does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise PetacommError(f"-o: cannot write '{path}': {err.strerror}") from err

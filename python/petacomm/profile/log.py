@@ -1,0 +1,317 @@
+"""Reading profile logs: the final log of a run, or the per-rank partial logs of a run that
+never reached ``MPI_Finalize`` (a directory ``LOG.partial/`` of ``rank-N.json`` files).
+
+Every log is validated against ``profile-log.schema.json`` (schema ``petacomm.profile``,
+version :data:`SCHEMA_VERSION`) and its tables are checked for the columns this reader needs;
+a bad file raises :class:`PetacommError` naming the file and what is wrong. Partial logs are
+merged into the same :class:`Profile` a final log gives, with ``complete = False``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+SCHEMA_NAME = "petacomm.profile"
+SCHEMA_VERSION = 1
+
+# Partner codes of the log (non-negative partners are MPI_COMM_WORLD ranks).
+PEER_NONE = -1
+PEER_PROC_NULL = -2
+PEER_ANY = -3
+PEER_COARSE = -4
+PEER_OUTSIDE = -5
+
+REQUIRED_COLUMNS = {
+    "rank_summary": ("rank", "host", "wall_ns", "mpi_ns", "io_ns", "rss_kib"),
+    "region_summary": ("rank", "region", "parent", "entries", "wall_ns", "mpi_ns", "io_ns"),
+    "call_summary": ("region", "call", "size", "size_max", "count", "bytes", "time_ns"),
+    "call_by_rank": ("rank", "call", "count", "bytes", "time_ns"),
+    "peer_summary": ("rank", "call", "peer", "count", "bytes", "time_ns"),
+    "entries": ("rank", "region", "call", "size", "size_max", "peer", "count", "bytes", "time_ns"),
+}
+
+
+@dataclass
+class Profile:
+    """One run's profile, from a final log or merged partial logs. Times in ns, sizes in bytes.
+
+    Tables are lists of dicts keyed by column name; call ids are replaced by call names.
+    """
+
+    source: Path
+    complete: bool
+    command: list[str]
+    ranks: int
+    nodes: int
+    mpi_library: str
+    thread_level: str
+    profiler: dict
+    call_kinds: dict[str, str]
+    wall_ns: int
+    rank_rows: list[dict]
+    region_rows: list[dict]
+    call_rows: list[dict]
+    call_rank_rows: list[dict] | None = None
+    peer_rows: list[dict] | None = None
+    entry_rows: list[dict] | None = None
+    partial_reasons: dict[int, str] = field(default_factory=dict)
+    missing_ranks: list[int] = field(default_factory=list)
+    merge_errors: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.source.name
+
+    def kind(self, call: str) -> str:
+        return self.call_kinds.get(call, "misc")
+
+
+@cache
+def schema() -> dict:
+    text = resources.files("petacomm.profile").joinpath("profile-log.schema.json").read_text()
+    return json.loads(text)
+
+
+def validate(data: object, origin: str) -> None:
+    """Raises PetacommError when ``data`` is not a profile log this version can read."""
+    import jsonschema
+
+    if isinstance(data, dict) and data.get("schema") == SCHEMA_NAME:
+        version = data.get("schema_version")
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            raise PetacommError(
+                f"{origin}: written by a newer petacomm (profile schema version {version}; "
+                f"this petacomm reads version {SCHEMA_VERSION}): upgrade petacomm"
+            )
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.absolute_path) or "top level"
+        raise PetacommError(
+            f"{origin}: not a valid petacomm profile log ({where}: {first.message})"
+        )
+    for table, needed in REQUIRED_COLUMNS.items():
+        if table not in data:
+            continue
+        columns = data[table]["columns"]
+        missing = [c for c in needed if c not in columns]
+        if missing:
+            raise PetacommError(f"{origin}: table '{table}' lacks columns {', '.join(missing)}")
+        width = len(columns)
+        for i, row in enumerate(data[table]["rows"]):
+            if len(row) != width:
+                raise PetacommError(
+                    f"{origin}: table '{table}' row {i} has {len(row)} values for {width} columns"
+                )
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        text = path.read_text()
+    except FileNotFoundError as err:
+        raise PetacommError(f"{path}: no such file") from err
+    except OSError as err:
+        raise PetacommError(f"{path}: cannot read ({err.strerror})") from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise PetacommError(
+            f"{path}: not JSON (line {err.lineno}: {err.msg}); a log being written is never "
+            "visible half-written, so this file was damaged or is not a profile log"
+        ) from err
+    validate(data, str(path))
+    return data
+
+
+def _rows(data: dict, table: str, calls: list[str]) -> list[dict] | None:
+    if table not in data:
+        return None
+    columns = data[table]["columns"]
+    out = []
+    for row in data[table]["rows"]:
+        record = dict(zip(columns, row, strict=True))
+        if "call" in record:
+            call_id = record["call"]
+            if not isinstance(call_id, int) or not 0 <= call_id < len(calls):
+                raise PetacommError(f"table '{table}': call id {call_id!r} is not in 'calls'")
+            record["call"] = calls[call_id]
+        out.append(record)
+    return out
+
+
+def _profile(data: dict, source: Path) -> Profile:
+    calls = data["calls"]
+    kinds = dict(zip(calls, data["call_kinds"], strict=False))
+    return Profile(
+        source=source,
+        complete=bool(data["complete"]),
+        command=list(data["command"]),
+        ranks=int(data["ranks"]),
+        nodes=int(data.get("nodes", 0)),
+        mpi_library=data.get("mpi_library", ""),
+        thread_level=data.get("thread_level", ""),
+        profiler=dict(data.get("profiler", {})),
+        call_kinds=kinds,
+        wall_ns=int(data.get("wall_ns", 0)),
+        rank_rows=_rows(data, "rank_summary", calls) or [],
+        region_rows=_rows(data, "region_summary", calls) or [],
+        call_rows=_rows(data, "call_summary", calls) or [],
+        call_rank_rows=_rows(data, "call_by_rank", calls),
+        peer_rows=_rows(data, "peer_summary", calls),
+        entry_rows=_rows(data, "entries", calls),
+        merge_errors=bool(data.get("merge_errors", False)),
+    )
+
+
+def summarise_entries(entries: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+    """(call_summary, call_by_rank, peer_summary) rows computed from full table entries."""
+    calls: dict[tuple, dict] = {}
+    per_rank_key: dict[tuple, int] = defaultdict(int)
+    by_rank: dict[tuple, dict] = {}
+    peers: dict[tuple, dict] = {}
+    for e in entries:
+        key = (e["region"], e["call"], e["size"], e["size_max"])
+        c = calls.setdefault(
+            key,
+            {
+                "region": e["region"],
+                "call": e["call"],
+                "size": e["size"],
+                "size_max": e["size_max"],
+                "count": 0,
+                "bytes": 0,
+                "time_ns": 0,
+                "min_ns": None,
+                "max_ns": 0,
+            },
+        )
+        c["count"] += e["count"]
+        c["bytes"] += e["bytes"]
+        c["time_ns"] += e["time_ns"]
+        lo = e.get("min_ns", 0)
+        c["min_ns"] = lo if c["min_ns"] is None else min(c["min_ns"], lo)
+        c["max_ns"] = max(c["max_ns"], e.get("max_ns", 0))
+        per_rank_key[key + (e["rank"],)] += e["time_ns"]
+        r = by_rank.setdefault(
+            (e["rank"], e["call"]),
+            {"rank": e["rank"], "call": e["call"], "count": 0, "bytes": 0, "time_ns": 0},
+        )
+        r["count"] += e["count"]
+        r["bytes"] += e["bytes"]
+        r["time_ns"] += e["time_ns"]
+        if e["peer"] != PEER_NONE:
+            p = peers.setdefault(
+                (e["rank"], e["call"], e["peer"]),
+                {
+                    "rank": e["rank"],
+                    "call": e["call"],
+                    "peer": e["peer"],
+                    "count": 0,
+                    "bytes": 0,
+                    "time_ns": 0,
+                },
+            )
+            p["count"] += e["count"]
+            p["bytes"] += e["bytes"]
+            p["time_ns"] += e["time_ns"]
+    rank_times: dict[tuple, list[int]] = defaultdict(list)
+    for key_rank, t in per_rank_key.items():
+        rank_times[key_rank[:4]].append(t)
+    for key, c in calls.items():
+        times = rank_times[key]
+        c["ranks"] = len(times)
+        c["rank_time_min_ns"] = min(times)
+        c["rank_time_max_ns"] = max(times)
+        c["min_ns"] = c["min_ns"] or 0
+    return list(calls.values()), list(by_rank.values()), list(peers.values())
+
+
+_RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
+
+
+def _load_partial_dir(directory: Path) -> Profile:
+    files = sorted(
+        (int(m.group(1)), p)
+        for p in directory.iterdir()
+        if (m := _RANK_FILE.match(p.name)) and p.is_file()
+    )
+    if not files:
+        raise PetacommError(f"{directory}: no partial logs (rank-N.json) in this directory")
+    first: Profile | None = None
+    ranks_rows, region_rows, entries = [], [], []
+    reasons: dict[int, str] = {}
+    for _, path in files:
+        data = _read_json(path)
+        if data["complete"]:
+            raise PetacommError(f"{path}: a complete log inside a partial-log directory")
+        profile = _profile(data, path)
+        if first is None:
+            first = profile
+        elif profile.ranks != first.ranks:
+            raise PetacommError(
+                f"{path}: from a run of {profile.ranks} ranks, but {files[0][1]} is from a run "
+                f"of {first.ranks}: partial logs of different runs are mixed"
+            )
+        reasons[int(data["rank"])] = data["partial_reason"]
+        ranks_rows += profile.rank_rows
+        region_rows += profile.region_rows
+        entries += profile.entry_rows or []
+    assert first is not None
+    call_rows, call_rank_rows, peer_rows = summarise_entries(entries)
+    wall = max((r["wall_ns"] for r in ranks_rows), default=0)
+    missing = sorted(set(range(first.ranks)) - set(reasons))
+    return Profile(
+        source=directory,
+        complete=False,
+        command=first.command,
+        ranks=first.ranks,
+        nodes=first.nodes,
+        mpi_library=first.mpi_library,
+        thread_level=first.thread_level,
+        profiler=first.profiler,
+        call_kinds=first.call_kinds,
+        wall_ns=wall,
+        rank_rows=sorted(ranks_rows, key=lambda r: r["rank"]),
+        region_rows=region_rows,
+        call_rows=call_rows,
+        call_rank_rows=call_rank_rows,
+        peer_rows=peer_rows,
+        entry_rows=entries,
+        partial_reasons=reasons,
+        missing_ranks=missing,
+    )
+
+
+def load(path: str | Path) -> Profile:
+    """Reads a final log, a partial-log directory, one partial rank log, or the final log's
+    path when only its partial logs exist (the run never reached MPI_Finalize)."""
+    path = Path(path)
+    if path.is_dir():
+        return _load_partial_dir(path)
+    if not path.exists():
+        partial = path.with_name(path.name + ".partial")
+        if partial.is_dir():
+            return _load_partial_dir(partial)
+        raise PetacommError(f"{path}: no such profile log (nor partial logs in {partial.name}/)")
+    data = _read_json(path)
+    profile = _profile(data, path)
+    if not profile.complete:
+        call_rows, call_rank_rows, peer_rows = summarise_entries(profile.entry_rows or [])
+        profile.call_rows, profile.call_rank_rows, profile.peer_rows = (
+            call_rows,
+            call_rank_rows,
+            peer_rows,
+        )
+        profile.partial_reasons = {int(data["rank"]): data["partial_reason"]}
+        profile.missing_ranks = sorted(set(range(profile.ranks)) - {int(data["rank"])})
+        profile.wall_ns = max((r["wall_ns"] for r in profile.rank_rows), default=0)
+    return profile

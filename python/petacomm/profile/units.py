@@ -1,0 +1,37 @@
+"""Formatting of times and sizes with their units, for the reports."""
+
+from __future__ import annotations
+
+
+def seconds(value: float) -> str:
+    """A time with a unit that keeps 3-4 significant digits: '1.23 s', '456 us', '12.0 ns'."""
+    v = abs(value)
+    if v == 0:
+        return "0 s"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if v >= scale or unit == "ns":
+            x = value / scale
+            return f"{x:.3g} {unit}" if abs(x) < 1000 else f"{x:.0f} {unit}"
+    return f"{value:.3g} s"
+
+
+def size(value: float) -> str:
+    """Bytes with binary units: '512 B', '4.0 KiB', '1.5 GiB'."""
+    v = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(v) < 1024 or unit == "TiB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:.1f} TiB"
+
+
+def size_range(lo: int, hi: int) -> str:
+    return size(lo) if lo == hi else f"{size(lo)}-{size(hi)}"
+
+
+def count(value: int) -> str:
+    return f"{value:,}"
+
+
+def percent(value: float) -> str:
+    return f"{value:.1f} %"
