@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "petacomm.model.netbench",
     "petacomm.bench.cli",
     "petacomm.topology.cli",
+    "petacomm.profile.cli",
 )
 
 
