@@ -7,4 +7,13 @@ lazily inside the functions that use it.
 from petacomm.errors import PetacommError
 
 __version__ = "0.1.0"
-__all__ = ["PetacommError", "__version__"]
+__all__ = ["PetacommError", "SparseReducePlan", "__version__"]
+
+
+def __getattr__(name: str):
+    # Lazy: importing petacomm must not load the native library or touch MPI.
+    if name == "SparseReducePlan":
+        from petacomm.xchg import SparseReducePlan
+
+        return SparseReducePlan
+    raise AttributeError(f"module 'petacomm' has no attribute {name!r}")
