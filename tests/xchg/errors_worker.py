@@ -24,6 +24,40 @@ def expect(error, fragments, call):
     raise AssertionError(f"rank {rank}: expected {error.__name__} mentioning {fragments}")
 
 
+def check_plan(keys, strategy):
+    with petacomm.SparseReducePlan(comm, keys, strategy=strategy) as plan:
+        values = np.arange(15, dtype=np.float64).reshape(5, 3)
+        before = values.copy()
+        expect(ValueError, ["values", "5", "4"], lambda: plan.execute(values[:4].copy()))
+        expect(ValueError, ["dtype", "float16"], lambda: plan.execute(values.astype(np.float16)))
+        expect(ValueError, ["dtype", "int8"], lambda: plan.execute(values.astype(np.int8)))
+        expect(ValueError, ["op", "median"], lambda: plan.execute(values, "median"))
+        expect(
+            ValueError,
+            ["min", "complex128"],
+            lambda: plan.execute(values.astype(np.complex128), "min"),
+        )
+        expect(ValueError, ["C-contiguous"], lambda: plan.execute(np.asfortranarray(values)))
+        expect(ValueError, ["numpy array"], lambda: plan.execute(values.tolist()))
+        if size > 1:
+            half = comm.Split(rank % 2, rank)
+            expect(ValueError, ["comm", "different ranks"], lambda: plan.execute(values, comm=half))
+            half.Free()
+        assert np.array_equal(values, before), f"rank {rank}: values modified by an error"
+        expect(PetacommError, ["no execution in progress"], plan.execute_end)
+        plan.execute(values)
+        # Key 9 twice per rank: rows 0 and 2 combined once, both receive the sum.
+        want = np.array([[6, 8, 10], [3, 4, 5], [6, 8, 10], [9, 10, 11], [12, 13, 14]])
+        want = want * size
+        want[3] //= size  # key 500 + rank is on this rank only
+        assert np.array_equal(values, want), (values, want)
+        info = plan.describe()
+        assert info["strategy"] == plan.strategy and info["reason"], info
+        stats = plan.stats(np.float64, 3)
+        assert stats["bytes"]["max"] >= 0 and stats["memory_bytes"]["min"] > 0, stats
+    return plan, values
+
+
 def main() -> int:
     keys = np.array([9, 4, 9, 500 + rank, 1 << 62], dtype=np.int64)
 
@@ -53,40 +87,7 @@ def main() -> int:
     )
 
     for strategy in ("dense-allreduce", "directory", "owner", "hub-split", "allgather", "auto"):
-        with petacomm.SparseReducePlan(comm, keys, strategy=strategy) as plan:
-            values = np.arange(15, dtype=np.float64).reshape(5, 3)
-            before = values.copy()
-            expect(ValueError, ["values", "5", "4"], lambda: plan.execute(values[:4].copy()))
-            expect(
-                ValueError, ["dtype", "float16"], lambda: plan.execute(values.astype(np.float16))
-            )
-            expect(ValueError, ["dtype", "int8"], lambda: plan.execute(values.astype(np.int8)))
-            expect(ValueError, ["op", "median"], lambda: plan.execute(values, "median"))
-            expect(
-                ValueError,
-                ["min", "complex128"],
-                lambda: plan.execute(values.astype(np.complex128), "min"),
-            )
-            expect(ValueError, ["C-contiguous"], lambda: plan.execute(np.asfortranarray(values)))
-            expect(ValueError, ["numpy array"], lambda: plan.execute(values.tolist()))
-            if size > 1:
-                half = comm.Split(rank % 2, rank)
-                expect(
-                    ValueError, ["comm", "different ranks"], lambda: plan.execute(values, comm=half)
-                )
-                half.Free()
-            assert np.array_equal(values, before), f"rank {rank}: values modified by an error"
-            expect(PetacommError, ["no execution in progress"], plan.execute_end)
-            plan.execute(values)
-            # Key 9 twice per rank: rows 0 and 2 combined once, both receive the sum.
-            want = np.array([[6, 8, 10], [3, 4, 5], [6, 8, 10], [9, 10, 11], [12, 13, 14]])
-            want = want * size
-            want[3] //= size  # key 500 + rank is on this rank only
-            assert np.array_equal(values, want), (values, want)
-            info = plan.describe()
-            assert info["strategy"] == plan.strategy and info["reason"], info
-            stats = plan.stats(np.float64, 3)
-            assert stats["bytes"]["max"] >= 0 and stats["memory_bytes"]["min"] > 0, stats
+        plan, values = check_plan(keys, strategy)
     expect(PetacommError, ["freed"], lambda: plan.execute(values))
     print("errors ok", flush=True)
     return 0

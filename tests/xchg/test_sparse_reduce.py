@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from mpi_harness import RANK_COUNTS, mpirun_python
 
 HERE = Path(__file__).resolve().parent

@@ -6,6 +6,7 @@ Values are numpy arrays aligned with the keys, reduced in place.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 
@@ -216,10 +217,8 @@ class SparseReducePlan:
     def __del__(self):
         plan = getattr(self, "_plan", None)
         if plan:
-            try:
+            with contextlib.suppress(Exception):  # never raise from a finaliser
                 self.free()
-            except Exception:  # noqa: BLE001 - never raise from a finaliser
-                pass
 
     def __repr__(self) -> str:
         state = self.strategy if self._plan else "freed"
