@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import importlib
 
-BENCHMARK_MODULES: tuple[str, ...] = ("petacomm.topology.benchmark",)
+BENCHMARK_MODULES: tuple[str, ...] = (
+    "petacomm.topology.benchmark",
+    "petacomm.bench.sparse_reduce",
+)
 
 
 def register(subparsers) -> None:

@@ -1,0 +1,351 @@
+"""``petacomm bench sparse-reduce``: the strategies of SparseReducePlan side by side.
+
+For each key-set generator and rank count the command launches itself under mpiexec; every
+strategy is built on the same keys and executed on the same values: setup time (max over
+ranks), execute time (median over repetitions of the max over ranks), messages and bytes
+sent per rank per execution, plan memory, speedup over dense-allreduce, and the planner's
+predictions and choice. ``--model-only P`` computes the plan statistics for P ranks from
+the generators (no ranks run) and prints the predicted cost per strategy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+SCHEMA_VERSION = 1
+MARK = "XCHGBENCH "
+STRATEGIES = ("dense-allreduce", "allgather", "directory", "owner", "hub-split")
+GENERATOR_DEFAULTS = {
+    "cmb": {"nside": 128, "samples_per_rank": 20000},
+    "uniform": {"keys_per_rank": 10000},
+    "banded": {"keys_per_rank": 10000, "halo": 1000},
+}
+
+
+def _int_list(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise PetacommError(f"{what}: expected comma-separated integers, got '{text}'") from None
+    if not values or min(values) < 1:
+        raise PetacommError(f"{what}: expected positive integers, got '{text}'")
+    return values
+
+
+def _names(text: str, allowed, what: str) -> list[str]:
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        raise PetacommError(
+            f"{what}: unknown {', '.join(unknown) or 'empty list'} (expected {', '.join(allowed)})"
+        )
+    return names
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "sparse-reduce",
+        help="sparse key/value reduction strategies side by side (MADmap pattern)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--ranks", default="2,4,8", help="rank counts (default 2,4,8)")
+    parser.add_argument("--generator", default="cmb", help="cmb, uniform, banded (comma list)")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="strategies to run")
+    parser.add_argument("--reps", type=int, default=20, help="timed executions (default 20)")
+    parser.add_argument("--k", type=int, default=3, help="components per key (default 3)")
+    parser.add_argument("--dtype", default="float64", help="value dtype (default float64)")
+    parser.add_argument("--keys-per-rank", type=int, help="uniform/banded keys per rank")
+    parser.add_argument("--samples-per-rank", type=int, help="cmb samples per rank")
+    parser.add_argument("--total-samples", type=int, help="cmb: split this many samples")
+    parser.add_argument("--nside", type=int, help="cmb HEALPix nside")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--transport", default="p2p", help="p2p, neighbor or alltoallv")
+    parser.add_argument("--model-only", metavar="P", help="predict for P ranks (comma list)")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.set_defaults(func=run)
+
+
+def _generator_params(args, name: str) -> dict:
+    params = dict(GENERATOR_DEFAULTS[name])
+    if name == "cmb":
+        for option in ("samples_per_rank", "total_samples", "nside"):
+            if getattr(args, option) is not None:
+                params[option] = getattr(args, option)
+        if args.model_only and args.total_samples is None:
+            params.setdefault("total_samples", 1 << 22)
+            params["nside"] = args.nside or 512
+    elif args.keys_per_rank is not None:
+        params["keys_per_rank"] = args.keys_per_rank
+    params["seed"] = args.seed
+    return params
+
+
+def run(args) -> int:
+    from petacomm.datasets import GENERATORS
+
+    generators = _names(args.generator, GENERATORS, "--generator")
+    strategies = _names(args.strategies, STRATEGIES, "--strategies")
+    if args.reps < 1:
+        raise PetacommError(f"--reps: must be >= 1, got {args.reps}")
+    if args.k < 1:
+        raise PetacommError(f"--k: must be >= 1, got {args.k}")
+    import numpy as np
+
+    from petacomm.xchg import TRANSPORTS, _capi
+
+    if args.dtype not in _capi.DTYPES:
+        raise PetacommError(f"--dtype: unknown {args.dtype} (expected {', '.join(_capi.DTYPES)})")
+    if args.transport not in TRANSPORTS:
+        raise PetacommError(f"--transport: unknown {args.transport}")
+    elem_bytes = np.dtype(args.dtype).itemsize * args.k
+    if args.worker:
+        return _worker(json.loads(args.worker))
+    results = {"schema": "petacomm-bench-sparse-reduce", "schema_version": SCHEMA_VERSION}
+    if args.model_only:
+        results["model_only"] = _model_only(args, generators, elem_bytes)
+    else:
+        results["runs"] = _measure(args, generators, strategies)
+    if args.json:
+        _write_json(Path(args.json), results)
+    return 0
+
+
+# ---- measured runs -----------------------------------------------------------------------
+def _measure(args, generators, strategies) -> list[dict]:
+    from petacomm.launch import find_mpiexec
+
+    launcher = find_mpiexec(args.mpiexec)
+    launcher.check_can_run()
+    runs = []
+    for name in generators:
+        for ranks in _int_list(args.ranks, "--ranks"):
+            config = {
+                "generator": name,
+                "params": _generator_params(args, name),
+                "ranks": ranks,
+                "strategies": strategies,
+                "reps": args.reps,
+                "k": args.k,
+                "dtype": args.dtype,
+                "transport": args.transport,
+            }
+            argv = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce"]
+            argv += ["--worker", json.dumps(config)]
+            started = time.monotonic()
+            done = subprocess.run(
+                launcher.command(ranks, argv), capture_output=True, text=True, check=False
+            )
+            lines = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
+            if done.returncode != 0 or not lines:
+                raise PetacommError(
+                    f"{name} on {ranks} ranks failed (exit {done.returncode}):\n"
+                    f"{(done.stderr or done.stdout).strip()[-2000:]}"
+                )
+            run = json.loads(lines[-1][len(MARK) :])
+            run["wall_seconds"] = time.monotonic() - started
+            runs.append(run)
+            _print_run(run)
+    return runs
+
+
+def _worker(config: dict) -> int:
+    import numpy as np
+    from mpi4py import MPI
+
+    from petacomm.datasets import make
+    from petacomm.xchg import SparseReducePlan
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    generator = make(config["generator"], size, **config["params"])
+    keys = np.unique(generator.keys(rank))  # the local map: one entry per distinct key
+    k, dtype, reps = config["k"], np.dtype(config["dtype"]), config["reps"]
+    values0 = np.random.default_rng([7, rank]).uniform(0.5, 1.5, (keys.size, k)).astype(dtype)
+
+    def max_over_ranks(seconds: float) -> float:
+        return comm.allreduce(seconds, op=MPI.MAX)
+
+    rows, reference = [], None
+    for strategy in config["strategies"]:
+        comm.Barrier()
+        start, cpu_start = MPI.Wtime(), time.process_time()
+        plan = SparseReducePlan(
+            comm, keys, strategy=strategy, transport=config["transport"], dtype=dtype, k=k
+        )
+        setup = max_over_ranks(MPI.Wtime() - start)
+        setup_cpu = max_over_ranks(time.process_time() - cpu_start)
+        values = values0.copy()
+        plan.execute(values)
+        if reference is None:
+            reference = values.copy()
+        agrees = bool(comm.allreduce(int(np.allclose(values, reference, rtol=1e-9)), op=MPI.MIN))
+        times = []
+        for _ in range(reps):
+            values[...] = values0
+            comm.Barrier()
+            start = MPI.Wtime()
+            plan.execute(values)
+            times.append(max_over_ranks(MPI.Wtime() - start))
+        stats = plan.stats(dtype, k)
+        info = plan.describe()
+        rows.append(
+            {
+                "strategy": strategy,
+                "setup_seconds": setup,
+                "setup_cpu_seconds": setup_cpu,
+                "execute_seconds": float(np.median(times)),
+                "messages_per_rank": stats["messages"],
+                "bytes_per_rank": stats["bytes"],
+                "memory_bytes": stats["memory_bytes"],
+                "agrees_with_first": agrees,
+                "discovery_bytes": info["statistics"]["discovery_bytes"],
+                "predicted_execute_seconds": info["strategies"]
+                .get(info["strategy"], {})
+                .get("predicted_execute_seconds"),
+            }
+        )
+        plan.free()
+    auto = SparseReducePlan(comm, keys, strategy="auto", dtype=dtype, k=k)
+    described = auto.describe()
+    auto.free()
+    if rank == 0:
+        run = {
+            "generator": config["generator"],
+            "params": config["params"],
+            "ranks": size,
+            "k": k,
+            "dtype": dtype.name,
+            "key_range": generator.key_range,
+            "distinct_keys_per_rank": described["statistics"]["n_unique"],
+            "partners_per_rank": described["statistics"]["partners"],
+            "multiplicity": described["statistics"]["multiplicity"],
+            "strategies": rows,
+            "planner": {
+                "choice": described["strategy"],
+                "reason": described["reason"],
+                "predicted": {
+                    name: entry.get("predicted_execute_seconds")
+                    for name, entry in described["strategies"].items()
+                },
+            },
+        }
+        print(MARK + json.dumps(run), flush=True)
+    return 0
+
+
+def _print_run(run: dict) -> None:
+    per_rank = run["distinct_keys_per_rank"]
+    print(
+        f"\n{run['generator']} on {run['ranks']} ranks: key range {run['key_range']} keys, "
+        f"{per_rank['avg']:.0f} distinct keys per rank (max {per_rank['max']:.0f}), "
+        f"partners per rank {run['partners_per_rank']['avg']:.1f}, "
+        f"values {run['k']} x {run['dtype']}"
+    )
+    dense = next((r for r in run["strategies"] if r["strategy"] == "dense-allreduce"), None)
+    predicted = run["planner"]["predicted"]
+    header = (
+        f"{'strategy':<16} {'setup ms':>9} {'cpu ms':>7} {'execute us':>11} {'msgs/rank':>10} "
+        f"{'bytes/rank':>12} {'memory KiB':>11} {'speedup':>8} {'predicted us':>13}"
+    )
+    print(header)
+    for row in run["strategies"]:
+        speedup = dense["execute_seconds"] / row["execute_seconds"] if dense else float("nan")
+        pred = predicted.get(row["strategy"])
+        flag = "" if row["agrees_with_first"] else "  (results differ!)"
+        print(
+            f"{row['strategy']:<16} {row['setup_seconds'] * 1e3:9.2f} "
+            f"{row['setup_cpu_seconds'] * 1e3:7.2f} "
+            f"{row['execute_seconds'] * 1e6:11.1f} {row['messages_per_rank']['max']:10.0f} "
+            f"{row['bytes_per_rank']['max']:12.0f} {row['memory_bytes']['max'] / 1024:11.1f} "
+            f"{speedup:7.1f}x {pred * 1e6 if pred is not None else float('nan'):13.1f}{flag}"
+        )
+    print(f"planner (auto) chose {run['planner']['choice']}: {run['planner']['reason']}")
+    print("(setup: wall and CPU time of plan creation, max over ranks; execute: median over")
+    print(" repetitions of the max over ranks; msgs/bytes: max over ranks per execution,")
+    print(" allreduce figures are Rabenseifner's; speedup: execute time vs dense-allreduce)")
+
+
+# ---- model only --------------------------------------------------------------------------
+def _model_only(args, generators, elem_bytes: int) -> list[dict]:
+    import numpy as np
+
+    from petacomm.datasets import make
+    from petacomm.xchg import offline
+    from petacomm.xchg.cost import cost_params, resolve_model
+
+    model = resolve_model(None)
+    out = []
+    for name in generators:
+        for p in _int_list(args.model_only, "--model-only"):
+            if p > 16384:
+                raise PetacommError(f"--model-only: at most 16384 ranks, got {p}")
+            params = _generator_params(args, name)
+            started = time.monotonic()
+            generator = make(name, p, **params)
+            keysets = [np.unique(generator.keys(r)) for r in range(p)]
+            stats = offline.statistics(keysets)
+            predicted = offline.predict(
+                stats, cost_params(model, p), elem_bytes=elem_bytes, transport=args.transport
+            )
+            entry = {
+                "generator": name,
+                "params": params,
+                "ranks": p,
+                "key_range": generator.key_range,
+                "distinct_keys_per_rank_max": int(stats.field("n_unique").max()),
+                "partners_per_rank_max": int(stats.field("pair_partners").max()),
+                "predicted": predicted,
+                "seconds_to_compute": time.monotonic() - started,
+                "model": getattr(model, "source", "unknown"),
+            }
+            out.append(entry)
+            _print_model(entry, elem_bytes)
+    return out
+
+
+def _print_model(entry: dict, elem_bytes: int) -> None:
+    predicted = entry["predicted"]
+    dense = predicted["dense-allreduce"]["execute_seconds"]
+    best = min(predicted, key=lambda s: predicted[s]["execute_seconds"])
+    print(
+        f"\n{entry['generator']} on {entry['ranks']} ranks (predicted, {elem_bytes} B per key, "
+        f"model: {entry['model']}): key range {entry['key_range']}, max distinct keys per rank "
+        f"{entry['distinct_keys_per_rank_max']}, max partners {entry['partners_per_rank_max']}"
+    )
+    print(
+        f"{'strategy':<16} {'execute us':>11} {'setup ms':>9} {'msgs/rank':>10} "
+        f"{'bytes/rank':>12} {'speedup':>8}"
+    )
+    for name, p in predicted.items():
+        extra = (
+            f"  (threshold {p['hub_threshold']}, {p['hub_keys']} hubs)" if "hub_keys" in p else ""
+        )
+        print(
+            f"{name:<16} {p['execute_seconds'] * 1e6:11.1f} {p['setup_seconds'] * 1e3:9.2f} "
+            f"{p['messages']:10.0f} {p['bytes']:12.0f} {dense / p['execute_seconds']:7.1f}x{extra}"
+        )
+    print(f"best predicted: {best}")
+
+
+def _write_json(path: Path, results: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as out:
+            json.dump(results, out, indent=1)
+        os.replace(temporary, path)
+    except OSError as err:
+        Path(temporary).unlink(missing_ok=True)
+        raise PetacommError(f"--json: cannot write {path}: {err.strerror}") from err

@@ -1,0 +1,218 @@
+"""Plan statistics without running ranks, and the planner's predictions from them.
+
+Given every rank's keys (e.g. from petacomm.datasets for P up to 16,384), computes what a
+plan's directory discovery would find — multiplicities, owners (the same hash as the
+native directory), partners per rank at every hub threshold — and passes the statistics to
+the native cost model (``petacomm_xchg_model_predict``), the code the planner runs inside a
+plan. Partner sets are kept as P x P bit matrices (P^2/8 bytes: 32 MiB at P = 16,384).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+from petacomm.xchg import _capi
+
+HUB_LEVELS = _capi.HUB_LEVELS
+_OWNER_SALT = np.uint64(0x5BD1E9955BD1E995)
+_SMALL_D = 64  # keys held by more ranks are added to the partner bits row by row
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser, bit-identical to the native directory's hash."""
+    x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _bucket(d: np.ndarray) -> np.ndarray:
+    """0 for d == 1, else ceil(log2 d) (the native multiplicity buckets)."""
+    return np.minimum(np.ceil(np.log2(np.maximum(d, 1))).astype(np.int64), HUB_LEVELS)
+
+
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+@dataclass
+class PlanStatistics:
+    ranks: np.ndarray  # (P, fields) int64 in the layout of petacomm_xchg_rank_stats
+    global_stats: _capi.GlobalStats
+
+    def field(self, name: str) -> np.ndarray:
+        return self.ranks[:, _FIELD_INDEX[name]]
+
+
+_FIELDS: list[str] = []
+for _name, _type in _capi.RankStats._fields_:
+    _count = getattr(_type, "_length_", 1)
+    _FIELDS += [_name] if _count == 1 else [f"{_name}[{b}]" for b in range(_count)]
+_FIELD_INDEX = {name: i for i, name in enumerate(_FIELDS)}
+assert ctypes.sizeof(_capi.RankStats) == 8 * len(_FIELDS)
+
+
+def statistics(
+    keysets: list[np.ndarray], *, chunk_keys: int = 65536, allgather_keys: int = 65536
+) -> PlanStatistics:
+    """Statistics of a plan over len(keysets) ranks (keysets[r]: rank r's keys)."""
+    p = len(keysets)
+    if p < 1:
+        raise ValueError("keysets: need at least one rank")
+    out = np.zeros((p, len(_FIELDS)), dtype=np.int64)
+    col = _FIELD_INDEX
+    lengths = np.array([len(k) for k in keysets], dtype=np.int64)
+    out[:, col["n_local"]] = lengths
+    uniques = [np.unique(np.asarray(k, dtype=np.int64)) for k in keysets]
+    counts = np.array([u.size for u in uniques], dtype=np.int64)
+    out[:, col["n_unique"]] = counts
+    out[:, col["directory_send_keys"]] = counts
+    holder = np.repeat(np.arange(p, dtype=np.int64), counts)
+    key = np.concatenate(uniques) if uniques else np.zeros(0, np.int64)
+    order = np.lexsort((holder, key))
+    key, holder = key[order], holder[order]
+    distinct, first, d_key = np.unique(key, return_index=True, return_counts=True)
+    d = np.repeat(d_key, d_key)  # multiplicity of every (key, holder) pair
+    group = np.repeat(np.arange(distinct.size), d_key)
+
+    shared = d >= 2
+    out[:, col["n_shared"]] = np.bincount(holder[shared], minlength=p)
+    out[:, col["pair_values"]] = np.bincount(holder, weights=d - 1, minlength=p).astype(np.int64)
+    for b in range(HUB_LEVELS):
+        limit = 1 << b
+        small = shared & (d <= limit)
+        out[:, col[f"hub_pair_values[{b}]"]] = np.bincount(
+            holder[small], weights=(d - 1)[small], minlength=p
+        ).astype(np.int64)
+        out[:, col[f"hub_keys[{b}]"]] = np.bincount(holder[d > limit], minlength=p)
+
+    # Owners: the holder at position mix64(key ^ salt) % d of the key's sorted holders.
+    pick = (mix64(distinct.astype(np.uint64) ^ _OWNER_SALT) % d_key.astype(np.uint64)).astype(
+        np.int64
+    )
+    owner = np.repeat(holder[first + pick], d_key)
+    not_owner = shared & (owner != holder)
+    out[:, col["owner_send_values"]] = np.bincount(holder[not_owner], minlength=p)
+    owned = shared & (owner == holder)
+    out[:, col["owned_keys"]] = np.bincount(holder[owned], minlength=p)
+    out[:, col["owner_recv_values"]] = np.bincount(
+        holder[owned], weights=(d - 1)[owned], minlength=p
+    ).astype(np.int64)
+    pairs = np.unique(holder[not_owner] * p + owner[not_owner])
+    out[:, col["owner_sends"]] = np.bincount(pairs // p, minlength=p)
+    out[:, col["owner_recvs"]] = np.bincount(pairs % p, minlength=p)
+
+    # Directory: messages to homes and replies to holders (both exclude self), reply ints.
+    home = (mix64(key.astype(np.uint64)) % np.uint64(p)).astype(np.int64)
+    remote = home != holder
+    links = np.unique(holder[remote] * p + home[remote])
+    out[:, col["directory_send_msgs"]] = np.bincount(links // p, minlength=p) + np.bincount(
+        links % p, minlength=p
+    )
+    out[:, col["directory_reply_ints"]] = np.bincount(
+        holder[remote], weights=(d + 1)[remote], minlength=p
+    ).astype(np.int64)
+
+    _partners(out, key, holder, d, group, first, d_key, p)
+
+    g = _capi.GlobalStats()
+    g.ranks = p
+    g.distinct_keys = int(distinct.size)
+    g.key_min = int(distinct[0]) if distinct.size else -1
+    g.key_max = int(distinct[-1]) if distinct.size else -1
+    g.chunk_keys = chunk_keys
+    g.allgather_keys = allgather_keys
+    g.max_unique = int(counts.max(initial=0))
+    if distinct.size:
+        chunk_ids = (distinct - distinct[0]) // chunk_keys
+        g.dense_chunks = int(np.unique(chunk_ids).size)
+        for r in range(p):
+            out[r, col["dense_chunks"]] = np.unique((uniques[r] - distinct[0]) // chunk_keys).size
+    histogram = np.bincount(_bucket(d_key), minlength=HUB_LEVELS + 1)
+    for b in range(HUB_LEVELS + 1):
+        g.multiplicity[b] = int(histogram[b])
+    return PlanStatistics(out, g)
+
+
+def _partners(out, key, holder, d, group, first, d_key, p) -> None:
+    """pair_partners and hub_pair_partners[b]: ranks sharing a key of multiplicity <= 2^b."""
+    col = _FIELD_INDEX
+    width = (p + 7) // 8
+    bits = np.zeros((p, width), dtype=np.uint8)
+    levels = [b for b in range(HUB_LEVELS) if (1 << b) < p] or [0]
+    done = 1
+    for b in levels:
+        limit = 1 << b
+        for value in range(done + 1, min(limit, p) + 1):
+            _mark(bits, holder, d_key, first, value, p)
+        done = max(done, min(limit, p))
+        out[:, col[f"hub_pair_partners[{b}]"]] = _popcount_without_self(bits, p)
+    for value in range(done + 1, p + 1):
+        _mark(bits, holder, d_key, first, value, p)
+    total = _popcount_without_self(bits, p)
+    out[:, col["pair_partners"]] = total
+    for b in range(HUB_LEVELS):
+        if (1 << b) >= p:
+            out[:, col[f"hub_pair_partners[{b}]"]] = total
+
+
+def _mark(bits, holder, d_key, first, value, p) -> None:
+    """Sets bits[r, q] for every pair of holders of the keys held by exactly `value` ranks."""
+    starts = first[d_key == value]
+    if starts.size == 0:
+        return
+    members = holder[starts[:, None] + np.arange(value)]  # (keys, value)
+    if value <= _SMALL_D:
+        rows = np.repeat(members, value, axis=1).ravel()
+        cols = np.tile(members, (1, value)).ravel()
+        np.bitwise_or.at(bits, (rows, cols >> 3), (1 << (cols & 7)).astype(np.uint8))
+        return
+    for row in members:
+        mask = np.zeros(p, dtype=bool)
+        mask[row] = True
+        bits[row] |= np.packbits(mask, bitorder="little")[None, :]
+
+
+def _popcount_without_self(bits, p) -> np.ndarray:
+    counts = _POPCOUNT[bits].sum(axis=1)
+    ranks = np.arange(p)
+    self_set = (bits[ranks, ranks >> 3] >> (ranks & 7)) & 1
+    return counts - self_set
+
+
+def predict(
+    stats: PlanStatistics,
+    cost: _capi.CostParams | None = None,
+    *,
+    elem_bytes: int = 8,
+    transport: str = "p2p",
+) -> dict[str, dict]:
+    """Predicted cost of every strategy (seconds, messages and bytes per rank per execute)."""
+    lib = _capi.library()
+    table = np.ascontiguousarray(stats.ranks)
+    out = (_capi.Prediction * _capi.NSTRATEGIES)()
+    status = lib.petacomm_xchg_model_predict(
+        table.ctypes.data_as(ctypes.POINTER(_capi.RankStats)),
+        table.shape[0],
+        ctypes.byref(stats.global_stats),
+        ctypes.byref(cost) if cost is not None else None,
+        int(elem_bytes),
+        transport.encode(),
+        out,
+    )
+    _capi.check(lib, status, "model_predict")
+    result = {}
+    for item in out:
+        entry = {
+            "execute_seconds": item.execute_seconds,
+            "setup_seconds": item.setup_seconds,
+            "messages": item.messages,
+            "bytes": item.bytes,
+        }
+        if item.strategy.decode() == "hub-split":
+            entry["hub_threshold"] = item.hub_threshold
+            entry["hub_keys"] = item.hub_keys
+        result[item.strategy.decode()] = entry
+    return result
