@@ -110,7 +110,7 @@ bool parse_settings() {
   std::snprintf(s.output, sizeof(s.output), "%s", out ? out : "");
   s.table_bytes =
       parse_bytes(std::getenv("PETACOMM_PROF_TABLE_SIZE"), 4ull << 20, "PETACOMM_PROF_TABLE_SIZE");
-  if (s.table_bytes < 64 * 64) s.table_bytes = 64 * 64;
+  if (s.table_bytes < 16 * sizeof(Entry)) s.table_bytes = 16 * sizeof(Entry);
   s.size_exact_limit =
       parse_bytes(std::getenv("PETACOMM_PROF_SIZE_EXACT"), 4096, "PETACOMM_PROF_SIZE_EXACT");
   s.request_slots =
@@ -195,7 +195,8 @@ Entry *find(int region, int call, uint64_t size_key, int peer) {
   const uint64_t h =
       mix(size_key ^ (static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 20) ^
           (static_cast<uint64_t>(call) << 44) ^ (static_cast<uint64_t>(region) << 54));
-  for (int probe = 0; probe < kMaxProbe; ++probe) {
+  const uint64_t probes = g.table_mask + 1 < kMaxProbe ? g.table_mask + 1 : kMaxProbe;
+  for (uint64_t probe = 0; probe < probes; ++probe) {
     Entry *e = &g.table[(h + probe) & g.table_mask];
     if (e->count == 0) {
       e->size_key = size_key;

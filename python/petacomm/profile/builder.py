@@ -169,13 +169,14 @@ def build(mpicc: str, *, jobs: int | None = None, verbose: bool = False, log=pri
     resolved = shutil.which(mpicc)
     if not resolved:
         raise PetacommError(f"--mpicc: '{mpicc}' not found or not executable")
-    mpicc_path = Path(resolved).resolve()
+    # Not resolved: wrappers such as Open MPI's opal_wrapper behave by the name they are run as.
+    mpicc_path = Path(os.path.abspath(resolved))
     cmake = _tool("cmake")
     if not cmake:
         raise PetacommError("cmake not found: install it (pip install cmake) to build profilers")
     src = _source_dir()
     key = hashlib.sha256(f"{mpicc_path}|{_source_hash(src)}".encode()).hexdigest()[:16]
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(mpicc_path.parent.parent).strip("/")) or "mpi"
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(mpicc_path.parent).strip("/")) or "mpi"
     target = cache_root() / f"{name}-{key}"
     record = target / "profiler.json"
     lib = target / "lib" / "libpetacomm-prof.so"

@@ -1,0 +1,74 @@
+"""What the profile of native/tests/prof/prof_pattern.c must contain, per rank.
+
+Mirrors the program line by line: (region, call, size) -> (count, bytes) summed over ranks,
+and (rank, call, partner) -> (count, bytes). Partner codes: -2 MPI_PROC_NULL.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+PROC_NULL = -2
+
+
+def pattern(size: int) -> tuple[dict, dict]:
+    calls: dict[tuple[str, str, int], list[int]] = defaultdict(lambda: [0, 0])
+    peers: dict[tuple[int, str, int], list[int]] = defaultdict(lambda: [0, 0])
+
+    def rec(rank, region, call, nbytes, peer=None, count=1, size_key=None):
+        key = (region, call, nbytes if size_key is None else size_key)
+        calls[key][0] += count
+        calls[key][1] += nbytes * count
+        if peer is not None:
+            peers[(rank, call, peer)][0] += count
+            peers[(rank, call, peer)][1] += nbytes * count
+
+    for r in range(size):
+        right, left = (r + 1) % size, (r - 1) % size
+        # ring
+        for _ in range(3):
+            rec(r, "ring", "MPI_Isend", 800, right)
+            rec(r, "ring", "MPI_Recv", 800, left)
+            rec(r, "ring", "MPI_Wait", 0)
+        # collectives
+        rec(r, "collectives", "MPI_Allreduce", 4, count=2)
+        rec(r, "collectives", "MPI_Bcast", 40, 0)
+        rec(r, "collectives", "MPI_Gather", 24, size - 1)
+        rec(r, "collectives", "MPI_Alltoall", 8 * size)
+        rec(r, "collectives", "MPI_Barrier", 0)
+        # nonblocking
+        rec(r, "nonblocking", "MPI_Irecv", 16, left)
+        rec(r, "nonblocking", "MPI_Isend", 16, right)
+        rec(r, "nonblocking", "MPI_Waitall", 0, count=3)
+        rec(r, "nonblocking", "MPI_Iallreduce", 32)
+        rec(r, "nonblocking", "MPI_Wait", 0)
+        # persistent: *_init moves nothing, each activation 64 bytes
+        calls[("nonblocking", "MPI_Send_init", 64)][0] += 1
+        calls[("nonblocking", "MPI_Recv_init", 64)][0] += 1
+        peers[(r, "MPI_Send_init", right)][0] += 1
+        peers[(r, "MPI_Recv_init", left)][0] += 1
+        rec(r, "nonblocking", "MPI_Send_init:start", 64, right, count=2)
+        rec(r, "nonblocking", "MPI_Recv_init:start", 64, left, count=2)
+        rec(r, "nonblocking", "MPI_Startall", 0, count=2)
+        rec(r, "nonblocking", "MPI_Request_free", 0, count=2)
+        # troublesome arguments, outside regions
+        rec(r, "(program)", "MPI_Send", 0, PROC_NULL)
+        rec(r, "(program)", "MPI_Recv", 0, PROC_NULL)
+        rec(r, "(program)", "MPI_Sendrecv", 0, r)  # zero count to self
+        rec(r, "(program)", "MPI_Sendrecv", 64, right)  # derived datatype
+        rec(r, "(program)", "MPI_Allgather", 8)  # in place, MPI_DATATYPE_NULL send type
+        rec(r, "(program)", "MPI_Sendrecv", 10000, right, size_key=9216)  # binned
+        # split communicator: partner is the next rank of the same parity, as a world rank
+        same = [q for q in range(size) if q % 2 == r % 2]
+        nxt = same[(same.index(r) + 1) % len(same)]
+        rec(r, "(program)", "MPI_Comm_split", 0)
+        rec(r, "(program)", "MPI_Sendrecv", 4, nxt)
+        rec(r, "(program)", "MPI_Comm_free", 0, count=2)
+        rec(r, "(program)", "MPI_Win_create", 0)
+        rec(r, "(program)", "MPI_Win_fence", 0, count=2)
+        rec(r, "(program)", "MPI_Put", 8, right)
+        rec(r, "(program)", "MPI_Win_free", 0)
+        rec(r, "(program)", "MPI_Cart_create", 0)
+        rec(r, "(program)", "MPI_Neighbor_alltoall", 8)
+        rec(r, "(program)", "MPI_Allreduce", 4)
+    return {k: tuple(v) for k, v in calls.items()}, {k: tuple(v) for k, v in peers.items()}

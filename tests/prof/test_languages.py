@@ -1,0 +1,126 @@
+"""Fortran (mpif.h / `use mpi`, Debian's Open MPI) and Python (mpi4py) programs: every call
+counted exactly once, regions from both languages."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import DEBIAN_MPIEXEC, petacomm
+from petacomm.profile import analysis, load
+
+pytestmark = pytest.mark.mpi
+HERE = Path(__file__).parent
+
+
+def calls_by_region(profile) -> dict:
+    out = {}
+    for row in profile.call_rows:
+        if profile.kind(row["call"]) == "posix":
+            continue
+        key = (row["region"], row["call"], row["size"])
+        c, b = out.get(key, (0, 0))
+        out[key] = (c + row["count"], b + row["bytes"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def fortran_program(tmp_path_factory) -> Path:
+    mpif90 = shutil.which("mpif90", path="/usr/bin")
+    if not mpif90 or not shutil.which("gfortran"):
+        pytest.skip("gfortran / Debian's mpif90 not installed (apt-get install gfortran)")
+    out = tmp_path_factory.mktemp("fortran") / "fortran_pattern"
+    src = HERE / "programs" / "fortran_pattern.f90"
+    done = subprocess.run(
+        [mpif90, "-O1", "-o", str(out), str(src)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.parametrize("ranks", [1, 3, 4])
+def test_fortran_calls_counted_exactly_once(ranks, fortran_program, debian_profiler, tmp_path):
+    log = tmp_path / "fortran.json"
+    petacomm(
+        "profile", "-o", str(log), "--no-banner", "--",
+        str(DEBIAN_MPIEXEC), "-n", str(ranks), "--oversubscribe", str(fortran_program),
+        env=debian_profiler,
+    )  # fmt: skip
+    profile = load(log)
+    p = ranks
+    assert calls_by_region(profile) == {
+        ("fortran_ring", "MPI_Send", 800): (3 * p, 2400 * p),
+        ("fortran_ring", "MPI_Recv", 800): (3 * p, 2400 * p),
+        ("(program)", "MPI_Allreduce", 4): (2 * p, 8 * p),
+        ("(program)", "MPI_Bcast", 40): (p, 40 * p),
+        ("(program)", "MPI_Irecv", 16): (p, 16 * p),
+        ("(program)", "MPI_Isend", 16): (p, 16 * p),
+        ("(program)", "MPI_Waitall", 0): (p, 0),
+        ("(program)", "MPI_Barrier", 0): (p, 0),
+    }
+    peers = analysis.peer_totals(profile)
+    for r in range(p):
+        right, left = (r + 1) % p, (r - 1) % p
+        assert peers[(r, "MPI_Send", right)] == (3, 2400)
+        assert peers[(r, "MPI_Recv", left)] == (3, 2400)
+        assert peers[(r, "MPI_Irecv", left)] == (1, 16)  # MPI_ANY_SOURCE resolved at completion
+        assert peers[(r, "MPI_Bcast", 0)] == (1, 40)
+
+
+def test_fortran_program_needs_a_matching_profiler(fortran_program, tmp_path):
+    """Without a profiler for Debian's MPI, `profile` says which one to build."""
+    done = petacomm(
+        "profile", "-o", str(tmp_path / "x.json"), "--",
+        str(DEBIAN_MPIEXEC), "-n", "1", str(fortran_program),
+        env={"PETACOMM_PROF_CACHE": str(tmp_path / "empty-cache")}, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "petacomm profiler build --mpicc /usr/bin/mpicc" in done.stderr
+    assert "libmpi" in done.stderr
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_mpi4py_program_with_regions(ranks, tmp_path):
+    pytest.importorskip("mpi4py")
+    from conftest import mpiexec
+
+    log = tmp_path / "python.json"
+    program = [sys.executable, str(HERE / "programs" / "python_pattern.py")]
+    petacomm("profile", "-o", str(log), "--no-banner", "--", *mpiexec(ranks), *program)
+    profile = load(log)
+    p = ranks
+    got = calls_by_region(profile)
+    assert got == {
+        ("py_ring", "MPI_Sendrecv", 400): (3 * p, 1200 * p),
+        ("py_collectives", "MPI_Allreduce", 32): (2 * p, 64 * p),
+        ("py_collectives", "MPI_Bcast", 12): (2 * p, 24 * p),
+        ("(program)", "MPI_Irecv", 16): (p, 16 * p),
+        ("(program)", "MPI_Isend", 16): (p, 16 * p),
+        ("(program)", "MPI_Waitall", 0): (p, 0),
+    }
+    regions = {r.name: r for r in analysis.regions(profile)}
+    assert set(regions) == {"(program)", "py_ring", "py_collectives"}
+    assert regions["py_collectives"].entries == 2 * p
+    peers = analysis.peer_totals(profile)
+    for r in range(p):
+        assert peers[(r, "MPI_Irecv", (r - 1) % p)] == (1, 16)
+        assert peers[(r, "MPI_Sendrecv", (r + 1) % p)] == (3, 1200)
+
+
+def test_region_is_a_no_op_without_mpi():
+    from petacomm.profile import region
+
+    with region("nothing"):
+        pass
+
+    @region("decorated")
+    def f(x):
+        return x + 1
+
+    assert f(1) == 2
+    with pytest.raises(ValueError, match="region name"):
+        region("")
