@@ -1,0 +1,139 @@
+"""The benchmark command, the offline model's consistency with plans, and the examples of
+docs/sparse-reduce.md (the Python one runs here, the C one is native/tests/xchg/example_xchg.c,
+run by ctest; the page must show exactly that file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_sparse_reduce import needs_native
+
+from mpi_harness import mpi_test_env, mpirun_python
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+DOC = ROOT / "docs" / "sparse-reduce.md"
+
+
+def _block(marker: str, language: str) -> str:
+    text = DOC.read_text()
+    start = text.index(marker)
+    match = re.compile(rf"```{language}\n(.*?)```", re.S).search(text, start)
+    assert match, f"no {language} block after {marker}"
+    return match.group(1)
+
+
+def _petacomm(*args, timeout=300):
+    env = mpi_test_env({"PYTHONPATH": str(ROOT / "python")})
+    return subprocess.run(
+        [sys.executable, "-m", "petacomm.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
+@needs_native
+@pytest.mark.parametrize("ranks", (1, 3))
+def test_python_example_from_docs_runs(ranks, tmp_path):
+    script = tmp_path / "example.py"
+    script.write_text(_block("<!-- example: python -->", "python"))
+    assert len(script.read_text().splitlines()) <= 25
+    result = mpirun_python(ranks, str(script), timeout=120)
+    assert "bytes per execution" in result.stdout
+
+
+def test_c_example_in_docs_is_the_tested_file():
+    shown = _block("<!-- example: c", "c")
+    assert shown == (ROOT / "native/tests/xchg/example_xchg.c").read_text()
+
+
+@needs_native
+def test_c_example_runs_when_built():
+    native = os.environ.get("PETACOMM_NATIVE_DIR")
+    program = Path(native or "") / "bin" / "example_xchg"
+    if not native or not program.exists():
+        pytest.skip("example_xchg not built in PETACOMM_NATIVE_DIR (ctest runs it)")
+    from mpi_harness import mpirun
+
+    result = mpirun(3, [str(program)], timeout=60)
+    assert "pixel 7: I = 6 (expect 6)" in result.stdout
+
+
+@needs_native
+@pytest.mark.parametrize("ranks", (2, 4))
+def test_offline_model_matches_plan(ranks):
+    result = mpirun_python(ranks, str(HERE / "consistency_worker.py"), timeout=120)
+    assert result.stdout.count("consistent") == ranks, result.stdout + result.stderr
+
+
+@needs_native
+def test_bench_model_only(tmp_path):
+    out = tmp_path / "model.json"
+    done = _petacomm(
+        "bench",
+        "sparse-reduce",
+        "--model-only",
+        "4,32",
+        "--total-samples",
+        "40000",
+        "--nside",
+        "64",
+        "--json",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "predicted" in done.stdout and "best predicted" in done.stdout
+    data = json.loads(out.read_text())
+    assert data["schema_version"] == 1
+    assert [e["ranks"] for e in data["model_only"]] == [4, 32]
+    for entry in data["model_only"]:
+        assert set(entry["predicted"]) == {
+            "dense-allreduce",
+            "allgather",
+            "directory",
+            "owner",
+            "hub-split",
+        }
+
+
+@needs_native
+def test_bench_measured_run(tmp_path):
+    out = tmp_path / "bench.json"
+    done = _petacomm(
+        "bench",
+        "sparse-reduce",
+        "--ranks",
+        "2",
+        "--reps",
+        "2",
+        "--samples-per-rank",
+        "2000",
+        "--nside",
+        "32",
+        "--json",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "planner (auto) chose" in done.stdout and "us" in done.stdout
+    run = json.loads(out.read_text())["runs"][0]
+    assert all(row["agrees_with_first"] for row in run["strategies"])
+    dense = run["strategies"][0]
+    assert dense["strategy"] == "dense-allreduce"
+    assert all(
+        r["bytes_per_rank"]["max"] < dense["bytes_per_rank"]["max"] for r in run["strategies"][1:]
+    )
+
+
+def test_bench_errors_are_one_line():
+    done = _petacomm("bench", "sparse-reduce", "--generator", "spiral")
+    assert done.returncode == 2
+    assert "--generator: unknown spiral" in done.stderr and "Traceback" not in done.stderr
