@@ -353,6 +353,7 @@ void startup(uint64_t init_ns) {
                 g.settings.output);
 
   g_hot.threaded = g.thread_level == MPI_THREAD_MULTIPLE;
+  clock_calibrate();
   g.nregions = 0;
   g.depth = 0;
   g.t_start = now_ns();

@@ -11,6 +11,7 @@
 namespace petacomm::prof {
 
 HotState g_hot;
+TscScale g_tsc = {0, 0, 0};
 thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 State g;
 std::atomic_flag Lock::flag_ = ATOMIC_FLAG_INIT;
@@ -134,6 +135,35 @@ bool parse_settings() {
   std::snprintf(s.wrap, sizeof(s.wrap), "%s", wrap && *wrap ? wrap : "all");
   set_enabled_calls(s.wrap);
   return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Clock
+// ---------------------------------------------------------------------------------------
+
+void clock_calibrate() {
+#if defined(__x86_64__)
+  // Invariant TSC (CPUID 0x80000007, EDX bit 8): constant rate, runs in every C-state.
+  unsigned eax = 0x80000000u, ebx = 0, ecx = 0, edx = 0;
+  __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx));
+  if (eax < 0x80000007u) return;
+  eax = 0x80000007u;
+  __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx));
+  if (!(edx & (1u << 8))) return;
+  const char *off = std::getenv("PETACOMM_PROF_TSC");
+  if (off && std::strcmp(off, "0") == 0) return;
+  const uint64_t t0 = __builtin_ia32_rdtsc(), n0 = monotonic_ns();
+  uint64_t t1 = t0, n1 = n0;
+  while (n1 - n0 < 4000000) {  // 4 ms: the scale is good to about 1e-5
+    n1 = monotonic_ns();
+    t1 = __builtin_ia32_rdtsc();
+  }
+  if (t1 <= t0) return;
+  const unsigned __int128 scaled = static_cast<unsigned __int128>(n1 - n0) << 32;
+  g_tsc.tsc0 = t1;
+  g_tsc.ns0 = n1;
+  g_tsc.mult = static_cast<uint64_t>(scaled / (t1 - t0));
+#endif
 }
 
 // ---------------------------------------------------------------------------------------

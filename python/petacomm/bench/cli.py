@@ -11,6 +11,7 @@ import importlib
 BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.topology.benchmark",
     "petacomm.bench.sparse_reduce",
+    "petacomm.profile.overhead",
 )
 
 
