@@ -33,10 +33,10 @@ def peer_table(profile) -> dict:
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_pattern_profile_is_exact(ranks, programs, tmp_path):
     log = tmp_path / "pattern.json"
-    profile_run(log, ranks, [str(programs / "prof_pattern")], "--detail", "full")
+    done = profile_run(log, ranks, [str(programs / "prof_pattern")], "--detail", "full")
     profile = load(log)
     assert profile.complete and profile.ranks == ranks
-    want_calls, want_peers = pattern(ranks)
+    want_calls, want_peers = pattern(ranks, "one-sided part skipped" not in done.stdout)
     assert call_table(profile) == want_calls
     assert peer_table(profile) == want_peers
     # The full per-rank tables agree with the merged summaries.

@@ -154,16 +154,25 @@ int main(int argc, char **argv) {
                (hrank - 1 + hsize) % hsize, 12, half, MPI_STATUS_IGNORE);
   CHECK(hin % 2 == rank % 2, "split communicator");
   MPI_Comm_free(&half);
-  /* One-sided: a put to the right neighbour between fences. */
+  /* One-sided: a put to the right neighbour between fences. (Some MPI builds cannot create
+   * windows in every configuration, e.g. Open MPI 4.1 with one rank: then this part is
+   * skipped, the same with and without the profiler.) */
   long window_mem = -1;
-  MPI_Win win;
-  MPI_Win_create(&window_mem, sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
-  MPI_Win_fence(0, win);
-  long put = rank;
-  MPI_Put(&put, 1, MPI_LONG, right, 0, 1, MPI_LONG, win);
-  MPI_Win_fence(0, win);
-  CHECK(window_mem == left, "put");
-  MPI_Win_free(&win);
+  MPI_Win win = MPI_WIN_NULL;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const int win_rc =
+      MPI_Win_create(&window_mem, sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  if (win_rc == MPI_SUCCESS) {
+    MPI_Win_fence(0, win);
+    long put = rank;
+    MPI_Put(&put, 1, MPI_LONG, right, 0, 1, MPI_LONG, win);
+    MPI_Win_fence(0, win);
+    CHECK(window_mem == left, "put");
+    MPI_Win_free(&win);
+  } else if (rank == 0) {
+    printf("prof_pattern: this MPI cannot create a window here; one-sided part skipped\n");
+  }
   /* Neighbourhood collective on a periodic ring. */
   MPI_Comm ring;
   int dims[1] = {size}, periods[1] = {1};
