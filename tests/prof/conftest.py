@@ -16,13 +16,30 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def native_build_tree() -> Path | None:
-    """The CMake build tree with the test programs (prof_pattern, ...)."""
+    """The CMake build tree with the test programs (prof_pattern, ...), built against the
+    same MPI as the installed petacomm (its build-info.json names the same mpicc)."""
+    import json
+
     for name in ("PETACOMM_NATIVE_DIR", "PETACOMM_BUILD_DIR"):
         value = os.environ.get(name)
         if value and (Path(value) / "bin" / "prof_pattern").exists():
             return Path(value)
+    try:
+        from petacomm.native import build_info
+
+        mpicc = build_info().get("mpicc")
+    except Exception:  # no installed native part: any tree will do
+        mpicc = None
     trees = sorted(ROOT.glob("build/*/bin/prof_pattern"), key=lambda p: p.stat().st_mtime)
-    return trees[-1].parent.parent if trees else None
+    for program in reversed(trees):
+        tree = program.parent.parent
+        try:
+            info = json.loads((tree / "share" / "build-info.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if mpicc is None or info.get("mpicc") == mpicc:
+            return tree
+    return None
 
 
 @pytest.fixture(scope="session")
