@@ -30,7 +30,9 @@ def _block(marker: str, language: str) -> str:
 
 
 def _petacomm(*args, timeout=300):
-    env = mpi_test_env({"PYTHONPATH": str(ROOT / "python")})
+    # The petacomm being tested: the installed one, or python/ + PETACOMM_NATIVE_DIR when the
+    # caller set them (mpi_test_env passes the caller's environment through).
+    env = mpi_test_env()
     return subprocess.run(
         [sys.executable, "-m", "petacomm.cli", *args],
         capture_output=True,
