@@ -142,20 +142,6 @@ def test_other_networks_and_inputs(capsys, tmp_path):
     )
     assert code == 0, err
     assert "routing valiant" in out
-    profile = tmp_path / "log.json"
-    profile.write_text(json.dumps({"nranks": 4, "peers": [{"rank": 0, "peer": 3, "bytes": 8}]}))
-    code, out, err = run(
-        capsys,
-        "map",
-        "--network",
-        "mesh:2x2",
-        "--from-profile",
-        str(profile),
-        "--candidates",
-        "all",
-        "--json",
-    )
-    assert code == 0, err
 
 
 @pytest.mark.parametrize(

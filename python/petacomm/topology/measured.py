@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -128,61 +127,31 @@ def _checked_dense(arr, path):
 
 
 def read_profile_log(path, nranks: int | None = None) -> CommPattern:
-    """Communication measured by the profiler, from its JSON log.
+    """Point-to-point and one-sided bytes per rank pair measured by ``petacomm profile``.
 
-    The profiler's log schema is not fixed yet; this reader is the one place that depends on
-    it and assumes only this minimal structure (a JSON object with either key):
-
-    * ``"communication_matrix"``: a dense list of rows (bytes, row = sender), or an object
-      ``{"src": [...], "dst": [...], "bytes": [...]}`` of equal-length lists;
-    * ``"peers"``: a list of per-peer byte records ``{"rank": r, "peer": q, "bytes": b}``
-      (``src``/``dst`` accepted for ``rank``/``peer``); records for the same pair add up.
-
-    An optional ``"nranks"`` gives the communicator size (otherwise the largest rank + 1).
+    Reads the profiler's log (schema in docs/profiler.md; a final log, or the partial logs
+    of a run that never finished) through :mod:`petacomm.profile.log`, and takes its
+    communication matrix: bytes sent from each rank to each partner (world ranks).
+    Collectives have no partner and are not part of the matrix. The log must carry
+    per-partner records, i.e. the profiler ran with ``PETACOMM_PROF_DETAIL`` ``normal``
+    (the default) or ``full``.
     """
-    path = Path(path)
+    from petacomm.errors import PetacommError
+    from petacomm.profile import analysis, log
+
     try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except json.JSONDecodeError as err:
+        profile = log.load(path)
+    except PetacommError as err:
+        raise ValueError(str(err)) from None
+    measured = analysis.matrix(profile, max_cells=max(profile.ranks, 1))
+    if measured is None:
         raise ValueError(
-            f"{path}: line {err.lineno}, column {err.colno}: invalid JSON ({err.msg})"
-        ) from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: expected a JSON object at the top level")
-    if nranks is None and "nranks" in doc:
-        nranks = int(doc["nranks"])
-    if "communication_matrix" in doc:
-        cm = doc["communication_matrix"]
-        if isinstance(cm, dict):
-            try:
-                return _from_triplets(cm["src"], cm["dst"], cm["bytes"], nranks, path)
-            except KeyError as err:
-                raise ValueError(
-                    f"{path}: communication_matrix object lacks {err.args[0]!r} "
-                    "(expected src, dst, bytes lists)"
-                ) from None
-        src, dst, nb = _checked_dense(cm, path)
-        return CommPattern(nranks or len(cm), [Phase("measured", src, dst, nb)], f"profile {path}")
-    if "peers" in doc:
-        recs = doc["peers"]
-        if not isinstance(recs, list):
-            raise ValueError(f"{path}: 'peers' must be a list of records")
-        src, dst, nb = [], [], []
-        for i, rec in enumerate(recs):
-            try:
-                src.append(int(rec.get("rank", rec.get("src"))))
-                dst.append(int(rec.get("peer", rec.get("dst"))))
-                nb.append(float(rec["bytes"]))
-            except (TypeError, KeyError, AttributeError, ValueError):
-                raise ValueError(
-                    f"{path}: peers[{i}]: expected {{'rank': int, 'peer': int, 'bytes': number}}"
-                    f", got {rec!r}"
-                ) from None
-        pattern = _from_triplets(src, dst, nb, nranks, path)
-        pattern.description = f"profile {path}"
-        return pattern
-    raise ValueError(
-        f"{path}: no 'communication_matrix' or 'peers' in the profile log (keys: {sorted(doc)})"
-    )
+            f"{path}: the profile has no per-partner records (run the profiler with "
+            "PETACOMM_PROF_DETAIL=normal or full)"
+        )
+    if nranks is not None and nranks < profile.ranks:
+        raise ValueError(f"{path}: the profile has {profile.ranks} ranks, more than {nranks}")
+    src, dst = np.nonzero(measured.bytes)
+    pattern = _from_triplets(src, dst, measured.bytes[src, dst], nranks or profile.ranks, path)
+    pattern.description = f"profile {path} ({measured.source})"
+    return pattern
