@@ -169,10 +169,16 @@ typedef struct petacomm_xchg_stats {
   petacomm_xchg_minavgmax messages;
   petacomm_xchg_minavgmax bytes;
   petacomm_xchg_minavgmax memory_bytes;
-  double setup_seconds; /* plan creation, max over ranks */
+  double setup_seconds; /* plan creation (wall time), max over ranks */
+  /* Plan creation over ranks: wall time; compute = this rank's thread CPU time outside the
+   * MPI calls that wait or poll for other ranks (insensitive to oversubscription); mpi = wall
+   * time inside those calls. */
+  petacomm_xchg_minavgmax setup_wall_seconds;
+  petacomm_xchg_minavgmax setup_compute_seconds;
+  petacomm_xchg_minavgmax setup_mpi_seconds;
 } petacomm_xchg_stats;
 
-/* Collective (one small reduction): statistics for elements of (dtype, k). */
+/* Collective (one small reduction): statistics for elements of (dtype, k) and setup times. */
 petacomm_status petacomm_xchg_plan_stats(petacomm_xchg_plan plan, petacomm_xchg_dtype dtype, int k,
                                          petacomm_xchg_stats *stats);
 

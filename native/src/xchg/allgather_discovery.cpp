@@ -14,7 +14,10 @@ Sharing allgather_discover(MPI_Comm comm, const std::vector<std::int64_t> &keys,
   check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
   const std::int64_t mine = static_cast<std::int64_t>(keys.size());
   std::int64_t longest = 0;
-  check_mpi(MPI_Allreduce(&mine, &longest, 1, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  {
+    MpiWait wait;
+    check_mpi(MPI_Allreduce(&mine, &longest, 1, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+  }
   const std::int64_t nb = std::max<std::int64_t>(1, std::min(buffer_keys, longest));
   const std::int64_t rounds = longest == 0 ? 0 : (longest + nb - 1) / nb;
   const std::size_t block = static_cast<std::size_t>(nb);
@@ -26,9 +29,12 @@ Sharing allgather_discover(MPI_Comm comm, const std::vector<std::int64_t> &keys,
     const std::int64_t lo = round * nb;
     std::fill(send.begin(), send.end(), std::int64_t{-1});
     for (std::int64_t j = lo; j < std::min(mine, lo + nb); ++j) send[j - lo] = keys[j];
-    check_mpi(MPI_Allgather(send.data(), static_cast<int>(block), MPI_INT64_T, all.data(),
-                            static_cast<int>(block), MPI_INT64_T, comm),
-              "MPI_Allgather");
+    {
+      MpiWait wait;
+      check_mpi(MPI_Allgather(send.data(), static_cast<int>(block), MPI_INT64_T, all.data(),
+                              static_cast<int>(block), MPI_INT64_T, comm),
+                "MPI_Allgather");
+    }
     traffic.messages += ceil_log2(p);
     traffic.bytes += static_cast<std::int64_t>((p - 1) * block * 8);
     if (keys.empty()) continue;

@@ -101,6 +101,7 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
       received[h] = std::move(self_reply);
       continue;
     }
+    MpiWait wait;
     MPI_Message handle;
     MPI_Status status;
     check_mpi(MPI_Mprobe(homes_[h], kTagReply, comm_, &handle, &status), "MPI_Mprobe");
@@ -111,9 +112,12 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
               "MPI_Mrecv");
     reply_ints_ += count;
   }
-  check_mpi(
-      MPI_Waitall(static_cast<int>(reply_sends.size()), reply_sends.data(), MPI_STATUSES_IGNORE),
-      "MPI_Waitall");
+  {
+    MpiWait wait;
+    check_mpi(
+        MPI_Waitall(static_cast<int>(reply_sends.size()), reply_sends.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall");
+  }
 
   sharing_.multiplicity.assign(u_count, 1);
   sharing_.owner.assign(u_count, me_);
@@ -159,9 +163,12 @@ std::int64_t Directory::assign_hubs(int threshold) {
     g = end;
   }
   std::int64_t offset = 0, total = 0;
-  check_mpi(MPI_Exscan(&local_hubs, &offset, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Exscan");
+  {
+    MpiWait wait;
+    check_mpi(MPI_Exscan(&local_hubs, &offset, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Exscan");
+    check_mpi(MPI_Allreduce(&local_hubs, &total, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+  }
   if (me_ == 0) offset = 0;
-  check_mpi(MPI_Allreduce(&local_hubs, &total, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
 
   std::vector<std::vector<std::int64_t>> numbers(sources_.size());
   std::int64_t next = offset;
@@ -199,6 +206,7 @@ std::int64_t Directory::assign_hubs(int threshold) {
       got = std::move(self_numbers);
     } else {
       got.resize(mine.size());
+      MpiWait wait;
       check_mpi(MPI_Recv(got.data(), static_cast<int>(got.size()), MPI_INT64_T, homes_[h], kTagHub,
                          comm_, MPI_STATUS_IGNORE),
                 "MPI_Recv");
@@ -206,6 +214,7 @@ std::int64_t Directory::assign_hubs(int threshold) {
     if (got.size() != mine.size()) fail_state("internal: hub numbering size mismatch");
     for (std::size_t j = 0; j < mine.size(); ++j) sharing_.hub_index[mine[j]] = got[j];
   }
+  MpiWait wait;
   check_mpi(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");
   return total;

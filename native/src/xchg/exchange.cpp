@@ -35,6 +35,7 @@ Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transp
   to_int_count(static_cast<std::size_t>(send_.entries()), "values sent per exchange");
   to_int_count(static_cast<std::size_t>(recv_.entries()), "values received per exchange");
   if (transport_ == Transport::kNeighbor) {
+    MpiWait wait;
     check_mpi(MPI_Dist_graph_create_adjacent(comm_, static_cast<int>(recv_.peers()),
                                              recv_.ranks.data(), MPI_UNWEIGHTED,
                                              static_cast<int>(send_.peers()), send_.ranks.data(),

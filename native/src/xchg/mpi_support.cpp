@@ -1,6 +1,10 @@
 #include "mpi_support.hpp"
 
+#include <time.h>
+
+#include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "error.hpp"
 
@@ -12,10 +16,34 @@ void agree_or_fail(MPI_Comm comm, const std::string &problem) {
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   int mine = problem.empty() ? size : rank;
   int first = size;
-  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  {
+    MpiWait wait;
+    check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  }
   if (first == size) return;
   if (!problem.empty()) fail_arg(problem);
   fail_arg("invalid arguments on rank ", first, " (see that rank's error); no plan was created");
+}
+
+void agree_or_fail(MPI_Comm comm, const std::string &problem, std::uint64_t fingerprint,
+                   const char *mismatch) {
+  int rank = 0, size = 1;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  // One MIN reduction: the lowest failing rank, the smallest fingerprint and the smallest
+  // complement (= the complement of the largest fingerprint).
+  const std::uint64_t mine[3] = {static_cast<std::uint64_t>(problem.empty() ? size : rank),
+                                 fingerprint, ~fingerprint};
+  std::uint64_t low[3];
+  {
+    MpiWait wait;
+    check_mpi(MPI_Allreduce(mine, low, 3, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
+  }
+  if (low[0] != static_cast<std::uint64_t>(size)) {
+    if (!problem.empty()) fail_arg(problem);
+    fail_arg("invalid arguments on rank ", low[0], " (see that rank's error); no plan was created");
+  }
+  if (low[1] != ~low[2]) fail_arg(mismatch);
 }
 
 int to_int_count(std::size_t count, const char *what) {
@@ -56,6 +84,125 @@ bool mpi_finalized() {
 }
 
 double now_seconds() { return MPI_Wtime(); }
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+namespace {
+thread_local SetupClock *active_clock = nullptr;
+thread_local int wait_depth = 0;
+}  // namespace
+
+MpiWait::MpiWait() : clock_(wait_depth++ == 0 ? active_clock : nullptr) {
+  if (clock_) {
+    wall0_ = now_seconds();
+    cpu0_ = thread_cpu_seconds();
+  }
+}
+
+MpiWait::~MpiWait() {
+  --wait_depth;
+  if (clock_) {
+    clock_->mpi_cpu += thread_cpu_seconds() - cpu0_;
+    clock_->mpi_wall += now_seconds() - wall0_;
+  }
+}
+
+ActiveSetupClock::ActiveSetupClock(SetupClock *clock) : previous_(active_clock) {
+  active_clock = clock;
+}
+
+ActiveSetupClock::~ActiveSetupClock() { active_clock = previous_; }
+
+std::size_t FusedReduction::add(Op op, std::int64_t value) {
+  ops_.push_back(op);
+  values_.push_back(value);
+  return ops_.size() - 1;
+}
+
+std::size_t FusedReduction::add(Op op, double value) {
+  std::int64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  ops_.push_back(op);
+  values_.push_back(bits);
+  return ops_.size() - 1;
+}
+
+double FusedReduction::real(std::size_t slot) const {
+  double value;
+  std::memcpy(&value, &values_[slot], sizeof value);
+  return value;
+}
+
+namespace {
+// One element = [ops (n int64), values (n int64)]; the ops travel with the values, so the
+// operator needs no state beyond the datatype's size.
+void fused_op(void *in, void *inout, int *len, MPI_Datatype *type) {
+  int bytes = 0;
+  MPI_Type_size(*type, &bytes);
+  const std::size_t n = static_cast<std::size_t>(bytes) / (2 * sizeof(std::int64_t));
+  for (int e = 0; e < *len; ++e) {
+    const auto *a = static_cast<const std::int64_t *>(in) + 2 * n * static_cast<std::size_t>(e);
+    auto *b = static_cast<std::int64_t *>(inout) + 2 * n * static_cast<std::size_t>(e);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::int64_t x = a[n + j];
+      std::int64_t &y = b[n + j];
+      double dx, dy;
+      std::memcpy(&dx, &x, sizeof dx);
+      std::memcpy(&dy, &y, sizeof dy);
+      switch (static_cast<FusedReduction::Op>(b[j])) {
+        case FusedReduction::kMinI:
+          y = std::min(x, y);
+          break;
+        case FusedReduction::kMaxI:
+          y = std::max(x, y);
+          break;
+        case FusedReduction::kSumI:
+          y = static_cast<std::int64_t>(static_cast<std::uint64_t>(x) +
+                                        static_cast<std::uint64_t>(y));
+          break;
+        case FusedReduction::kMinD:
+          dy = std::min(dx, dy);
+          std::memcpy(&y, &dy, sizeof y);
+          break;
+        case FusedReduction::kMaxD:
+          dy = std::max(dx, dy);
+          std::memcpy(&y, &dy, sizeof y);
+          break;
+        case FusedReduction::kSumD:
+          dy = dx + dy;
+          std::memcpy(&y, &dy, sizeof y);
+          break;
+      }
+    }
+  }
+}
+}  // namespace
+
+void FusedReduction::run(MPI_Comm comm) {
+  if (ops_.empty()) return;
+  std::vector<std::int64_t> send(ops_);
+  send.insert(send.end(), values_.begin(), values_.end());
+  std::vector<std::int64_t> recv(send.size());
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  check_mpi(MPI_Type_contiguous(to_int_count(send.size(), "fused reduction"), MPI_INT64_T, &type),
+            "MPI_Type_contiguous");
+  check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+  check_mpi(MPI_Op_create(fused_op, 1, &op), "MPI_Op_create");
+  int status;
+  {
+    MpiWait wait;
+    status = MPI_Allreduce(send.data(), recv.data(), 1, type, op, comm);
+  }
+  MPI_Op_free(&op);
+  MPI_Type_free(&type);
+  check_mpi(status, "MPI_Allreduce");
+  std::copy(recv.begin() + static_cast<std::ptrdiff_t>(ops_.size()), recv.end(), values_.begin());
+}
 
 int ceil_log2(std::int64_t p) {
   int steps = 0;

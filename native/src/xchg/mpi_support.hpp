@@ -7,13 +7,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace petacomm::xchg {
 
 // Collective: if `problem` is non-empty on any rank, every rank throws fail_arg — the rank
 // at fault with its own message, the others naming the lowest failing rank. Keeps
 // collective creation from hanging when one rank's arguments are bad.
+// With a fingerprint (of the options), the same single reduction also checks that it is
+// equal on every rank and fails on all of them with `mismatch` if not.
 void agree_or_fail(MPI_Comm comm, const std::string &problem);
+void agree_or_fail(MPI_Comm comm, const std::string &problem, std::uint64_t fingerprint,
+                   const char *mismatch);
 
 // int count for an MPI call; throws naming `what` if it does not fit.
 int to_int_count(std::size_t count, const char *what);
@@ -41,6 +46,65 @@ class ElementType {
 bool mpi_finalized();
 
 double now_seconds();
+
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): unaffected by time the thread
+// spends descheduled, so compute measured with it survives oversubscribed nodes.
+double thread_cpu_seconds();
+
+// Where plan setup spends its time on this rank: wall and thread CPU time in total, and
+// inside the MPI calls that block or poll for other ranks (collectives, probes, waits). The
+// compute time of setup is cpu - mpi_cpu: the CPU time of this rank's own work, which
+// neither waiting for slower ranks nor sharing a core with them inflates.
+struct SetupClock {
+  double wall = 0, cpu = 0, mpi_wall = 0, mpi_cpu = 0;
+  double compute() const { return cpu > mpi_cpu ? cpu - mpi_cpu : 0.0; }
+};
+
+// Scope around blocking or polling MPI calls during setup: adds its wall and CPU time to the
+// clock installed on this thread by ActiveSetupClock (nothing when none is). Nested scopes
+// count once.
+class MpiWait {
+ public:
+  MpiWait();
+  ~MpiWait();
+  MpiWait(const MpiWait &) = delete;
+  MpiWait &operator=(const MpiWait &) = delete;
+
+ private:
+  SetupClock *clock_;
+  double wall0_ = 0, cpu0_ = 0;
+};
+
+// Installs `clock` for this thread for the lifetime of the object (plan creation).
+class ActiveSetupClock {
+ public:
+  explicit ActiveSetupClock(SetupClock *clock);
+  ~ActiveSetupClock();
+  ActiveSetupClock(const ActiveSetupClock &) = delete;
+  ActiveSetupClock &operator=(const ActiveSetupClock &) = delete;
+
+ private:
+  SetupClock *previous_;
+};
+
+// Many small reductions fused into one MPI_Allreduce: each value is added with its own
+// operation (min, max or sum; int64 or double) and read back after run(). The whole vector
+// is one element of a contiguous datatype, so MPI never splits it between the operator's
+// calls, and a user operator applies every slot's own operation.
+class FusedReduction {
+ public:
+  enum Op : std::int64_t { kMinI = 0, kMaxI, kSumI, kMinD, kMaxD, kSumD };
+  std::size_t add(Op op, std::int64_t value);
+  std::size_t add(Op op, double value);
+  // Collective: every rank must have added the same operations in the same order.
+  void run(MPI_Comm comm);
+  std::int64_t integer(std::size_t slot) const { return values_[slot]; }
+  double real(std::size_t slot) const;
+  std::size_t size() const { return ops_.size(); }
+
+ private:
+  std::vector<std::int64_t> ops_, values_;
+};
 
 // ceil(log2 p) for p >= 1.
 int ceil_log2(std::int64_t p);

@@ -1,5 +1,7 @@
 #include "nbx.hpp"
 
+#include <sched.h>
+
 #include "error.hpp"
 #include "mpi_support.hpp"
 
@@ -27,6 +29,7 @@ std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, std::vector<Message> o
   }
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool barrier_active = false;
+  MpiWait wait;  // the loop below only waits for and receives other ranks' messages
   for (;;) {
     int found = 0;
     MPI_Message handle;
@@ -56,6 +59,9 @@ std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, std::vector<Message> o
       check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test");
       if (done) break;
     }
+    // Nothing arrived: give the core away before polling again. Free when the rank has a
+    // core to itself; on an oversubscribed node it lets the ranks we wait for run.
+    sched_yield();
   }
   return incoming;
 }

@@ -109,6 +109,22 @@ struct Plan::Choice {
   int hub_threshold = 0;
   std::int64_t hub_keys = 0;
   SetupTraffic discovery;
+  std::vector<petacomm_xchg_minavgmax> spread;  // describe's per-rank statistics
+
+  // Collective: the global statistics, predictions and describe's spread in two reductions.
+  void gather(MPI_Comm comm, const KeyIndex &index, const Histogram &histogram,
+              const petacomm_xchg_options &o, double eb, bool a2a, int fixed_hub_threshold) {
+    const std::vector<double> per_rank = {
+        static_cast<double>(rank.n_local),       static_cast<double>(rank.n_unique),
+        static_cast<double>(rank.n_shared),      static_cast<double>(rank.pair_partners),
+        static_cast<double>(rank.pair_values),   static_cast<double>(rank.owned_keys),
+        static_cast<double>(discovery.messages), static_cast<double>(discovery.bytes)};
+    PlanStatistics s = plan_statistics(comm, index, rank, histogram, per_rank, o.chunk_keys,
+                                       o.allgather_keys, o.cost, eb, a2a, fixed_hub_threshold);
+    global = s.global;
+    predicted = s.predicted;
+    spread = std::move(s.spread);
+  }
 };
 
 Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
@@ -123,21 +139,20 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
   if (inter) fail_arg("comm: an intercommunicator is not supported");
-  const double t0 = now_seconds();
+  SetupClock clock;
+  ActiveSetupClock active(&clock);
+  const double t0 = now_seconds(), cpu0 = thread_cpu_seconds();
   const petacomm_xchg_options o = options ? *options : default_options();
   std::string problem = validate_options(o);
   if (problem.empty()) problem = validate_keys(keys, n);
-  agree_or_fail(comm, problem);
-  const std::uint64_t print = options_fingerprint(o);
-  std::uint64_t lo = 0, hi = 0;
-  check_mpi(MPI_Allreduce(&print, &lo, 1, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&print, &hi, 1, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
-  if (lo != hi)
-    fail_arg(
-        "options: differ between ranks (strategy, transport, chunk_keys, allgather_keys, "
-        "hub_threshold, deterministic, autotune, plan_dtype and plan_k must agree)");
-
-  check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  // One reduction checks every rank's arguments and that the options agree.
+  agree_or_fail(comm, problem, options_fingerprint(o),
+                "options: differ between ranks (strategy, transport, chunk_keys, allgather_keys, "
+                "hub_threshold, deterministic, autotune, plan_dtype and plan_k must agree)");
+  {
+    MpiWait wait;
+    check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  }
   try {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
@@ -146,11 +161,16 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     plan_k_ = o.plan_k;
     index_ = KeyIndex(keys, n);
     build(o);
-    double mine = now_seconds() - t0;
-    check_mpi(MPI_Allreduce(&mine, &setup_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm_),
-              "MPI_Allreduce");
+    clock.wall = now_seconds() - t0;
+    clock.cpu = thread_cpu_seconds() - cpu0;
+    setup_ = clock;
+    // This rank's setup times (describe() is local; stats() reduces them over ranks).
     JsonWriter setup;
-    setup.begin_object().value("setup_seconds", setup_seconds_).end_object();
+    setup.begin_object().value("setup_seconds", clock.wall).begin_object("setup");
+    setup.value("wall_seconds", clock.wall).value("cpu_seconds", clock.cpu);
+    setup.value("compute_seconds", clock.compute()).value("mpi_seconds", clock.mpi_wall);
+    setup.value("mpi_cpu_seconds", clock.mpi_cpu);
+    setup.end_object().end_object();
     description_.pop_back();  // append to the top-level object
     description_ += "," + setup.str().substr(1);
   } catch (...) {
@@ -195,8 +215,7 @@ void Plan::build(const petacomm_xchg_options &o) {
     strategy_ = make_dense_allreduce(comm_, index_, o.chunk_keys, deterministic_);
     choice.reason = "dense-allreduce requested by name";
     choice.rank = rank_statistics(index_, Sharing{{}, {}, {0}, {}, {}}, rank_, {}, 0);
-    choice.global =
-        global_statistics(comm_, index_, Histogram{}, o.chunk_keys, o.allgather_keys, -1);
+    choice.gather(comm_, index_, Histogram{}, o, eb, a2a, 0);
     describe(o, choice);
     return;
   }
@@ -208,8 +227,7 @@ void Plan::build(const petacomm_xchg_options &o) {
     strategy_ = make_pairwise("allgather", comm_, sharing, Transport::kAlltoallv);
     choice.have_sharing = choice.complete_lists = true;
     choice.rank = rank_statistics(index_, sharing, rank_, choice.discovery, 0);
-    choice.global = global_statistics(comm_, index_, histogram, o.chunk_keys, o.allgather_keys, -1);
-    choice.predicted = predict_collective(comm_, choice.rank, choice.global, o.cost, eb, a2a, 0);
+    choice.gather(comm_, index_, histogram, o, eb, a2a, 0);
     choice.have_predictions = true;
     choice.reason = "allgather requested by name";
     describe(o, choice);
@@ -227,10 +245,7 @@ void Plan::build(const petacomm_xchg_options &o) {
   choice.complete_lists = list_limit == INT_MAX;
   choice.rank =
       rank_statistics(index_, sharing, rank_, directory.traffic(), directory.reply_ints());
-  choice.global = global_statistics(comm_, index_, directory.home_histogram(), o.chunk_keys,
-                                    o.allgather_keys, -1);
-  choice.predicted =
-      predict_collective(comm_, choice.rank, choice.global, o.cost, eb, a2a, o.hub_threshold);
+  choice.gather(comm_, index_, directory.home_histogram(), o, eb, a2a, o.hub_threshold);
   choice.have_predictions = true;
   const int model_threshold = choice.predicted[kHubSplit].hub_threshold;
   const int hub_threshold = o.hub_threshold > 0 ? o.hub_threshold : std::max(1, model_threshold);
@@ -352,12 +367,7 @@ double Plan::measure(Strategy &strategy, int reps) {
 
 void Plan::describe(const petacomm_xchg_options &o, const Choice &c) {
   const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
-  const std::vector<double> per_rank = {
-      static_cast<double>(c.rank.n_local),       static_cast<double>(c.rank.n_unique),
-      static_cast<double>(c.rank.n_shared),      static_cast<double>(c.rank.pair_partners),
-      static_cast<double>(c.rank.pair_values),   static_cast<double>(c.rank.owned_keys),
-      static_cast<double>(c.discovery.messages), static_cast<double>(c.discovery.bytes)};
-  const auto spread = min_avg_max(comm_, per_rank);
+  const auto &spread = c.spread;
   JsonWriter j;
   j.begin_object();
   j.value("schema", 1);
@@ -471,12 +481,16 @@ petacomm_xchg_stats Plan::stats(petacomm_xchg_dtype dtype, int k) {
                         static_cast<double>(strategy_->buffer_entries() +
                                             2 * static_cast<std::int64_t>(index_.unique())) *
                             eb;
-  const auto spread = min_avg_max(comm_, {t.messages, t.entries * eb, memory});
+  const auto spread = min_avg_max(
+      comm_, {t.messages, t.entries * eb, memory, setup_.wall, setup_.compute(), setup_.mpi_wall});
   petacomm_xchg_stats s;
   s.messages = spread[0];
   s.bytes = spread[1];
   s.memory_bytes = spread[2];
-  s.setup_seconds = setup_seconds_;
+  s.setup_seconds = spread[3].max;
+  s.setup_wall_seconds = spread[3];
+  s.setup_compute_seconds = spread[4];
+  s.setup_mpi_seconds = spread[5];
   return s;
 }
 

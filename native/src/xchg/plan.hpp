@@ -62,7 +62,7 @@ class Plan {
   void *values_ = nullptr;
   std::unique_ptr<ElementOp> op_;
   std::string description_;
-  double setup_seconds_ = 0;
+  SetupClock setup_;  // this rank's plan creation
 };
 
 }  // namespace petacomm::xchg

@@ -7,6 +7,7 @@
 #include "dense_reducer.hpp"
 #include "directory.hpp"
 #include "error.hpp"
+#include "mpi_support.hpp"
 
 namespace petacomm::xchg {
 
@@ -56,73 +57,86 @@ petacomm_xchg_rank_stats rank_statistics(const KeyIndex &index, const Sharing &s
   return r;
 }
 
-petacomm_xchg_global_stats global_statistics(MPI_Comm comm, const KeyIndex &index,
-                                             const Histogram &histogram, std::int64_t chunk_keys,
-                                             std::int64_t allgather_keys,
-                                             std::int64_t dense_chunks) {
-  petacomm_xchg_global_stats g{};
+PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index,
+                               const petacomm_xchg_rank_stats &rank, const Histogram &histogram,
+                               const std::vector<double> &per_rank, std::int64_t chunk_keys,
+                               std::int64_t allgather_keys, const petacomm_xchg_cost_params &cost,
+                               double elem_bytes, bool alltoallv_transport,
+                               int fixed_hub_threshold) {
+  PlanStatistics out;
+  petacomm_xchg_global_stats &g = out.global;
   int p = 1;
   check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
   g.ranks = p;
   g.chunk_keys = chunk_keys;
   g.allgather_keys = allgather_keys;
-  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
   const auto &keys = index.keys();
-  std::int64_t mins[2] = {keys.empty() ? kNone : keys.front(), keys.empty() ? kNone : -keys.back()};
-  std::int64_t gmins[2];
-  check_mpi(MPI_Allreduce(mins, gmins, 2, MPI_INT64_T, MPI_MIN, comm), "MPI_Allreduce");
-  g.key_min = gmins[0] == kNone ? -1 : gmins[0];
-  g.key_max = gmins[1] == kNone ? -1 : -gmins[1];
-  std::int64_t mine = static_cast<std::int64_t>(keys.size());
-  check_mpi(MPI_Allreduce(&mine, &g.max_unique, 1, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(histogram.data(), g.multiplicity, PETACOMM_XCHG_HUB_LEVELS + 1,
-                          MPI_INT64_T, MPI_SUM, comm),
-            "MPI_Allreduce");
-  for (std::int64_t count : g.multiplicity) g.distinct_keys += count;
-  if (dense_chunks >= 0 || g.key_min < 0) {
-    g.dense_chunks = std::max<std::int64_t>(dense_chunks, 0);
-    return g;
-  }
-  const auto space = static_cast<std::uint64_t>(g.key_max - g.key_min) + 1;
-  const auto chunk = static_cast<std::uint64_t>(chunk_keys);
-  const std::uint64_t nchunks = (space - 1) / chunk + 1;
-  if (nchunks <= (std::uint64_t{1} << 23)) {
-    std::vector<std::uint64_t> positions(keys.size());
-    for (std::size_t u = 0; u < keys.size(); ++u)
-      positions[u] = static_cast<std::uint64_t>(keys[u] - g.key_min);
-    g.dense_chunks =
-        static_cast<std::int64_t>(touched_chunks(comm, positions, chunk, space).size());
-  } else {
-    g.dense_chunks = std::min<std::int64_t>(static_cast<std::int64_t>(nchunks), g.distinct_keys);
-  }
-  return g;
-}
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+  const std::vector<double> mine =
+      cost_components(rank, g, cost, elem_bytes, alltoallv_transport);  // uses g.ranks only
 
-std::array<petacomm_xchg_prediction, PETACOMM_XCHG_NSTRATEGIES> predict_collective(
-    MPI_Comm comm, const petacomm_xchg_rank_stats &rank, const petacomm_xchg_global_stats &global,
-    const petacomm_xchg_cost_params &cost, double elem_bytes, bool alltoallv_transport,
-    int fixed_hub_threshold) {
-  std::vector<double> mine = cost_components(rank, global, cost, elem_bytes, alltoallv_transport);
+  FusedReduction r;
+  const std::size_t at_min = r.add(FusedReduction::kMinI, keys.empty() ? kNone : keys.front());
+  const std::size_t at_max = r.add(FusedReduction::kMaxI, keys.empty() ? -1 : keys.back());
+  const std::size_t at_unique =
+      r.add(FusedReduction::kMaxI, static_cast<std::int64_t>(keys.size()));
+  const std::size_t at_hist = r.size();
+  for (std::int64_t count : histogram) r.add(FusedReduction::kSumI, count);
+  const std::size_t at_cost = r.size();
+  for (double v : mine) r.add(FusedReduction::kMaxD, v);
+  const std::size_t at_spread = r.size();
+  for (double v : per_rank) {
+    r.add(FusedReduction::kMinD, v);
+    r.add(FusedReduction::kSumD, v);
+    r.add(FusedReduction::kMaxD, v);
+  }
+  r.run(comm);
+
+  g.key_min = r.integer(at_min) == kNone ? -1 : r.integer(at_min);
+  g.key_max = g.key_min < 0 ? -1 : r.integer(at_max);
+  g.max_unique = r.integer(at_unique);
+  for (int b = 0; b <= PETACOMM_XCHG_HUB_LEVELS; ++b) {
+    g.multiplicity[b] = r.integer(at_hist + static_cast<std::size_t>(b));
+    g.distinct_keys += g.multiplicity[b];
+  }
   std::vector<double> worst(mine.size());
-  check_mpi(MPI_Allreduce(mine.data(), worst.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
-                          MPI_MAX, comm),
-            "MPI_Allreduce");
-  std::array<petacomm_xchg_prediction, PETACOMM_XCHG_NSTRATEGIES> out{};
-  combine_predictions(worst, global, cost, elem_bytes, fixed_hub_threshold, out.data());
+  for (std::size_t j = 0; j < mine.size(); ++j) worst[j] = r.real(at_cost + j);
+  for (std::size_t j = 0; j < per_rank.size(); ++j)
+    out.spread.push_back({r.real(at_spread + 3 * j), r.real(at_spread + 3 * j + 1) / p,
+                          r.real(at_spread + 3 * j + 2)});
+
+  if (g.key_min >= 0) {
+    const auto space = static_cast<std::uint64_t>(g.key_max - g.key_min) + 1;
+    const auto chunk = static_cast<std::uint64_t>(chunk_keys);
+    const std::uint64_t nchunks = (space - 1) / chunk + 1;
+    if (nchunks <= (std::uint64_t{1} << 23)) {
+      std::vector<std::uint64_t> positions(keys.size());
+      for (std::size_t u = 0; u < keys.size(); ++u)
+        positions[u] = static_cast<std::uint64_t>(keys[u] - g.key_min);
+      MpiWait wait;
+      g.dense_chunks =
+          static_cast<std::int64_t>(touched_chunks(comm, positions, chunk, space).size());
+    } else {
+      g.dense_chunks = std::min<std::int64_t>(static_cast<std::int64_t>(nchunks), g.distinct_keys);
+    }
+  }
+  combine_predictions(worst, g, cost, elem_bytes, fixed_hub_threshold, out.predicted.data());
   return out;
 }
 
 std::vector<petacomm_xchg_minavgmax> min_avg_max(MPI_Comm comm, const std::vector<double> &values) {
   int p = 1;
   check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
-  const int n = static_cast<int>(values.size());
-  std::vector<double> lo(values.size()), hi(values.size()), sum(values.size());
-  check_mpi(MPI_Allreduce(values.data(), lo.data(), n, MPI_DOUBLE, MPI_MIN, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(values.data(), hi.data(), n, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(values.data(), sum.data(), n, MPI_DOUBLE, MPI_SUM, comm),
-            "MPI_Allreduce");
+  FusedReduction r;
+  for (double v : values) {
+    r.add(FusedReduction::kMinD, v);
+    r.add(FusedReduction::kSumD, v);
+    r.add(FusedReduction::kMaxD, v);
+  }
+  r.run(comm);
   std::vector<petacomm_xchg_minavgmax> out(values.size());
-  for (std::size_t j = 0; j < values.size(); ++j) out[j] = {lo[j], sum[j] / p, hi[j]};
+  for (std::size_t j = 0; j < values.size(); ++j)
+    out[j] = {r.real(3 * j), r.real(3 * j + 1) / p, r.real(3 * j + 2)};
   return out;
 }
 

@@ -33,7 +33,10 @@ std::unique_ptr<Strategy> make_dense_allreduce(MPI_Comm comm, const KeyIndex &in
   const std::int64_t local[2] = {keys.empty() ? kNone : keys.front(),
                                  keys.empty() ? kNone : -keys.back()};
   std::int64_t global[2];
-  check_mpi(MPI_Allreduce(local, global, 2, MPI_INT64_T, MPI_MIN, comm), "MPI_Allreduce");
+  {
+    MpiWait wait;
+    check_mpi(MPI_Allreduce(local, global, 2, MPI_INT64_T, MPI_MIN, comm), "MPI_Allreduce");
+  }
   const bool any = global[0] != std::numeric_limits<std::int64_t>::max();
   const std::int64_t kmin = any ? global[0] : 0;
   const std::uint64_t space =
@@ -45,7 +48,11 @@ std::unique_ptr<Strategy> make_dense_allreduce(MPI_Comm comm, const KeyIndex &in
     local_index[u] = static_cast<std::int32_t>(u);
   }
   const auto chunk = static_cast<std::uint64_t>(chunk_keys);
-  std::vector<std::uint64_t> chunks = touched_chunks(comm, positions, chunk, space);
+  std::vector<std::uint64_t> chunks;
+  {
+    MpiWait wait;
+    chunks = touched_chunks(comm, positions, chunk, space);
+  }
   return std::make_unique<DenseAllreduce>(
       std::make_unique<DenseReducer>(comm, std::move(positions), std::move(local_index),
                                      std::move(chunks), chunk, space, deterministic));

@@ -65,6 +65,9 @@ class Stats(ctypes.Structure):
         ("bytes", MinAvgMax),
         ("memory_bytes", MinAvgMax),
         ("setup_seconds", ctypes.c_double),
+        ("setup_wall_seconds", MinAvgMax),
+        ("setup_compute_seconds", MinAvgMax),
+        ("setup_mpi_seconds", MinAvgMax),
     ]
 
 

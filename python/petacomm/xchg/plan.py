@@ -177,7 +177,9 @@ class SparseReducePlan:
         return json.loads(buffer.value.decode())
 
     def stats(self, dtype=np.float64, k: int = 1) -> dict:
-        """Collective: messages, bytes per execution and plan memory per rank (min/avg/max)."""
+        """Collective: messages, bytes per execution and plan memory per rank (min/avg/max),
+        and the setup times over ranks: wall, compute (this rank's thread CPU time outside
+        MPI calls that wait for other ranks) and time inside those MPI calls."""
         self._require_open()
         out = _capi.Stats()
         status = self._lib.petacomm_xchg_plan_stats(
@@ -193,6 +195,11 @@ class SparseReducePlan:
             "bytes": spread(out.bytes),
             "memory_bytes": spread(out.memory_bytes),
             "setup_seconds": out.setup_seconds,
+            "setup": {
+                "wall_seconds": spread(out.setup_wall_seconds),
+                "compute_seconds": spread(out.setup_compute_seconds),
+                "mpi_seconds": spread(out.setup_mpi_seconds),
+            },
         }
 
     # ---- lifetime --------------------------------------------------------------------
