@@ -78,14 +78,14 @@ def format_exact_size(nbytes: float) -> str:
     return f"{int(nbytes)} B"
 
 
-def format_bytes(nbytes: float) -> str:
-    """Render a byte count with a binary unit, e.g. ``1.00 MiB``."""
+def format_bytes(nbytes: float, decimals: int = 2) -> str:
+    """Render a byte count with a binary unit, e.g. ``1.00 MiB`` (``512 B`` below 1 KiB)."""
     value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.{decimals}f} {unit}"
         value /= 1024
-    raise AssertionError("unreachable")
+    return f"{value:.{decimals}f} TiB"
 
 
 def format_seconds(seconds: float) -> str:

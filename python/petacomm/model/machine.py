@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -17,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.files import write_text_atomically
 from petacomm.model import collectives
 from petacomm.model.fit import LineFit, piece_for
 
@@ -287,20 +287,6 @@ def default_model() -> MachineModel:
 
 def save(model: MachineModel, path: str | os.PathLike) -> Path:
     """Writes atomically (temp file + rename): an existing file survives any failure."""
-    file = Path(path)
     data = model.to_dict()
-    validate(data, origin=str(file))
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{file.name}.", dir=file.parent)
-    except OSError as err:
-        raise PetacommError(f"--output: cannot write {file}: {err.strerror}") from err
-    try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(data, out, indent=1)
-            out.write("\n")
-        os.replace(temporary, file)
-    except OSError as err:
-        Path(temporary).unlink(missing_ok=True)
-        raise PetacommError(f"--output: cannot write {file}: {err.strerror}") from err
-    return file
+    validate(data, origin=str(path))
+    return write_text_atomically(path, json.dumps(data, indent=1) + "\n", "--output")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.files import write_text_atomically
 
 
 def register(subparsers) -> None:
@@ -163,14 +162,6 @@ def _report(args) -> int:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    directory = path.resolve().parent
-    if not directory.is_dir():
-        raise PetacommError(f"-o: directory '{directory}' does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
-        raise PetacommError(f"-o: cannot write '{path}': {err.strerror}") from err
+    if not path.resolve().parent.is_dir():
+        raise PetacommError(f"-o: directory '{path.resolve().parent}' does not exist")
+    write_text_atomically(path, text, "-o")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from petacomm.units import format_bytes
+
 
 def seconds(value: float) -> str:
     """A time with a unit that keeps 3-4 significant digits: '1.23 s', '456 us', '12.0 ns'."""
@@ -17,12 +19,7 @@ def seconds(value: float) -> str:
 
 def size(value: float) -> str:
     """Bytes with binary units: '512 B', '4.0 KiB', '1.5 GiB'."""
-    v = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(v) < 1024 or unit == "TiB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return f"{v:.1f} TiB"
+    return format_bytes(value, decimals=1)
 
 
 def size_range(lo: int, hi: int) -> str:

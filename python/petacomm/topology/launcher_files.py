@@ -22,12 +22,11 @@ Host names come from a list (node id i -> hosts[i]) or a template such as ``nid{
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from petacomm.files import write_text_atomically
 from petacomm.topology.mapping import Mapping
 from petacomm.topology.network import TorusNetwork
 
@@ -36,23 +35,13 @@ CSV_VERSION = 1
 
 
 def write_atomically(path, text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path`` and rename it into place, so a
-    reader never sees a half-written file."""
+    """Write a launcher file atomically; its directory must exist (a typo in a path should
+    not silently create directories next to a job script)."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise ValueError(f"output {path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text_atomically(path, text, "--output")
 
 
 def host_names(network, hosts=None, template: str = "node{node}") -> list[str]:
