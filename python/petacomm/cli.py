@@ -15,12 +15,13 @@ from petacomm import __version__
 from petacomm.errors import PetacommError
 
 # Modules that contribute sub-commands, in the order `petacomm --help` lists them.
+# Listed as the four verbs go: measure, model, map, replace (benchmarks of the algorithms).
 COMMAND_MODULES = (
     "petacomm.doctor",
-    "petacomm.model.netbench",
-    "petacomm.bench.cli",
-    "petacomm.topology.cli",
     "petacomm.profile.cli",
+    "petacomm.model.netbench",
+    "petacomm.topology.cli",
+    "petacomm.bench.cli",
 )
 
 
