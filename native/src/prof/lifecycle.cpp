@@ -338,8 +338,14 @@ void startup(uint64_t init_ns) {
   PMPI_Allreduce(&leader, &g.nodes, 1, MPI_INT, MPI_SUM, g.comm);
   PMPI_Comm_free(&node);
   gethostname(g.host, sizeof(g.host) - 1);
+  // The MPI library may write up to MPI_MAX_LIBRARY_VERSION_STRING characters (8192 with
+  // MPICH, which includes its whole configure line): read it whole, keep what fits the log.
+  static char version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
   int len = 0;
-  PMPI_Get_library_version(g.library, &len);
+  version[0] = '\0';
+  PMPI_Get_library_version(version, &len);
+  version[MPI_MAX_LIBRARY_VERSION_STRING] = '\0';
+  std::snprintf(g.library, sizeof(g.library), "%s", version);
   for (char *p = g.library; *p; ++p)
     if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
   char exe_base[256];
