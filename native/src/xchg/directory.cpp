@@ -25,42 +25,89 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
   const std::size_t u_count = keys.size();
 
-  // Round 1 (NBX): my keys to their homes, ascending within each home.
-  std::vector<std::pair<int, std::int32_t>> by_home(u_count);
+  // Round 1 (NBX): my keys to their homes, ascending within each home; keys are ascending
+  // in index order. (home, index) pairs packed in one integer: a counting sort by home when
+  // p <= keys (O(keys) memory either way), else an integer sort.
+  std::vector<std::uint64_t> by_home(u_count);
   for (std::size_t u = 0; u < u_count; ++u)
-    by_home[u] = {static_cast<int>(mix64(static_cast<std::uint64_t>(keys[u])) %
-                                   static_cast<std::uint64_t>(size_)),
-                  static_cast<std::int32_t>(u)};
-  std::stable_sort(by_home.begin(), by_home.end(),
-                   [](const auto &a, const auto &b) { return a.first < b.first; });
+    by_home[u] = (mix64(static_cast<std::uint64_t>(keys[u])) % static_cast<std::uint64_t>(size_))
+                     << 32 |
+                 static_cast<std::uint64_t>(u);
+  if (static_cast<std::size_t>(size_) <= u_count) {
+    std::vector<std::size_t> start(static_cast<std::size_t>(size_) + 1, 0);
+    for (std::uint64_t v : by_home) ++start[(v >> 32) + 1];
+    for (std::size_t h = 0; h < static_cast<std::size_t>(size_); ++h) start[h + 1] += start[h];
+    std::vector<std::uint64_t> sorted(u_count);
+    for (std::uint64_t v : by_home) sorted[start[v >> 32]++] = v;  // stable: u ascending
+    by_home.swap(sorted);
+  } else {
+    std::sort(by_home.begin(), by_home.end());
+  }
   std::vector<Message> outgoing;
   for (std::size_t j = 0; j < by_home.size(); ++j) {
-    if (j == 0 || by_home[j].first != by_home[j - 1].first) {
-      homes_.push_back(by_home[j].first);
+    const int home = static_cast<int>(by_home[j] >> 32);
+    const auto u = static_cast<std::int32_t>(by_home[j] & 0xffffffffU);
+    if (j == 0 || home != homes_.back()) {
+      homes_.push_back(home);
       keys_at_home_.emplace_back();
-      outgoing.push_back(Message{by_home[j].first, {}});
+      outgoing.push_back(Message{home, {}});
     }
-    keys_at_home_.back().push_back(by_home[j].second);
-    outgoing.back().data.push_back(keys[by_home[j].second]);
+    keys_at_home_.back().push_back(u);
+    outgoing.back().data.push_back(keys[static_cast<std::size_t>(u)]);
   }
   std::vector<Message> incoming = nbx_exchange(comm_, kTagKeys, std::move(outgoing), traffic_);
 
-  // The home table: every (key, holder) pair homed here, sorted by key then holder.
+  // The home table: every (key, holder) pair homed here, sorted by key then holder. Each
+  // message is ascending by key, so with the messages in holder order the table is a row of
+  // sorted runs: merging them pairwise (stable, ceil(log2 runs) linear passes) sorts it.
+  std::sort(incoming.begin(), incoming.end(),
+            [](const Message &a, const Message &b) { return a.rank < b.rank; });
   std::size_t total = 0;
   for (const Message &m : incoming) total += m.data.size();
   table_.reserve(total);
+  std::vector<std::size_t> bounds = {0};
   for (std::size_t s = 0; s < incoming.size(); ++s) {
     sources_.push_back(incoming[s].rank);
     for (std::int64_t key : incoming[s].data)
       table_.push_back(HomeEntry{key, incoming[s].rank, static_cast<std::int32_t>(s)});
     std::vector<std::int64_t>().swap(incoming[s].data);
+    bounds.push_back(table_.size());
   }
-  std::sort(table_.begin(), table_.end(), [](const HomeEntry &a, const HomeEntry &b) {
-    return a.key != b.key ? a.key < b.key : a.rank < b.rank;
-  });
+  const auto by_key = [](const HomeEntry &a, const HomeEntry &b) { return a.key < b.key; };
+  std::vector<HomeEntry> merged(table_.size());
+  while (bounds.size() > 2) {
+    const std::size_t runs = bounds.size() - 1;
+    std::vector<std::size_t> next = {0};
+    for (std::size_t r = 0; r < runs; r += 2) {
+      const std::size_t lo = bounds[r], mid = bounds[r + 1];
+      const std::size_t hi = r + 2 <= runs ? bounds[r + 2] : mid;
+      // std::merge takes equal keys from the first (lower-ranked) run first.
+      std::merge(table_.begin() + static_cast<std::ptrdiff_t>(lo),
+                 table_.begin() + static_cast<std::ptrdiff_t>(mid),
+                 table_.begin() + static_cast<std::ptrdiff_t>(mid),
+                 table_.begin() + static_cast<std::ptrdiff_t>(hi),
+                 merged.begin() + static_cast<std::ptrdiff_t>(lo), by_key);
+      next.push_back(hi);
+    }
+    table_.swap(merged);
+    bounds.swap(next);
+  }
 
   // Replies: per holder, for each of its keys here (ascending): d, owner, [other holders].
   std::vector<std::vector<std::int32_t>> replies(sources_.size());
+  {  // sizes first: every append below then writes into reserved memory
+    std::vector<std::size_t> sizes(sources_.size(), 0);
+    for (std::size_t g = 0; g < table_.size();) {
+      std::size_t end = g;
+      while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+      const std::size_t d = end - g;
+      for (std::size_t j = g; j < end; ++j)
+        sizes[static_cast<std::size_t>(table_[j].source)] +=
+            2 + (static_cast<int>(d) <= list_limit ? d - 1 : 0);
+      g = end;
+    }
+    for (std::size_t s = 0; s < sources_.size(); ++s) replies[s].reserve(sizes[s]);
+  }
   for (std::size_t g = 0; g < table_.size();) {
     std::size_t end = g;
     while (end < table_.size() && table_[end].key == table_[g].key) ++end;

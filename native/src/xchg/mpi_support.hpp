@@ -110,6 +110,11 @@ class FusedReduction {
 int ceil_log2(std::int64_t p);
 
 // Mixing hash of a key (splitmix64 finaliser): the directory home and the owner choice.
-std::uint64_t mix64(std::uint64_t x);
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 }  // namespace petacomm::xchg

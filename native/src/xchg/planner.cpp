@@ -11,29 +11,64 @@
 
 namespace petacomm::xchg {
 
+namespace {
+// Per-partner values: a dense array when p is at most the entries it will see (memory stays
+// O(local data)), else a hash map. Absent partners hold 0.
+class PartnerTable {
+ public:
+  PartnerTable(int p, std::size_t entries) : dense_(static_cast<std::size_t>(p) <= entries) {
+    if (dense_) values_.assign(static_cast<std::size_t>(p), 0);
+  }
+  int &operator[](int rank) {
+    if (!dense_) return map_[rank];
+    int &v = values_[static_cast<std::size_t>(rank)];
+    if (v == 0) ++count_;  // callers store positive values only
+    return v;
+  }
+  std::size_t size() const { return dense_ ? count_ : map_.size(); }
+  template <class F>
+  void for_each(F f) const {
+    if (dense_) {
+      for (int v : values_)
+        if (v != 0) f(v);
+    } else {
+      for (const auto &kv : map_) f(kv.second);
+    }
+  }
+
+ private:
+  bool dense_;
+  std::size_t count_ = 0;
+  std::vector<int> values_;
+  std::unordered_map<int, int> map_;
+};
+}  // namespace
+
 petacomm_xchg_rank_stats rank_statistics(const KeyIndex &index, const Sharing &sharing, int me,
                                          const SetupTraffic &discovery, std::int64_t reply_ints) {
   petacomm_xchg_rank_stats r{};
   r.n_local = index.positions();
   r.n_unique = static_cast<std::int64_t>(index.unique());
-  std::unordered_map<int, int> min_d;  // partner -> smallest d of a key shared with it
-  std::unordered_map<int, int> owners, holders;
+  int p = 1;
+  for (std::int32_t rank : sharing.list_ranks) p = std::max(p, rank + 1);
+  for (std::int32_t rank : sharing.owner) p = std::max(p, rank + 1);
+  const std::size_t entries = sharing.list_ranks.size() + sharing.keys();
+  PartnerTable min_d(p, entries);  // partner -> smallest d of a key shared with it
+  PartnerTable owners(p, entries), holders(p, entries);
+  // Keys by multiplicity bucket c = ceil(log2 d): a key is a hub at level b (d > 2^b) iff
+  // b < c, else (d >= 2) it goes pairwise; prefix sums over buckets give every level.
+  std::array<std::int64_t, PETACOMM_XCHG_HUB_LEVELS + 1> bucket_keys{}, bucket_values{};
   for (std::size_t u = 0; u < sharing.keys(); ++u) {
     const int d = sharing.multiplicity[u];
-    for (int b = 0; b < PETACOMM_XCHG_HUB_LEVELS; ++b) {
-      const std::int64_t threshold = std::int64_t{1} << b;
-      if (d > threshold) {
-        r.hub_keys[b] += 1;
-      } else if (d >= 2) {
-        r.hub_pair_values[b] += d - 1;
-      }
-    }
+    const int c = multiplicity_bucket(d);
+    bucket_keys[c] += 1;
+    if (d >= 2) bucket_values[c] += d - 1;
     if (d < 2) continue;
     r.n_shared += 1;
     r.pair_values += d - 1;
     for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j) {
-      auto [it, fresh] = min_d.emplace(sharing.list_ranks[j], d);
-      if (!fresh) it->second = std::min(it->second, d);
+      int &smallest = min_d[sharing.list_ranks[j]];
+      smallest = smallest == 0 ? d : std::min(smallest, d);
     }
     if (sharing.owner[u] != me) {
       owners[sharing.owner[u]] += 1;
@@ -45,12 +80,21 @@ petacomm_xchg_rank_stats rank_statistics(const KeyIndex &index, const Sharing &s
         holders[sharing.list_ranks[j]] += 1;
     }
   }
+  std::int64_t values_up_to = 0, keys_above = 0;
+  for (int c = 0; c <= PETACOMM_XCHG_HUB_LEVELS; ++c) keys_above += bucket_keys[c];
+  for (int b = 0; b < PETACOMM_XCHG_HUB_LEVELS; ++b) {
+    values_up_to += bucket_values[b];
+    keys_above -= bucket_keys[b];
+    r.hub_pair_values[b] = values_up_to;  // buckets 1..b (bucket 0 has d == 1)
+    r.hub_keys[b] = keys_above;           // buckets > b
+  }
   r.pair_partners = static_cast<std::int64_t>(min_d.size());
   r.owner_sends = static_cast<std::int64_t>(owners.size());
   r.owner_recvs = static_cast<std::int64_t>(holders.size());
-  for (const auto &[partner, d] : min_d)
+  min_d.for_each([&r](int d) {
     for (int b = 0; b < PETACOMM_XCHG_HUB_LEVELS; ++b)
       if (d <= (std::int64_t{1} << b)) r.hub_pair_partners[b] += 1;
+  });
   r.directory_send_msgs = discovery.messages;
   r.directory_send_keys = static_cast<std::int64_t>(index.unique());
   r.directory_reply_ints = reply_ints;

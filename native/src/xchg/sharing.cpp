@@ -6,8 +6,19 @@
 namespace petacomm::xchg {
 namespace {
 
-PeerList from_pairs(std::vector<std::pair<int, std::int32_t>> pairs) {
-  std::sort(pairs.begin(), pairs.end());
+// pairs: (peer rank, key index), generated in ascending key index. Sorted by peer keeping
+// that order: a counting sort by rank when p <= pairs (memory stays O(pairs)), else a sort.
+PeerList from_pairs(std::vector<std::pair<int, std::int32_t>> pairs, int p) {
+  if (static_cast<std::size_t>(p) <= pairs.size()) {
+    std::vector<std::size_t> start(static_cast<std::size_t>(p) + 1, 0);
+    for (const auto &pr : pairs) ++start[static_cast<std::size_t>(pr.first) + 1];
+    for (std::size_t r = 0; r < static_cast<std::size_t>(p); ++r) start[r + 1] += start[r];
+    std::vector<std::pair<int, std::int32_t>> sorted(pairs.size());
+    for (const auto &pr : pairs) sorted[start[static_cast<std::size_t>(pr.first)]++] = pr;
+    pairs.swap(sorted);
+  } else {
+    std::sort(pairs.begin(), pairs.end());
+  }
   PeerList list;
   list.begin.push_back(0);
   list.index.reserve(pairs.size());
@@ -33,7 +44,7 @@ std::size_t PeerList::memory_bytes() const {
   return ranks.capacity() * sizeof(int) + begin.capacity() * 8 + index.capacity() * 4;
 }
 
-PeerList pair_peers(const Sharing &sharing, int max_d) {
+PeerList pair_peers(const Sharing &sharing, int max_d, int p) {
   std::vector<std::pair<int, std::int32_t>> pairs;
   for (std::size_t u = 0; u < sharing.keys(); ++u) {
     const int d = sharing.multiplicity[u];
@@ -41,25 +52,25 @@ PeerList pair_peers(const Sharing &sharing, int max_d) {
     for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j)
       pairs.emplace_back(sharing.list_ranks[j], static_cast<std::int32_t>(u));
   }
-  return from_pairs(std::move(pairs));
+  return from_pairs(std::move(pairs), p);
 }
 
-PeerList owner_send_peers(const Sharing &sharing, int me) {
+PeerList owner_send_peers(const Sharing &sharing, int me, int p) {
   std::vector<std::pair<int, std::int32_t>> pairs;
   for (std::size_t u = 0; u < sharing.keys(); ++u)
     if (sharing.multiplicity[u] >= 2 && sharing.owner[u] != me)
       pairs.emplace_back(sharing.owner[u], static_cast<std::int32_t>(u));
-  return from_pairs(std::move(pairs));
+  return from_pairs(std::move(pairs), p);
 }
 
-PeerList owner_recv_peers(const Sharing &sharing, int me) {
+PeerList owner_recv_peers(const Sharing &sharing, int me, int p) {
   std::vector<std::pair<int, std::int32_t>> pairs;
   for (std::size_t u = 0; u < sharing.keys(); ++u) {
     if (sharing.multiplicity[u] < 2 || sharing.owner[u] != me) continue;
     for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j)
       pairs.emplace_back(sharing.list_ranks[j], static_cast<std::int32_t>(u));
   }
-  return from_pairs(std::move(pairs));
+  return from_pairs(std::move(pairs), p);
 }
 
 }  // namespace petacomm::xchg

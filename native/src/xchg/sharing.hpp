@@ -34,11 +34,12 @@ struct PeerList {
   std::size_t memory_bytes() const;
 };
 
-// Keys with 2 <= d <= max_d whose holder list is known: one entry per other holder.
-PeerList pair_peers(const Sharing &sharing, int max_d);
+// p: the communicator size (ranks are < p). Keys with 2 <= d <= max_d whose holder list is known:
+// one entry per other holder.
+PeerList pair_peers(const Sharing &sharing, int max_d, int p);
 // Owner strategy, first round: my shared keys owned by someone else, grouped by owner.
-PeerList owner_send_peers(const Sharing &sharing, int me);
+PeerList owner_send_peers(const Sharing &sharing, int me, int p);
 // Owner strategy, first round: for the shared keys I own, their other holders.
-PeerList owner_recv_peers(const Sharing &sharing, int me);
+PeerList owner_recv_peers(const Sharing &sharing, int me, int p);
 
 }  // namespace petacomm::xchg

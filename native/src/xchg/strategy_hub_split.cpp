@@ -15,7 +15,9 @@ class HubSplit final : public Strategy {
            std::int64_t chunk_keys, bool deterministic, Transport transport)
       : keys_(sharing.keys()) {
     check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
-    PeerList peers = pair_peers(sharing, threshold);
+    int p = 1;
+    check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
+    PeerList peers = pair_peers(sharing, threshold, p);
     PeerList copy = peers;
     rest_ =
         std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, kTagHubRest);

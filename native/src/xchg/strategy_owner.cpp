@@ -11,8 +11,10 @@ class Owner final : public Strategy {
  public:
   Owner(MPI_Comm comm, const Sharing &sharing, Transport transport) : keys_(sharing.keys()) {
     check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
-    PeerList to_owner = owner_send_peers(sharing, me_);
-    PeerList from_holders = owner_recv_peers(sharing, me_);
+    int p = 1;
+    check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
+    PeerList to_owner = owner_send_peers(sharing, me_, p);
+    PeerList from_holders = owner_recv_peers(sharing, me_, p);
     PeerList back_to_holders = from_holders;
     PeerList from_owner = to_owner;
     gather_ = std::make_unique<Exchange>(comm, std::move(to_owner), std::move(from_holders),

@@ -13,7 +13,9 @@ class Pairwise final : public Strategy {
   Pairwise(const char *name, MPI_Comm comm, const Sharing &sharing, Transport transport)
       : name_(name), keys_(sharing.keys()) {
     check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
-    PeerList peers = pair_peers(sharing, INT_MAX);
+    int p = 1;
+    check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
+    PeerList peers = pair_peers(sharing, INT_MAX, p);
     PeerList copy = peers;
     exchange_ =
         std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, kTagPairs);
