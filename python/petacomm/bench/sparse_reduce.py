@@ -6,6 +6,10 @@ ranks), execute time (median over repetitions of the max over ranks), messages a
 sent per rank per execution, plan memory, speedup over dense-allreduce, and the planner's
 predictions and choice. ``--model-only P`` computes the plan statistics for P ranks from
 the generators (no ranks run) and prints the predicted cost per strategy.
+``--setup-scaling 2,4,8`` builds every strategy's plan repeatedly at each rank count with the
+same keys per rank and prints the setup time per strategy — compute (each rank's thread CPU
+time outside the MPI calls that wait for other ranks, max over ranks; not inflated when ranks
+share cores) and wall — with the ratio between the largest and smallest rank count.
 """
 
 from __future__ import annotations
@@ -71,6 +75,15 @@ def register(subparsers) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--transport", default="p2p", help="p2p, neighbor or alltoallv")
     parser.add_argument("--model-only", metavar="P", help="predict for P ranks (comma list)")
+    parser.add_argument(
+        "--setup-scaling",
+        metavar="P",
+        help="setup time per strategy at these rank counts (comma list), fixed keys per rank",
+    )
+    parser.add_argument(
+        "--setup-reps", type=int, default=5, help="plans built per strategy (default 5)"
+    )
+    parser.add_argument("--model", metavar="FILE", help="machine model (default: netbench's)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -113,8 +126,12 @@ def run(args) -> int:
     if args.worker:
         return _worker(json.loads(args.worker))
     results = {"schema": "petacomm-bench-sparse-reduce", "schema_version": SCHEMA_VERSION}
+    if args.setup_reps < 1:
+        raise PetacommError(f"--setup-reps: must be >= 1, got {args.setup_reps}")
     if args.model_only:
         results["model_only"] = _model_only(args, generators, elem_bytes)
+    elif args.setup_scaling:
+        results["setup_scaling"] = _setup_scaling(args, generators, strategies)
     else:
         results["runs"] = _measure(args, generators, strategies)
     if args.json:
@@ -123,11 +140,29 @@ def run(args) -> int:
 
 
 # ---- measured runs -----------------------------------------------------------------------
-def _measure(args, generators, strategies) -> list[dict]:
+def _launch(args, name: str, ranks: int, config: dict, env: dict | None = None) -> dict:
     from petacomm.launch import find_mpiexec
 
     launcher = find_mpiexec(args.mpiexec)
     launcher.check_can_run()
+    argv = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce"]
+    argv += ["--worker", json.dumps(config)]
+    started = time.monotonic()
+    done = subprocess.run(
+        launcher.command(ranks, argv), capture_output=True, text=True, check=False, env=env
+    )
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
+    if done.returncode != 0 or not lines:
+        raise PetacommError(
+            f"{name} on {ranks} ranks failed (exit {done.returncode}):\n"
+            f"{(done.stderr or done.stdout).strip()[-2000:]}"
+        )
+    run = json.loads(lines[-1][len(MARK) :])
+    run["wall_seconds"] = time.monotonic() - started
+    return run
+
+
+def _measure(args, generators, strategies) -> list[dict]:
     runs = []
     for name in generators:
         for ranks in _int_list(args.ranks, "--ranks"):
@@ -140,24 +175,18 @@ def _measure(args, generators, strategies) -> list[dict]:
                 "k": args.k,
                 "dtype": args.dtype,
                 "transport": args.transport,
+                "model": args.model,
             }
-            argv = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce"]
-            argv += ["--worker", json.dumps(config)]
-            started = time.monotonic()
-            done = subprocess.run(
-                launcher.command(ranks, argv), capture_output=True, text=True, check=False
-            )
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
-            if done.returncode != 0 or not lines:
-                raise PetacommError(
-                    f"{name} on {ranks} ranks failed (exit {done.returncode}):\n"
-                    f"{(done.stderr or done.stdout).strip()[-2000:]}"
-                )
-            run = json.loads(lines[-1][len(MARK) :])
-            run["wall_seconds"] = time.monotonic() - started
+            run = _launch(args, name, ranks, config)
             runs.append(run)
             _print_run(run)
     return runs
+
+
+def _load_model(path):
+    from petacomm.model import load_or_default
+
+    return load_or_default(path)
 
 
 def _worker(config: dict) -> int:
@@ -171,6 +200,9 @@ def _worker(config: dict) -> int:
     rank, size = comm.rank, comm.size
     generator = make(config["generator"], size, **config["params"])
     keys = np.unique(generator.keys(rank))  # the local map: one entry per distinct key
+    model = _load_model(config.get("model"))
+    if config.get("mode") == "setup":
+        return _setup_worker(config, comm, keys, generator, model)
     k, dtype, reps = config["k"], np.dtype(config["dtype"]), config["reps"]
     values0 = np.random.default_rng([7, rank]).uniform(0.5, 1.5, (keys.size, k)).astype(dtype)
 
@@ -182,7 +214,13 @@ def _worker(config: dict) -> int:
         comm.Barrier()
         start, cpu_start = MPI.Wtime(), time.process_time()
         plan = SparseReducePlan(
-            comm, keys, strategy=strategy, transport=config["transport"], dtype=dtype, k=k
+            comm,
+            keys,
+            strategy=strategy,
+            transport=config["transport"],
+            dtype=dtype,
+            k=k,
+            model=model,
         )
         setup = max_over_ranks(MPI.Wtime() - start)
         setup_cpu = max_over_ranks(time.process_time() - cpu_start)
@@ -217,7 +255,9 @@ def _worker(config: dict) -> int:
             }
         )
         plan.free()
-    auto = SparseReducePlan(comm, keys, strategy="auto", dtype=dtype, k=k)
+    auto = SparseReducePlan(
+        comm, keys, strategy="auto", transport=config["transport"], dtype=dtype, k=k, model=model
+    )
     described = auto.describe()
     auto.free()
     if rank == 0:
@@ -277,6 +317,133 @@ def _print_run(run: dict) -> None:
     print(" allreduce figures are Rabenseifner's; speedup: execute time vs dense-allreduce)")
 
 
+# ---- setup scaling -----------------------------------------------------------------------
+def _setup_scaling(args, generators, strategies) -> list[dict]:
+    counts = _int_list(args.setup_scaling, "--setup-scaling")
+    # Nothing should spin on a shared core: Open MPI yields in its progress loop (the
+    # library's own NBX loop always yields) and BLAS keeps no spinning worker threads.
+    # Kept if the caller set them.
+    env = dict(os.environ)
+    env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    out = []
+    for name in generators:
+        runs = []
+        for ranks in counts:
+            config = {
+                "mode": "setup",
+                "generator": name,
+                "params": _generator_params(args, name),
+                "ranks": ranks,
+                "strategies": strategies,
+                "reps": args.setup_reps,
+                "k": args.k,
+                "dtype": args.dtype,
+                "transport": args.transport,
+                "model": args.model,
+            }
+            runs.append(_launch(args, name, ranks, config, env))
+        entry = {"generator": name, "params": _generator_params(args, name), "runs": runs}
+        entry["ratios"] = _setup_ratios(runs, strategies)
+        out.append(entry)
+        _print_setup_scaling(entry, strategies)
+    return out
+
+
+def _setup_worker(config: dict, comm, keys, generator, model) -> int:
+    import numpy as np
+    from mpi4py import MPI
+
+    from petacomm.xchg import SparseReducePlan
+
+    dtype, k = np.dtype(config["dtype"]), config["k"]
+    rows = []
+    for strategy in config["strategies"]:
+        samples = []
+        for _ in range(config["reps"] + 1):  # the first build warms caches and is dropped
+            comm.Barrier()
+            start = MPI.Wtime()
+            plan = SparseReducePlan(
+                comm,
+                keys,
+                strategy=strategy,
+                transport=config["transport"],
+                dtype=dtype,
+                k=k,
+                model=model,
+            )
+            wall = comm.allreduce(MPI.Wtime() - start, op=MPI.MAX)
+            setup = plan.stats(dtype, k)["setup"]
+            plan.free()
+            samples.append(
+                {
+                    "wall_seconds": wall,
+                    "compute_seconds": setup["compute_seconds"]["max"],
+                    "compute_avg_seconds": setup["compute_seconds"]["avg"],
+                    "mpi_seconds": setup["mpi_seconds"]["max"],
+                }
+            )
+        samples = samples[1:]
+        row = {"strategy": strategy, "samples": samples}
+        for field in ("wall_seconds", "compute_seconds", "compute_avg_seconds", "mpi_seconds"):
+            row[field] = float(np.median([s[field] for s in samples]))
+        rows.append(row)
+    unique = comm.allreduce(int(keys.size), op=MPI.MAX)
+    if comm.rank == 0:
+        run = {
+            "generator": config["generator"],
+            "params": config["params"],
+            "ranks": comm.size,
+            "key_range": generator.key_range,
+            "distinct_keys_per_rank_max": unique,
+            "strategies": rows,
+        }
+        print(MARK + json.dumps(run), flush=True)
+    return 0
+
+
+def _setup_ratios(runs: list[dict], strategies) -> dict:
+    first, last = runs[0], runs[-1]
+    ratios = {}
+    for name in strategies:
+        a = next(r for r in first["strategies"] if r["strategy"] == name)
+        b = next(r for r in last["strategies"] if r["strategy"] == name)
+        ratios[name] = {
+            field: (b[field] / a[field] if a[field] > 0 else float("nan"))
+            for field in ("compute_seconds", "wall_seconds")
+        }
+    return ratios
+
+
+def _print_setup_scaling(entry: dict, strategies) -> None:
+    runs = entry["runs"]
+    p_first, p_last = runs[0]["ranks"], runs[-1]["ranks"]
+    keys = ", ".join(str(r["distinct_keys_per_rank_max"]) for r in runs)
+    print(
+        f"\nsetup scaling, {entry['generator']} {entry['params']}: max distinct keys per rank "
+        f"{keys} at {', '.join(str(r['ranks']) for r in runs)} ranks"
+    )
+    ps = [r["ranks"] for r in runs]
+    ratio = f"{p_last}/{p_first}"
+    header = f"{'strategy':<16}" + "".join(f" {'p=' + str(p):>8}" for p in ps) + f" {ratio:>7}"
+    print(f"{'':<16} {'compute ms (max over ranks)':<{9 * len(ps) + 8}} | wall ms")
+    print(header + " |" + "".join(f" {'p=' + str(p):>8}" for p in ps) + f" {ratio:>7}")
+    for name in strategies:
+        rows = [next(x for x in r["strategies"] if x["strategy"] == name) for r in runs]
+        r = entry["ratios"][name]
+        print(
+            f"{name:<16}"
+            + "".join(f" {x['compute_seconds'] * 1e3:8.2f}" for x in rows)
+            + f" {r['compute_seconds']:6.2f}x |"
+            + "".join(f" {x['wall_seconds'] * 1e3:8.2f}" for x in rows)
+            + f" {r['wall_seconds']:6.2f}x"
+        )
+    print("(median over builds; compute: a rank's thread CPU time in plan creation outside the")
+    print(" MPI calls that wait for other ranks, max over ranks; wall: plan creation, max over")
+    print(" ranks, includes waiting for ranks that share a core)")
+
+
 # ---- model only --------------------------------------------------------------------------
 def _model_only(args, generators, elem_bytes: int) -> list[dict]:
     import numpy as np
@@ -285,7 +452,7 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
     from petacomm.xchg import offline
     from petacomm.xchg.cost import cost_params, resolve_model
 
-    model = resolve_model(None)
+    model = resolve_model(_load_model(args.model) if args.model else None)
     out = []
     for name in generators:
         for p in _int_list(args.model_only, "--model-only"):
