@@ -70,9 +70,13 @@ std::vector<double> cost_components(const petacomm_xchg_rank_stats &r,
   std::vector<double> v(kComponents, 0.0);
   const double p = static_cast<double>(g.ranks);
   const double u = static_cast<double>(r.n_unique);
-  v[kLocalCommon] = static_cast<double>(r.n_local + r.n_unique) * eb * c.local_beta;
+  // Local work counts every element read or written (gamma = local_beta per byte): combining
+  // positions into distinct keys reads n and writes u, scattering back reads u and writes n.
+  v[kLocalCommon] = 2.0 * static_cast<double>(r.n_local + r.n_unique) * eb * c.local_beta;
   const double pair_vals = static_cast<double>(r.pair_values);
-  const double pair_local = (2.0 * u + 2.0 * pair_vals) * eb * c.local_beta;
+  // Pairwise: pack V (read + write), fill the result u, fold own u (read + update), fold the
+  // V received (read + update): 3u + 4V.
+  const double pair_local = (3.0 * u + 4.0 * pair_vals) * eb * c.local_beta;
   const double a2a = (p - 1) * c.alltoallv_alpha + pair_vals * eb * c.alltoallv_beta + pair_local;
   const double p2p =
       static_cast<double>(r.pair_partners) * c.p2p_alpha + pair_vals * eb * c.p2p_beta + pair_local;
@@ -84,10 +88,12 @@ std::vector<double> cost_components(const petacomm_xchg_rank_stats &r,
   const double alpha = alltoallv_transport ? c.alltoallv_alpha : c.p2p_alpha;
   const double beta = alltoallv_transport ? c.alltoallv_beta : c.p2p_beta;
   const double fixed = alltoallv_transport ? (p - 1) * alpha : msgs1 * alpha;
-  v[kOwnerRound1] =
-      fixed + std::max(send1, recv1) * eb * beta + (2.0 * u + send1 + recv1) * eb * c.local_beta;
+  // Round 1: pack s, fill u, fold own u, fold the r received (3u + 2s + 2r); round 2: pack the
+  // r results for the holders, copy the s results received (2s + 2r).
+  v[kOwnerRound1] = fixed + std::max(send1, recv1) * eb * beta +
+                    (3.0 * u + 2.0 * send1 + 2.0 * recv1) * eb * c.local_beta;
   v[kOwnerRound2] =
-      fixed + std::max(send1, recv1) * eb * beta + (send1 + recv1) * eb * c.local_beta;
+      fixed + std::max(send1, recv1) * eb * beta + 2.0 * (send1 + recv1) * eb * c.local_beta;
   v[kDirectorySetup] = static_cast<double>(r.directory_send_msgs) * 2.0 * c.p2p_alpha +
                        2.0 * log2p(g.ranks) * c.p2p_alpha +
                        (static_cast<double>(r.directory_send_keys) * 8.0 +
@@ -101,7 +107,7 @@ std::vector<double> cost_components(const petacomm_xchg_rank_stats &r,
   for (int b = 0; b < L; ++b) {
     const double vals = static_cast<double>(r.hub_pair_values[b]);
     v[kHubTime0 + b] = static_cast<double>(r.hub_pair_partners[b]) * c.p2p_alpha +
-                       vals * eb * c.p2p_beta + (2.0 * u + 2.0 * vals) * eb * c.local_beta;
+                       vals * eb * c.p2p_beta + (3.0 * u + 4.0 * vals) * eb * c.local_beta;
     v[kHubMessages0 + b] = static_cast<double>(r.hub_pair_partners[b]);
     v[kHubBytes0 + b] = vals * eb;
   }
