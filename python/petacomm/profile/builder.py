@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -101,15 +102,75 @@ def available() -> list[Profiler]:
     return found + cached()
 
 
-def suggest_mpicc(libmpi: Path) -> str:
-    """The mpicc most likely belonging to ``libmpi`` (for the error message)."""
-    candidates = [libmpi.parent.parent / "bin" / "mpicc"]
-    if str(libmpi).startswith(("/usr/lib", "/lib")):
-        candidates.append(Path("/usr/bin/mpicc"))
+def mpi_family(libmpi: Path | None) -> str:
+    """A readable name for the MPI implementation of a libmpi (from its file name)."""
+    if libmpi is None:
+        return "an unknown MPI"
+    name = libmpi.name
+    if name.startswith("libmpich"):
+        return "MPICH"
+    if name.startswith("libmpi.so.40") or "openmpi" in str(libmpi).lower():
+        return "Open MPI"
+    if name.startswith("libmpi.so.12"):
+        return "an MPICH-ABI MPI (MPICH, Intel MPI)"
+    return "an MPI"
+
+
+def _show(mpicc: Path) -> str:
+    """The compile line an MPI compiler wrapper runs (MPICH/Intel ``-show``, Open MPI too)."""
+    try:
+        done = subprocess.run(
+            [str(mpicc), "-show"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def libmpi_of_mpicc(mpicc: Path) -> Path | None:
+    """The MPI library ``mpicc`` links programs against (resolved), from its ``-show`` line."""
+    try:
+        words = shlex.split(_show(mpicc))
+    except ValueError:
+        return None
+    dirs = [Path(w[2:]) for w in words if w.startswith("-L") and len(w) > 2]
+    dirs += [Path(p) for p in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib")]
+    for lib in (w[2:] for w in words if w.startswith("-l")):
+        if lib in ("mpi", "mpich"):
+            for d in dirs:
+                if (d / f"lib{lib}.so").exists():
+                    return (d / f"lib{lib}.so").resolve()
+    return None
+
+
+def suggest_mpicc(libmpi: Path) -> str | None:
+    """The mpicc that links ``libmpi`` (checked with its ``-show`` line), or None."""
+    prefix = libmpi.parent.parent
+    candidates = [
+        # Debian's MPIs by their own names first: /usr/bin/mpicc is whichever one the
+        # alternatives system points to today.
+        Path("/usr/bin/mpicc.openmpi"),
+        Path("/usr/bin/mpicc.mpich"),
+        prefix / "bin" / "mpicc",
+        prefix.parent / "bin" / "mpicc",
+        Path(shutil.which("mpicc") or "/usr/bin/mpicc"),
+    ]
+    seen = set()
     for c in candidates:
-        if c.exists():
+        if c in seen or not os.access(c, os.X_OK):
+            continue
+        seen.add(c)
+        if _same_library(libmpi_of_mpicc(c), libmpi):
             return str(c)
-    return "/path/to/that/mpicc"
+    return None
+
+
+def _same_library(a: Path | None, b: Path) -> bool:
+    """Same file, or the same library in the same directory (the linker's libmpi.so need not
+    be a link to the runtime's libmpi.so.40: the Open MPI wheel's is a linker script)."""
+    if a is None:
+        return False
+    return a == b or (a.parent == b.parent and a.name.split(".so")[0] == b.name.split(".so")[0])
 
 
 def choose(program: Path | None) -> tuple[Profiler, str | None]:
@@ -133,10 +194,18 @@ def choose(program: Path | None) -> tuple[Profiler, str | None]:
     for p in profilers:
         if p.libmpi is not None and p.libmpi == libmpi:
             return p, None
-    have = ", ".join(str(p.libmpi) for p in profilers)
+    family = mpi_family(libmpi)
+    have = "; ".join(f"{mpi_family(p.libmpi)} ({p.libmpi})" for p in profilers)
+    mpicc = suggest_mpicc(libmpi)
+    how = (
+        f"petacomm profiler build --mpicc {mpicc}"
+        if mpicc
+        else f"petacomm profiler build --mpicc /path/to/mpicc (the mpicc that links {libmpi.name})"
+    )
     raise PetacommError(
-        f"{program} uses {libmpi}, and no profiler is built against it (profilers here link "
-        f"{have}). Build one with: petacomm profiler build --mpicc {suggest_mpicc(libmpi)}"
+        f"{program} is built against {family} ({libmpi}), and no profiler here is: it needs "
+        f"a profiler built for {family}. Build it once with:\n    {how}\nthen run this "
+        f"command again (or add --mpicc to 'petacomm profile'). Profilers available: {have}"
     )
 
 
