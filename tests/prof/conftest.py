@@ -102,20 +102,64 @@ def profile_run(
     )
 
 
-DEBIAN_MPICC = Path("/usr/bin/mpicc")
-DEBIAN_MPIEXEC = Path("/usr/bin/mpiexec")
+def _debian(name: str, suffix: str) -> Path:
+    """Debian's /usr/bin/NAME.SUFFIX (one MPI by its own name, whatever the alternatives
+    system points /usr/bin/NAME to); /usr/bin/NAME where there is no suffixed one."""
+    suffixed = Path(f"/usr/bin/{name}.{suffix}")
+    return suffixed if suffixed.exists() else Path(f"/usr/bin/{name}")
+
+
+# Debian's Open MPI (libopenmpi-dev, openmpi-bin) and MPICH (libmpich-dev, mpich).
+DEBIAN_MPICC = _debian("mpicc", "openmpi")
+DEBIAN_MPIF90 = _debian("mpif90", "openmpi")
+DEBIAN_MPIEXEC = _debian("mpiexec", "openmpi")
+MPICH_MPICC = Path("/usr/bin/mpicc.mpich")
+MPICH_MPIF90 = Path("/usr/bin/mpif90.mpich")
+MPICH_MPIEXEC = Path("/usr/bin/mpiexec.mpich")
+
+
+def build_profiler(tmp_path_factory, mpicc: Path) -> dict:
+    """`petacomm profiler build --mpicc MPICC` into a cache of this test session; returns the
+    environment that makes `petacomm profile` find it."""
+    cache = tmp_path_factory.mktemp("profilers")
+    env = {"PETACOMM_PROF_CACHE": str(cache)}
+    done = petacomm("profiler", "build", "--mpicc", str(mpicc), env=env, timeout=900)
+    assert "libmpi" in done.stdout
+    return env
 
 
 @pytest.fixture(scope="session")
 def debian_profiler(tmp_path_factory) -> dict:
-    """A profiler built by `petacomm profiler build` for Debian's Open MPI (libopenmpi-dev),
-    in a cache of this test session; returns the environment that makes `profile` find it."""
+    """A profiler for Debian's Open MPI, in a cache of this test session."""
     if not DEBIAN_MPICC.exists() or not DEBIAN_MPIEXEC.exists():
         pytest.skip(
             "Debian's Open MPI is not installed (apt-get install libopenmpi-dev openmpi-bin)"
         )
-    cache = tmp_path_factory.mktemp("profilers")
-    env = {"PETACOMM_PROF_CACHE": str(cache)}
-    done = petacomm("profiler", "build", "--mpicc", str(DEBIAN_MPICC), env=env, timeout=900)
-    assert "libmpi" in done.stdout
-    return env
+    return build_profiler(tmp_path_factory, DEBIAN_MPICC)
+
+
+def need_mpich() -> None:
+    if not MPICH_MPICC.exists() or not MPICH_MPIEXEC.exists():
+        pytest.skip(
+            f"Debian's MPICH is not installed ({MPICH_MPICC} or {MPICH_MPIEXEC} missing: "
+            "apt-get install libmpich-dev mpich)"
+        )
+
+
+@pytest.fixture(scope="session")
+def mpich_profiler(tmp_path_factory) -> dict:
+    """A profiler for Debian's MPICH, in a cache of this test session."""
+    need_mpich()
+    return build_profiler(tmp_path_factory, MPICH_MPICC)
+
+
+def compile_program(compiler: Path, source: Path, out: Path, *flags: str) -> Path:
+    """Compiles one test program with an MPI compiler wrapper; returns the executable."""
+    done = subprocess.run(
+        [str(compiler), *flags, "-o", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"{compiler} {source.name} failed:\n{done.stderr}"
+    return out

@@ -73,3 +73,28 @@ def pattern(size: int, one_sided: bool = True) -> tuple[dict, dict]:
         rec(r, "(program)", "MPI_Neighbor_alltoall", 8)
         rec(r, "(program)", "MPI_Allreduce", 4)
     return {k: tuple(v) for k, v in calls.items()}, {k: tuple(v) for k, v in peers.items()}
+
+
+def fortran_pattern(size: int) -> tuple[dict, dict]:
+    """What the profile of tests/prof/programs/fortran_pattern.f90 must contain: (region, call,
+    size) -> (count, bytes) summed over ranks (POSIX calls left out), and the partners
+    (rank, call, partner) -> (count, bytes) the program determines."""
+    p = size
+    calls = {
+        ("fortran_ring", "MPI_Send", 800): (3 * p, 2400 * p),
+        ("fortran_ring", "MPI_Recv", 800): (3 * p, 2400 * p),
+        ("(program)", "MPI_Allreduce", 4): (2 * p, 8 * p),
+        ("(program)", "MPI_Bcast", 40): (p, 40 * p),
+        ("(program)", "MPI_Irecv", 16): (p, 16 * p),
+        ("(program)", "MPI_Isend", 16): (p, 16 * p),
+        ("(program)", "MPI_Waitall", 0): (p, 0),
+        ("(program)", "MPI_Barrier", 0): (p, 0),
+    }
+    peers = {}
+    for r in range(p):
+        right, left = (r + 1) % p, (r - 1) % p
+        peers[(r, "MPI_Send", right)] = (3, 2400)
+        peers[(r, "MPI_Recv", left)] = (3, 2400)
+        peers[(r, "MPI_Irecv", left)] = (1, 16)  # MPI_ANY_SOURCE resolved at completion
+        peers[(r, "MPI_Bcast", 0)] = (1, 40)
+    return calls, peers

@@ -1,0 +1,108 @@
+"""The profiler with MPICH (Debian's libmpich-dev/mpich, MPICH 4): a profiler built by
+`petacomm profiler build --mpicc /usr/bin/mpicc.mpich`, programs built with MPICH's compiler
+wrappers and run by `petacomm profile -- mpiexec.mpich ...` (Hydra: the profiler reaches the
+ranks through -genv) leave exactly the profiles they leave with Open MPI."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from expected import pattern
+from test_exact_counts import call_table, peer_table
+from test_languages import check_fortran_profile
+
+from conftest import (
+    MPICH_MPICC,
+    MPICH_MPIEXEC,
+    MPICH_MPIF90,
+    ROOT,
+    compile_program,
+    need_mpich,
+    petacomm,
+)
+from petacomm.profile import analysis, load
+
+pytestmark = pytest.mark.mpi
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def mpich_pattern(tmp_path_factory) -> Path:
+    """native/tests/prof/prof_pattern.c built with MPICH's mpicc."""
+    need_mpich()
+    out = tmp_path_factory.mktemp("mpich") / "prof_pattern"
+    source = ROOT / "native" / "tests" / "prof" / "prof_pattern.c"
+    return compile_program(MPICH_MPICC, source, out, "-O1")
+
+
+@pytest.fixture(scope="module")
+def mpich_fortran(tmp_path_factory) -> Path:
+    """tests/prof/programs/fortran_pattern.f90 built with MPICH's mpif90 (`use mpi`)."""
+    need_mpich()
+    if not MPICH_MPIF90.exists() or not shutil.which("gfortran"):
+        pytest.skip(f"{MPICH_MPIF90} or gfortran missing (apt-get install gfortran mpich)")
+    out = tmp_path_factory.mktemp("mpich") / "fortran_pattern"
+    source = HERE / "programs" / "fortran_pattern.f90"
+    return compile_program(MPICH_MPIF90, source, out, "-O1")
+
+
+def profile_mpich(log: Path, ranks: int, program: Path, env: dict, *options: str):
+    return petacomm(
+        "profile", "-o", str(log), "--no-banner", *options, "--",
+        str(MPICH_MPIEXEC), "-n", str(ranks), str(program),
+        env=env, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("ranks", [1, 3, 4])
+def test_c_pattern_exact_with_mpich(ranks, mpich_pattern, mpich_profiler, tmp_path):
+    """Counts and bytes per call, per partner and per region: the same as with Open MPI."""
+    log = tmp_path / "pattern.json"
+    done = profile_mpich(log, ranks, mpich_pattern, mpich_profiler, "--detail", "full")
+    assert f"prof_pattern: {ranks} ranks, 0 failures" in done.stdout
+    profile = load(log)
+    assert profile.complete and profile.ranks == ranks
+    assert profile.mpi_library.startswith("MPICH"), profile.mpi_library  # its profiler ran
+    want_calls, want_peers = pattern(ranks, "one-sided part skipped" not in done.stdout)
+    assert call_table(profile) == want_calls
+    assert peer_table(profile) == want_peers
+    assert sorted(r["rank"] for r in profile.rank_rows) == list(range(ranks))
+    regions = {r.name: r for r in analysis.regions(profile)}
+    assert set(regions) == {"(program)", "ring", "collectives", "nonblocking"}
+    assert regions["ring"].parent == "(program)" and regions["ring"].entries == ranks
+
+
+# fortran_pattern's ring is a blocking MPI_Send before the MPI_Recv: at one rank that is a
+# send to itself, which MPICH (ch4) does not buffer (the program hangs with or without the
+# profiler; MPI allows that), so MPICH runs it from 2 ranks on.
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_fortran_calls_counted_exactly_once_with_mpich(
+    ranks, mpich_fortran, mpich_profiler, tmp_path
+):
+    """MPICH's Fortran bindings call the C MPI_ functions: each call is still counted once."""
+    log = tmp_path / "fortran.json"
+    profile_mpich(log, ranks, mpich_fortran, mpich_profiler)
+    profile = load(log)
+    assert profile.mpi_library.startswith("MPICH")
+    check_fortran_profile(profile, ranks)
+
+
+def test_mpich_program_with_only_open_mpi_profilers(mpich_pattern, tmp_path):
+    """With only the bundled (Open MPI) profiler, `profile` says which profiler to build."""
+    from petacomm.profile import builder
+
+    if "mpich" in str(builder.bundled().libmpi):
+        pytest.skip("petacomm itself is built against MPICH")
+    done = petacomm(
+        "profile", "-o", str(tmp_path / "x.json"), "--",
+        str(MPICH_MPIEXEC), "-n", "1", str(mpich_pattern),
+        env={"PETACOMM_PROF_CACHE": str(tmp_path / "empty-cache")}, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "is built against MPICH (" in done.stderr and "libmpich" in done.stderr
+    assert "needs a profiler built for MPICH" in done.stderr
+    assert f"petacomm profiler build --mpicc {MPICH_MPICC}\n" in done.stderr
+    assert "Profilers available: Open MPI (" in done.stderr
+    assert not (tmp_path / "x.json").exists()
