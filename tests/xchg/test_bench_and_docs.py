@@ -139,3 +139,72 @@ def test_bench_errors_are_one_line():
     done = _petacomm("bench", "sparse-reduce", "--generator", "spiral")
     assert done.returncode == 2
     assert "--generator: unknown spiral" in done.stderr and "Traceback" not in done.stderr
+
+
+@needs_native
+def test_model_local_work_terms():
+    """With only local work priced (gamma per byte), the predictions are the documented
+    element counts: 2(n+u) for combine/scatter, 3u + 4V pairwise, 3u + 2s + 2r and 2(s+r)
+    for the owner's rounds; every term the maximum over ranks."""
+    import numpy as np
+
+    from petacomm.xchg import _capi, offline
+
+    keysets = [np.array([1, 2, 3, 3, 9]), np.array([2, 3, 4]), np.array([3, 9, 10, 11]), []]
+    stats = offline.statistics([np.asarray(k, dtype=np.int64) for k in keysets])
+    cost = _capi.default_options().cost
+    for name, _ in cost._fields_:
+        setattr(cost, name, 0.0)
+    gamma, eb = 1e-9, 24
+    cost.local_beta = gamma
+    predicted = offline.predict(stats, cost, elem_bytes=eb)
+
+    def field(name):
+        return stats.field(name).astype(float)
+
+    n, u, v = field("n_local"), field("n_unique"), field("pair_values")
+    s, r = field("owner_send_values"), field("owner_recv_values")
+    common = (2 * (n + u)).max()
+    assert predicted["directory"]["execute_seconds"] == pytest.approx(
+        (common + (3 * u + 4 * v).max()) * eb * gamma
+    )
+    owner = common + (3 * u + 2 * s + 2 * r).max() + (2 * (s + r)).max()
+    assert predicted["owner"]["execute_seconds"] == pytest.approx(owner * eb * gamma)
+    assert predicted["allgather"]["execute_seconds"] == pytest.approx(
+        predicted["directory"]["execute_seconds"]
+    )
+
+
+@needs_native
+def test_bench_setup_scaling(tmp_path):
+    out = tmp_path / "setup.json"
+    done = _petacomm(
+        "bench",
+        "sparse-reduce",
+        "--setup-scaling",
+        "1,2",
+        "--setup-reps",
+        "1",
+        "--samples-per-rank",
+        "2000",
+        "--nside",
+        "32",
+        "--json",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "compute ms" in done.stdout and "2/1" in done.stdout and "wall ms" in done.stdout
+    entry = json.loads(out.read_text())["setup_scaling"][0]
+    assert [run["ranks"] for run in entry["runs"]] == [1, 2]
+    names = {"dense-allreduce", "allgather", "directory", "owner", "hub-split"}
+    assert set(entry["ratios"]) == names
+    for run in entry["runs"]:
+        assert {row["strategy"] for row in run["strategies"]} == names
+        for row in run["strategies"]:
+            assert row["compute_seconds"] >= 0 and row["wall_seconds"] > 0
+            assert len(row["samples"]) == 1
+
+
+def test_bench_setup_reps_must_be_positive():
+    done = _petacomm("bench", "sparse-reduce", "--setup-scaling", "2", "--setup-reps", "0")
+    assert done.returncode != 0 and "--setup-reps" in done.stderr

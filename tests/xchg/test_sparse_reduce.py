@@ -66,3 +66,10 @@ def test_lazy_attribute_resolves():
     assert petacomm.SparseReducePlan is SparseReducePlan
     with pytest.raises(AttributeError):
         petacomm.NoSuchThing  # noqa: B018
+
+
+@needs_native
+@pytest.mark.parametrize("ranks", RANK_COUNTS)
+def test_setup_statistics_clock_and_agreement(ranks):
+    result = mpirun_python(ranks, str(HERE / "setup_worker.py"), timeout=180)
+    _all_ranks_say(result, "setup ok", ranks)

@@ -1,0 +1,81 @@
+"""MPI worker: plan setup after the collective cuts. The fused reduction's statistics
+(int64 key range near 2**62, counts, min/avg/max) equal values computed here with mpi4py,
+the per-rank setup clock is consistent, results match a dense reference, and bad or
+disagreeing arguments still fail on every rank."""
+
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from petacomm.errors import PetacommError
+from petacomm.xchg import SparseReducePlan
+
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+rng = np.random.default_rng([11, rank])
+base = 1 << 62
+if size > 2 and rank == 2:
+    keys = np.zeros(0, dtype=np.int64)  # a rank without keys
+else:
+    keys = base + rng.integers(0, 3000, 700 + 37 * rank)  # repeats, near 2**62
+    keys = np.concatenate([keys, [base - 5, 123]])  # on every rank holding keys
+everyone = comm.allgather(keys)
+union = np.unique(np.concatenate(everyone))
+
+for strategy in ("auto", "directory", "owner", "hub-split", "allgather", "dense-allreduce"):
+    plan = SparseReducePlan(comm, keys, strategy=strategy, k=1, chunk_keys=512)
+    info = plan.describe()
+    st = info["statistics"]
+    for name, local in (("n_local", keys.size), ("n_unique", np.unique(keys).size)):
+        lo, hi = comm.allreduce(local, op=MPI.MIN), comm.allreduce(local, op=MPI.MAX)
+        avg = comm.allreduce(local) / size
+        assert (st[name]["min"], st[name]["max"]) == (lo, hi), (strategy, name, st[name])
+        assert abs(st[name]["avg"] - avg) <= 1e-6 * avg, (
+            strategy,
+            name,
+            st[name],
+            avg,
+        )  # JSON: 6 digits
+    assert st["key_min"] == int(union.min()) and st["key_max"] == int(union.max()), st
+    if strategy != "dense-allreduce":
+        assert st["distinct_keys"] == union.size, (strategy, st["distinct_keys"], union.size)
+    setup = info["setup"]
+    assert set(setup) >= {"wall_seconds", "cpu_seconds", "compute_seconds", "mpi_seconds"}
+    assert 0 <= setup["compute_seconds"] <= setup["cpu_seconds"] + 1e-9, setup
+    assert info["setup_seconds"] == setup["wall_seconds"]
+    spread = plan.stats(np.float64, 1)
+    for field in ("wall_seconds", "compute_seconds", "mpi_seconds"):
+        s = spread["setup"][field]
+        assert 0 <= s["min"] <= s["avg"] + 1e-12 and s["avg"] <= s["max"] + 1e-12, (field, s)
+    assert spread["setup_seconds"] == spread["setup"]["wall_seconds"]["max"]
+    wall = comm.allreduce(setup["wall_seconds"], op=MPI.MAX)  # JSON keeps 6 digits
+    assert abs(spread["setup"]["wall_seconds"]["max"] - wall) <= 1e-5 * wall, (spread, wall)
+    values = np.ones(keys.size)
+    plan.execute(values)
+    # Sum of ones: every position of a key on any rank contributes one.
+    held, counts = np.unique(np.concatenate(everyone), return_counts=True)
+    expect = counts[np.searchsorted(held, keys)].astype(float)
+    assert np.array_equal(values, expect), (strategy, values[:5], expect[:5])
+    plan.free()
+
+# Disagreeing options and a bad key still fail together, from one reduction.
+for make_bad, text in (
+    (lambda: dict(chunk_keys=512 if rank == size - 1 else 1024), "differ between ranks"),
+    (
+        lambda: dict(keys=np.array([-1]) if rank == size - 1 else keys),
+        "negative" if rank == size - 1 else f"invalid arguments on rank {size - 1}",
+    ),
+):
+    options = make_bad()
+    chosen = options.pop("keys", keys)
+    if size == 1 and text == "differ between ranks":
+        continue
+    try:
+        SparseReducePlan(comm, chosen, **options)
+    except (PetacommError, ValueError) as err:
+        assert text in str(err), str(err)
+    else:
+        raise AssertionError(f"no error for {text}")
+print("setup ok", flush=True)
+sys.exit(0)
