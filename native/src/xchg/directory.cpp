@@ -149,14 +149,14 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
       continue;
     }
     MpiWait wait;
-    MPI_Message handle;
-    MPI_Status status;
-    check_mpi(MPI_Mprobe(homes_[h], kTagReply, comm_, &handle, &status), "MPI_Mprobe");
+    MPI_Status status;  // one reply per home on the private communicator: probe, then receive
+    check_mpi(MPI_Probe(homes_[h], kTagReply, comm_, &status), "MPI_Probe");
     int count = 0;
     check_mpi(MPI_Get_count(&status, MPI_INT32_T, &count), "MPI_Get_count");
     received[h].resize(static_cast<std::size_t>(count));
-    check_mpi(MPI_Mrecv(received[h].data(), count, MPI_INT32_T, &handle, MPI_STATUS_IGNORE),
-              "MPI_Mrecv");
+    check_mpi(MPI_Recv(received[h].data(), count, MPI_INT32_T, homes_[h], kTagReply, comm_,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
     reply_ints_ += count;
   }
   {

@@ -31,18 +31,21 @@ std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, std::vector<Message> o
   bool barrier_active = false;
   MpiWait wait;  // the loop below only waits for and receives other ranks' messages
   for (;;) {
+    // MPI_Iprobe + MPI_Recv from the probed source: the communicator is the plan's private
+    // duplicate, used by one thread during creation, so nothing else can receive the probed
+    // message in between (and, unlike MPI_Improbe, SimGrid SMPI implements it).
     int found = 0;
-    MPI_Message handle;
     MPI_Status status;
-    check_mpi(MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &found, &handle, &status), "MPI_Improbe");
+    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &found, &status), "MPI_Iprobe");
     if (found) {
       int count = 0;
       check_mpi(MPI_Get_count(&status, MPI_INT64_T, &count), "MPI_Get_count");
       Message m;
       m.rank = status.MPI_SOURCE;
       m.data.resize(static_cast<std::size_t>(count));
-      check_mpi(MPI_Mrecv(m.data.data(), count, MPI_INT64_T, &handle, MPI_STATUS_IGNORE),
-                "MPI_Mrecv");
+      check_mpi(MPI_Recv(m.data.data(), count, MPI_INT64_T, status.MPI_SOURCE, tag, comm,
+                         MPI_STATUS_IGNORE),
+                "MPI_Recv");
       incoming.push_back(std::move(m));
       continue;
     }

@@ -1,7 +1,8 @@
 // NBX sparse data exchange (Hoefler, Siebert, Lumsdaine 2010): each rank knows whom it sends
 // to but not who sends to it. Synchronous sends (MPI_Issend) complete only once matched, so
 // when a rank's sends are all done it enters a non-blocking barrier while it keeps receiving
-// (MPI_Improbe); when the barrier completes every message has been received. No O(p) arrays.
+// (MPI_Iprobe + MPI_Recv); when the barrier completes every message has been received. No O(p)
+// arrays.
 #pragma once
 
 #include <mpi.h>
