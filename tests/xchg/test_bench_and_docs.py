@@ -208,3 +208,39 @@ def test_bench_setup_scaling(tmp_path):
 def test_bench_setup_reps_must_be_positive():
     done = _petacomm("bench", "sparse-reduce", "--setup-scaling", "2", "--setup-reps", "0")
     assert done.returncode != 0 and "--setup-reps" in done.stderr
+
+
+def test_bench_smpi_needs_an_smpi_build(tmp_path):
+    done = _petacomm(
+        "bench", "sparse-reduce", "--setup-scaling", "2", "--smpi", str(tmp_path / "none")
+    )
+    assert done.returncode != 0 and "no SMPI build of libpetacomm" in done.stderr
+
+
+@needs_native
+def test_bench_smpi_setup_scaling_when_built(tmp_path):
+    build = os.environ.get("PETACOMM_SMPI_BUILD")
+    if not build or not (Path(build) / "lib" / "libpetacomm.so").exists():
+        pytest.skip("set PETACOMM_SMPI_BUILD to an SMPI build tree of libpetacomm")
+    out = tmp_path / "smpi.json"
+    done = _petacomm(
+        "bench",
+        "sparse-reduce",
+        "--setup-scaling",
+        "1,3",
+        "--setup-reps",
+        "1",
+        "--smpi",
+        build,
+        "--samples-per-rank",
+        "2000",
+        "--nside",
+        "32",
+        "--json",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "SMPI simulated time" in done.stdout and "3/1" in done.stdout
+    entry = json.loads(out.read_text())["setup_scaling_smpi"][0]
+    assert [r["ranks"] for r in entry["runs"]] == [1, 3]
+    assert all(row["simulated_seconds"] > 0 for r in entry["runs"] for row in r["strategies"])

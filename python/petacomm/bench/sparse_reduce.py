@@ -84,6 +84,12 @@ def register(subparsers) -> None:
         "--setup-reps", type=int, default=5, help="plans built per strategy (default 5)"
     )
     parser.add_argument("--model", metavar="FILE", help="machine model (default: netbench's)")
+    parser.add_argument(
+        "--smpi",
+        metavar="BUILD",
+        help="--setup-scaling in SimGrid SMPI simulated time, with libpetacomm from this "
+        "build tree (configured with CC=smpicc CXX=smpicxx -DPETACOMM_SMPI=ON)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -130,6 +136,8 @@ def run(args) -> int:
         raise PetacommError(f"--setup-reps: must be >= 1, got {args.setup_reps}")
     if args.model_only:
         results["model_only"] = _model_only(args, generators, elem_bytes)
+    elif args.setup_scaling and args.smpi:
+        results["setup_scaling_smpi"] = _setup_scaling_smpi(args, generators, strategies)
     elif args.setup_scaling:
         results["setup_scaling"] = _setup_scaling(args, generators, strategies)
     else:
@@ -348,6 +356,118 @@ def _setup_scaling(args, generators, strategies) -> list[dict]:
         entry["ratios"] = _setup_ratios(runs, strategies)
         out.append(entry)
         _print_setup_scaling(entry, strategies)
+    return out
+
+
+_SMPI_PLATFORM = """<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="world" routing="Full">
+    <cluster id="c" prefix="node-" suffix="" radical="0-{last}" speed="1Gf" bw="10GBps"
+             lat="1us" bb_bw="100GBps" bb_lat="0"/>
+  </zone>
+</platform>
+"""
+
+
+def _setup_scaling_smpi(args, generators, strategies) -> list[dict]:
+    """Setup time per strategy in SMPI's simulated time: one host per rank (1 us, 10 GB/s
+    links), compute bursts timed on this machine at host speed = platform speed, so the
+    simulated compute equals the measured one and ranks never share a core."""
+    import shutil
+
+    import numpy as np
+
+    from petacomm.datasets import make
+
+    build = Path(args.smpi)
+    library = build / "lib"
+    cache = build / "CMakeCache.txt"
+    if not (library / "libpetacomm.so").exists() or not cache.exists():
+        raise PetacommError(f"--smpi: no SMPI build of libpetacomm in {build}")
+    source = next(
+        (
+            line.split("=", 1)[1].strip()
+            for line in cache.read_text().splitlines()
+            if line.startswith("CMAKE_HOME_DIRECTORY:")
+        ),
+        "",
+    )
+    include = Path(source) / "native" / "include"
+    tools = {name: shutil.which(name) for name in ("smpicc", "smpirun")}
+    if not all(tools.values()):
+        raise PetacommError("--smpi: smpicc and smpirun (SimGrid) are not on PATH")
+    counts = _int_list(args.setup_scaling, "--setup-scaling")
+    out = []
+    with tempfile.TemporaryDirectory(prefix="petacomm-smpi-") as work:
+        work = Path(work)
+        driver = work / "xchg_setup_smpi"
+        compiled = subprocess.run(
+            [tools["smpicc"], "-O2", f"-I{include}", "-o", str(driver)]
+            + [str(Path(__file__).with_name("xchg_setup_smpi.c"))]
+            + [f"-L{library}", "-lpetacomm", f"-Wl,-rpath,{library}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if compiled.returncode != 0:
+            raise PetacommError(f"--smpi: cannot build the driver:\n{compiled.stderr[-2000:]}")
+        platform = work / "platform.xml"
+        platform.write_text(_SMPI_PLATFORM.format(last=max(counts) - 1))
+        hosts = work / "hosts"
+        hosts.write_text("".join(f"node-{i}\n" for i in range(max(counts))))
+        for name in generators:
+            params = _generator_params(args, name)
+            runs = []
+            for ranks in counts:
+                generator = make(name, ranks, **params)
+                for r in range(ranks):
+                    keys = np.unique(generator.keys(r)).astype(np.int64)
+                    keys.tofile(work / f"p{ranks}_r{r}.bin")
+                done = subprocess.run(
+                    [tools["smpirun"], "-np", str(ranks), "-platform", str(platform)]
+                    + ["-hostfile", str(hosts), "--cfg=smpi/host-speed:1Gf"]
+                    + ["--cfg=smpi/display-timing:no", str(driver), str(work)]
+                    + [str(args.setup_reps)],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                rows = [
+                    json.loads(line[len("XCHGSMPI ") :])
+                    for line in done.stdout.splitlines()
+                    if line.startswith("XCHGSMPI ")
+                ]
+                if done.returncode != 0 or len(rows) != len(STRATEGIES):
+                    raise PetacommError(
+                        f"--smpi: {name} on {ranks} ranks failed (exit {done.returncode}):\n"
+                        f"{(done.stderr or done.stdout).strip()[-2000:]}"
+                    )
+                runs.append({"ranks": ranks, "strategies": rows})
+            entry = {"generator": name, "params": params, "runs": runs}
+            first, last = runs[0]["strategies"], runs[-1]["strategies"]
+            entry["ratios"] = {
+                a["strategy"]: b["simulated_seconds"] / a["simulated_seconds"]
+                for a, b in zip(first, last, strict=True)
+            }
+            out.append(entry)
+            ps = [r["ranks"] for r in runs]
+            print(f"\nsetup scaling in SMPI simulated time, {name} {params}")
+            print(
+                f"{'strategy':<16}"
+                + "".join(f" {'p=' + str(p):>8}" for p in ps)
+                + f" {str(ps[-1]) + '/' + str(ps[0]):>7}"
+            )
+            for strategy in strategies:
+                cells = [
+                    next(x for x in r["strategies"] if x["strategy"] == strategy) for r in runs
+                ]
+                print(
+                    f"{strategy:<16}"
+                    + "".join(f" {c['simulated_seconds'] * 1e3:8.2f}" for c in cells)
+                    + f" {entry['ratios'][strategy]:6.2f}x"
+                )
+            print("(ms, median over builds of the max over ranks; one simulated host per rank)")
     return out
 
 
