@@ -136,12 +136,7 @@ def _warnings(p: Profile) -> str:
         )
         if p.missing_ranks:
             notes.append(f"No log from {len(p.missing_ranks)} ranks.")
-    coarsened = sum(
-        int(r.get("coarsened_peer", 0))
-        + int(r.get("coarsened_size", 0))
-        + int(r.get("coarsened_call", 0))
-        for r in p.rank_rows
-    )
+    coarsened = p.coarsened_events
     if coarsened:
         notes.append(
             f"The call table overflowed: {coarsened:,} events kept with coarser keys "

@@ -67,6 +67,16 @@ class Profile:
     merge_errors: bool = False
 
     @property
+    def coarsened_events(self) -> int:
+        """Events the full call table kept under coarser keys (summed over ranks)."""
+        return sum(
+            int(r.get("coarsened_peer", 0))
+            + int(r.get("coarsened_size", 0))
+            + int(r.get("coarsened_call", 0))
+            for r in self.rank_rows
+        )
+
+    @property
     def label(self) -> str:
         return self.source.name
 

@@ -53,12 +53,7 @@ def header_lines(p: Profile) -> list[str]:
             shown = ", ".join(str(r) for r in p.missing_ranks[:20])
             more = " ..." if len(p.missing_ranks) > 20 else ""
             lines.append(f"no log from ranks {shown}{more}")
-    coarsened = sum(
-        int(r.get("coarsened_peer", 0))
-        + int(r.get("coarsened_size", 0))
-        + int(r.get("coarsened_call", 0))
-        for r in p.rank_rows
-    )
+    coarsened = p.coarsened_events
     if coarsened:
         lines.append(
             f"note: the call table overflowed: {coarsened:,} events were kept with coarser keys "
