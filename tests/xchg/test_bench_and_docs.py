@@ -20,6 +20,8 @@ from mpi_harness import mpi_test_env, mpirun_python
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 DOC = ROOT / "docs" / "sparse-reduce.md"
+# A CMB key set small enough for quick benchmark runs in the tests.
+SMALL_CMB = ("--samples-per-rank", "2000", "--nside", "32")
 
 
 def _block(marker: str, language: str) -> str:
@@ -118,10 +120,7 @@ def test_bench_measured_run(tmp_path):
         "2",
         "--reps",
         "2",
-        "--samples-per-rank",
-        "2000",
-        "--nside",
-        "32",
+        *SMALL_CMB,
         "--json",
         str(out),
     )
@@ -186,10 +185,7 @@ def test_bench_setup_scaling(tmp_path):
         "1,2",
         "--setup-reps",
         "1",
-        "--samples-per-rank",
-        "2000",
-        "--nside",
-        "32",
+        *SMALL_CMB,
         "--json",
         str(out),
     )
@@ -260,10 +256,7 @@ def test_bench_smpi_setup_scaling(tmp_path, smpi_build):
         "1",
         "--smpi",
         build,
-        "--samples-per-rank",
-        "2000",
-        "--nside",
-        "32",
+        *SMALL_CMB,
         "--json",
         str(out),
     )

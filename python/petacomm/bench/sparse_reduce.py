@@ -197,6 +197,21 @@ def _load_model(path):
     return load_or_default(path)
 
 
+def _build_plan(config: dict, comm, keys, strategy: str, dtype, k: int, model):
+    """One plan of the benchmark's configuration (the same for timing and setup scaling)."""
+    from petacomm.xchg import SparseReducePlan
+
+    return SparseReducePlan(
+        comm,
+        keys,
+        strategy=strategy,
+        transport=config["transport"],
+        dtype=dtype,
+        k=k,
+        model=model,
+    )
+
+
 def _worker(config: dict) -> int:
     import numpy as np
     from mpi4py import MPI
@@ -221,15 +236,7 @@ def _worker(config: dict) -> int:
     for strategy in config["strategies"]:
         comm.Barrier()
         start, cpu_start = MPI.Wtime(), time.process_time()
-        plan = SparseReducePlan(
-            comm,
-            keys,
-            strategy=strategy,
-            transport=config["transport"],
-            dtype=dtype,
-            k=k,
-            model=model,
-        )
+        plan = _build_plan(config, comm, keys, strategy, dtype, k, model)
         setup = max_over_ranks(MPI.Wtime() - start)
         setup_cpu = max_over_ranks(time.process_time() - cpu_start)
         values = values0.copy()
@@ -475,8 +482,6 @@ def _setup_worker(config: dict, comm, keys, generator, model) -> int:
     import numpy as np
     from mpi4py import MPI
 
-    from petacomm.xchg import SparseReducePlan
-
     dtype, k = np.dtype(config["dtype"]), config["k"]
     rows = []
     for strategy in config["strategies"]:
@@ -484,15 +489,7 @@ def _setup_worker(config: dict, comm, keys, generator, model) -> int:
         for _ in range(config["reps"] + 1):  # the first build warms caches and is dropped
             comm.Barrier()
             start = MPI.Wtime()
-            plan = SparseReducePlan(
-                comm,
-                keys,
-                strategy=strategy,
-                transport=config["transport"],
-                dtype=dtype,
-                k=k,
-                model=model,
-            )
+            plan = _build_plan(config, comm, keys, strategy, dtype, k, model)
             wall = comm.allreduce(MPI.Wtime() - start, op=MPI.MAX)
             setup = plan.stats(dtype, k)["setup"]
             plan.free()

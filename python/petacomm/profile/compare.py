@@ -72,3 +72,14 @@ def compare(before: Profile, after: Profile) -> Comparison:
         for n in order
     ]
     return Comparison(before, after, calls, regions)
+
+
+def relative_change(a: float, b: float) -> str:
+    """Change from A to B for the comparison tables: '+12.5 %', 'new', 'gone' or '='."""
+    if a == 0 and b == 0:
+        return "="
+    if a == 0:
+        return "new"
+    if b == 0:
+        return "gone"
+    return f"{100.0 * (b - a) / a:+.1f} %"

@@ -15,7 +15,7 @@ import shlex
 
 from petacomm import __version__
 from petacomm.profile import analysis, units
-from petacomm.profile.compare import Comparison
+from petacomm.profile.compare import Comparison, relative_change
 from petacomm.profile.log import Profile
 
 COLOURS = {"CALC": "#4e79a7", "MPI": "#e15759", "I/O": "#f28e2b", "LBST": "#59a14f"}
@@ -588,7 +588,7 @@ def comparison_page(c: Comparison) -> str:
     ):
         rows.append(
             f"<tr><td>{label}</td><td>{esc(units.seconds(va))}</td>"
-            f"<td>{esc(units.seconds(vb))}</td><td>{_pct(va, vb)}</td></tr>"
+            f"<td>{esc(units.seconds(vb))}</td><td>{relative_change(va, vb)}</td></tr>"
         )
     totals = (
         "<table><thead><tr><th></th><th>A</th><th>B</th><th>B vs A</th></tr></thead>"
@@ -614,13 +614,13 @@ def comparison_page(c: Comparison) -> str:
         )
         body.append(
             f'<text x="{width - 150}" y="{y + 14}">{"+" if d.change >= 0 else "-"}'
-            f"{esc(units.seconds(abs(d.change)))} ({_pct(d.a_time, d.b_time)})</text>"
+            f"{esc(units.seconds(abs(d.change)))} ({relative_change(d.a_time, d.b_time)})</text>"
         )
     svg = _svg(width, height, body, "change per call")
     call_rows = "".join(
         f'<tr><td>{esc(d.name)}</td><td data-v="{d.a_time}">{esc(units.seconds(d.a_time))}</td>'
         f'<td data-v="{d.b_time}">{esc(units.seconds(d.b_time))}</td>'
-        f'<td data-v="{d.change}">{_pct(d.a_time, d.b_time)}</td>'
+        f'<td data-v="{d.change}">{relative_change(d.a_time, d.b_time)}</td>'
         f'<td data-v="{d.a_count}">{d.a_count:,}</td><td data-v="{d.b_count}">{d.b_count:,}</td>'
         f'<td data-v="{d.a_bytes}">{esc(units.size(d.a_bytes))}</td>'
         f'<td data-v="{d.b_bytes}">{esc(units.size(d.b_bytes))}</td></tr>'
@@ -628,7 +628,7 @@ def comparison_page(c: Comparison) -> str:
     )
     region_rows = "".join(
         f"<tr><td>{esc(r.name)}</td><td>{esc(units.seconds(r.a_time))}</td>"
-        f"<td>{esc(units.seconds(r.b_time))}</td><td>{_pct(r.a_time, r.b_time)}</td>"
+        f"<td>{esc(units.seconds(r.b_time))}</td><td>{relative_change(r.a_time, r.b_time)}</td>"
         f"<td>{esc(units.seconds(r.a_mpi))}</td><td>{esc(units.seconds(r.b_mpi))}</td></tr>"
         for r in c.regions
     )
@@ -646,16 +646,6 @@ def comparison_page(c: Comparison) -> str:
         f"<th>MPI B</th></tr></thead><tbody>{region_rows}</tbody></table></section></main>"
     )
     return _document("petacomm profile comparison", content)
-
-
-def _pct(a: float, b: float) -> str:
-    if a == 0 and b == 0:
-        return "="
-    if a == 0:
-        return "new"
-    if b == 0:
-        return "gone"
-    return f"{100.0 * (b - a) / a:+.1f} %"
 
 
 def _document(title: str, body: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from petacomm.profile import analysis, units
-from petacomm.profile.compare import Comparison
+from petacomm.profile.compare import Comparison, relative_change
 from petacomm.profile.log import Profile
 
 
@@ -195,14 +195,14 @@ def comparison_report(c: Comparison) -> str:
         ("I/O (sum over ranks)", ta.io, tb.io),
         ("CALC (sum over ranks)", ta.calc, tb.calc),
     ):
-        rows.append([label, units.seconds(va), units.seconds(vb), _delta(va, vb)])
+        rows.append([label, units.seconds(va), units.seconds(vb), relative_change(va, vb)])
     lines += ["totals"] + _table(["", "A", "B", "B vs A"], rows) + [""]
     rows = [
         [
             d.name,
             units.seconds(d.a_time),
             units.seconds(d.b_time),
-            _delta(d.a_time, d.b_time),
+            relative_change(d.a_time, d.b_time),
             f"{units.count(d.a_count)} -> {units.count(d.b_count)}",
             f"{units.size(d.a_bytes)} -> {units.size(d.b_bytes)}",
         ]
@@ -216,7 +216,7 @@ def comparison_report(c: Comparison) -> str:
             d.name,
             units.seconds(d.a_time),
             units.seconds(d.b_time),
-            _delta(d.a_time, d.b_time),
+            relative_change(d.a_time, d.b_time),
             units.seconds(d.a_mpi),
             units.seconds(d.b_mpi),
         ]
@@ -226,13 +226,3 @@ def comparison_report(c: Comparison) -> str:
         ["region", "wall A", "wall B", "change", "MPI A", "MPI B"], rows
     )
     return "\n".join(lines) + "\n"
-
-
-def _delta(a: float, b: float) -> str:
-    if a == 0 and b == 0:
-        return "="
-    if a == 0:
-        return "new"
-    if b == 0:
-        return "gone"
-    return f"{100.0 * (b - a) / a:+.1f} %"
