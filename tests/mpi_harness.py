@@ -40,6 +40,13 @@ class MpiResult:
         return self.by_rank.get(rank, [])
 
 
+def mpiexec_argv(ranks: int) -> list[str]:
+    """``mpiexec -n RANKS`` (oversubscribed with Open MPI), for a program to follow."""
+    launcher = find_mpiexec()
+    extra = ["--oversubscribe"] if launcher.vendor == "openmpi" else []
+    return [str(launcher.path), "-n", str(ranks), *extra]
+
+
 def mpirun(
     ranks: int,
     program: list[str],
@@ -50,11 +57,10 @@ def mpirun(
     tag_output: bool = True,
 ) -> MpiResult:
     """Runs ``program`` on ``ranks`` ranks; raises AssertionError with all output on failure."""
-    launcher = find_mpiexec()
-    extra = ["--oversubscribe"] if launcher.vendor == "openmpi" else []
+    argv = mpiexec_argv(ranks)
     if tag_output:
-        extra += launcher.tag_output_flags()
-    argv = [str(launcher.path), "-n", str(ranks), *extra, *program]
+        argv += find_mpiexec().tag_output_flags()
+    argv += program
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout, env=mpi_test_env(env), check=False
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mpi_harness import mpi_test_env
+from mpi_harness import mpi_test_env, mpiexec_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
@@ -76,11 +76,7 @@ def petacomm(*args: str, env: dict | None = None, timeout: float = 300, check: b
 
 
 def mpiexec(ranks: int) -> list[str]:
-    from petacomm.launch import find_mpiexec
-
-    launcher = find_mpiexec()
-    extra = ["--oversubscribe"] if launcher.vendor == "openmpi" else []
-    return [str(launcher.path), "-n", str(ranks), *extra]
+    return mpiexec_argv(ranks)
 
 
 def profile_run(

@@ -8,8 +8,7 @@ import textwrap
 
 import pytest
 
-from mpi_harness import mpi_test_env
-from petacomm.launch import find_mpiexec
+from mpi_harness import mpi_test_env, mpiexec_argv
 from petacomm.topology.measured import read_profile_log
 
 # Rank r sends 1000*(r+1) bytes to r+1 and 10 bytes to r+2 (mod p): a known matrix.
@@ -35,10 +34,7 @@ def test_profiled_program_maps(tmp_path):
     script = tmp_path / "pattern.py"
     script.write_text(PROGRAM)
     log = tmp_path / "run.json"
-    launcher = find_mpiexec()
-    mpiexec = [str(launcher.path), "-n", str(ranks)]
-    if launcher.vendor == "openmpi":
-        mpiexec.append("--oversubscribe")
+    mpiexec = mpiexec_argv(ranks)
     petacomm = [sys.executable, "-m", "petacomm.cli"]
     done = subprocess.run(
         [

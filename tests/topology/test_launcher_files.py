@@ -1,16 +1,15 @@
 """Launcher files: each format against its documented syntax; atomic writes; Open MPI."""
 
-import os
 import re
-import shutil
 import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from mpi_harness import mpi_test_env
+from petacomm.errors import PetacommError
+from petacomm.launch import find_mpiexec
 from petacomm.topology.launcher_files import (
     FORMATS,
     format_mapping,
@@ -135,33 +134,20 @@ def test_writes_are_atomic(tmp_path, torus_case):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["map.csv"]
 
 
-def _find_mpiexec():
-    env = os.environ.get("PETACOMM_MPIEXEC")
-    if env:
-        return env
-    found = shutil.which("mpiexec")
-    if found:
-        return found
-    beside = Path(sys.executable).parent / "mpiexec"
-    return str(beside) if beside.exists() else None
-
-
-def _open_mpi_major(mpiexec):
-    """Major version of Open MPI behind ``mpiexec``, or None if it is not Open MPI."""
-    try:
-        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.search(r"\((?:Open MPI|OpenRTE)\) (\d+)\.", out.stdout + out.stderr)
-    return int(match[1]) if match else None
+def _open_mpi_major(launcher) -> int | None:
+    """Major version of the Open MPI behind ``launcher``, or None if it is not Open MPI."""
+    match = re.search(r"\((?:Open MPI|OpenRTE)\) (\d+)\.", launcher.version_text)
+    return int(match[1]) if launcher.vendor == "openmpi" and match else None
 
 
 @pytest.mark.mpi
 def test_open_mpi_accepts_the_rankfile(tmp_path):
-    mpiexec = _find_mpiexec()
-    if mpiexec is None:
-        pytest.skip("no mpiexec (set PETACOMM_MPIEXEC, put one on PATH or next to python)")
-    major = _open_mpi_major(mpiexec)
+    try:
+        launcher = find_mpiexec()
+    except PetacommError as err:
+        pytest.skip(str(err))
+    mpiexec = str(launcher.path)
+    major = _open_mpi_major(launcher)
     if major is None:
         pytest.skip(f"{mpiexec} is not Open MPI's mpiexec; the rankfile test needs Open MPI")
     # Every simulated node is this host; 4 nodes x 2 cores = 8 ranks, slots repeat, so run
@@ -170,9 +156,7 @@ def test_open_mpi_accepts_the_rankfile(tmp_path):
     m = permutation_mapping("XTY", net, 8)
     rankfile = tmp_path / "rankfile"
     write_mapping(rankfile, m, net, "rankfile", hosts=[socket.gethostname()] * 4)
-    env = dict(os.environ)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = mpi_test_env()
     # Open MPI 5 takes the rankfile as a mapping policy; 4.x had a separate option.
     if major >= 5:
         placement = ["--map-by", f"rankfile:file={rankfile}:oversubscribe"]
