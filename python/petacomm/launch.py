@@ -11,6 +11,7 @@ Open MPI refuses to start as root unless ``OMPI_ALLOW_RUN_AS_ROOT`` and
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,14 +119,14 @@ def find_mpiexec(explicit: str | None = None) -> Launcher:
     )
 
 
+_RANK_TAG = re.compile(r"^\[(?:\d+,)?(\d+)\](?:<std(?:out|err)>)?:?\s?(.*)$")
+
+
 def split_rank_output(text: str) -> dict[int, list[str]]:
     """Groups tagged launcher output by rank: Open MPI '[1,3]<stdout>: x', MPICH '[3] x'."""
-    import re
-
-    pattern = re.compile(r"^\[(?:\d+,)?(\d+)\](?:<std(?:out|err)>)?:?\s?(.*)$")
     by_rank: dict[int, list[str]] = {}
     for line in text.splitlines():
-        match = pattern.match(line)
+        match = _RANK_TAG.match(line)
         if match:
             by_rank.setdefault(int(match.group(1)), []).append(match.group(2))
     return by_rank

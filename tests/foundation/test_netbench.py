@@ -74,6 +74,7 @@ def test_plot_and_json_output(tmp_path):
         (["-m", "64:8"], "-m: need 0 < MIN <= MAX, got '64:8'"),
         (["-m", "8-64"], "-m: expected MIN:MAX"),
         (["-m", "8:lots"], "-m: not a byte size: 'lots'"),
+        (["-m", "8:2G"], "-m: MAX must be at most 1 GiB"),
         (["-i", "0"], "-i: must be a positive integer"),
         (["--ops", "pingpong,allsum"], "--ops: unknown operation 'allsum'"),
     ],

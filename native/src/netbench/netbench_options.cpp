@@ -89,6 +89,11 @@ bool parse_options(int argc, char **argv, Options &options, std::string &error, 
         error = "-m: expected MIN:MAX with 0 < MIN <= MAX (e.g. 8:64M), got '" + value + "'";
         return false;
       }
+      if (hi > (std::uint64_t{1} << 30)) {
+        // Counts are passed to MPI as int: the largest power of two that fits is 1 GiB.
+        error = "-m: MAX must be at most 1G (MPI counts are int), got '" + value + "'";
+        return false;
+      }
       options.min_bytes = lo;
       options.max_bytes = hi;
     } else if (flag == "-x") {

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.files import write_text_atomically
 from petacomm.model.fit import fit_piecewise
 from petacomm.model.machine import (
     MachineModel,
@@ -26,6 +27,9 @@ from petacomm.model.machine import (
     save,
 )
 from petacomm.units import format_exact_size, parse_byte_count, parse_size_range
+
+# Largest power-of-two message whose byte count fits MPI's int count argument.
+MAX_MESSAGE_BYTES = 1 << 30
 
 OPERATIONS = (
     "pingpong",
@@ -113,6 +117,10 @@ def _check_writable(path: Path, argument: str) -> None:
 def run(args) -> int:
     ranks = _positive_int(args.ranks, "-n/--ranks")
     low, high = parse_size_range(args.sizes, "-m")
+    if high > MAX_MESSAGE_BYTES:
+        raise PetacommError(
+            f"-m: MAX must be at most 1 GiB (MPI counts are int), got '{args.sizes}'"
+        )
     warmup = _positive_int(args.warmup, "-x", minimum=0)
     iterations = _positive_int(args.iterations, "-i")
     repetitions = _positive_int(args.repetitions, "-r")
@@ -139,7 +147,7 @@ def run(args) -> int:
         flags += ["-r", str(repetitions), "--ops", ",".join(ops), "--max-buffer", str(max_buffer)]
         raw, launcher_text = run_native_benchmark(ranks, flags, args.mpiexec)
         if args.keep_raw:
-            Path(args.keep_raw).write_text(json.dumps(raw, indent=1) + "\n")
+            write_text_atomically(args.keep_raw, json.dumps(raw, indent=1) + "\n", "--keep-raw")
     model = model_from_raw(raw)
     model.settings = {
         "warmup": raw.get("warmup", warmup),
