@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.files import write_text_atomically
 
 SCHEMA_VERSION = 1
 MARK = "XCHGBENCH "
@@ -624,12 +625,4 @@ def _print_model(entry: dict, elem_bytes: int) -> None:
 
 
 def _write_json(path: Path, results: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(results, out, indent=1)
-        os.replace(temporary, path)
-    except OSError as err:
-        Path(temporary).unlink(missing_ok=True)
-        raise PetacommError(f"--json: cannot write {path}: {err.strerror}") from err
+    write_text_atomically(path, json.dumps(results, indent=1), "--json")
