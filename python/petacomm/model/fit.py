@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import nnls
 
 from petacomm.errors import PetacommError
 
@@ -46,6 +45,10 @@ def fit_line(nbytes, seconds) -> LineFit:
         raise PetacommError(f"fit: need at least 2 points, got {len(n)}")
     if np.any(t <= 0) or not np.all(np.isfinite(t)):
         raise PetacommError("fit: times must be positive and finite")
+    # scipy is imported here, not at module level: every `petacomm` command imports this
+    # module (through the machine model) and scipy.optimize alone costs ~0.4 s to import.
+    from scipy.optimize import nnls
+
     w = 1.0 / t  # square root of the weights 1/t^2
     design = np.column_stack([w, n * w])
     coef, _ = nnls(design, t * w)
