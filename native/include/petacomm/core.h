@@ -15,9 +15,20 @@ typedef enum petacomm_status {
   PETACOMM_ERR_ARG = 1,      /* an argument is invalid; nothing was modified */
   PETACOMM_ERR_MPI = 2,      /* an MPI call failed */
   PETACOMM_ERR_NOMEM = 3,    /* an allocation failed */
-  PETACOMM_ERR_STATE = 4,    /* the object is not in a state that allows the call */
-  PETACOMM_ERR_INTERNAL = 5, /* a bug in petacomm: please report it */
+  PETACOMM_ERR_STATE = 4,    /* called in the wrong state (freed plan, execution in progress,
+                                MPI not initialised): the caller's sequence of calls is wrong */
+  PETACOMM_ERR_INTERNAL = 5, /* an invariant of petacomm broke (a bug): please report it */
 } petacomm_status;
+
+/* One strategy of an algorithm family, as the family's registry lists it. Families expose
+ * petacomm_<family>_strategy_count(int *count) and
+ * petacomm_<family>_strategy_info(int index, petacomm_strategy_info *info); the Python
+ * binding and the documentation read strategy names and options from there. */
+typedef struct petacomm_strategy_info {
+  const char *name;    /* the name a caller passes as strategy, e.g. "directory" */
+  const char *summary; /* one sentence: what it does and when it wins */
+  const char *options; /* space-separated names of the plan options it reads ("" if none) */
+} petacomm_strategy_info;
 
 /* Message of the last error raised on this thread ("" if none). */
 const char *petacomm_last_error(void);

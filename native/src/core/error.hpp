@@ -45,8 +45,33 @@ template <typename... Parts>
   throw Error(PETACOMM_ERR_STATE, concat(parts...));
 }
 
+// A broken invariant of petacomm itself (never the caller's fault).
+template <typename... Parts>
+[[noreturn]] void fail_internal(const Parts &...parts) {
+  throw Error(PETACOMM_ERR_INTERNAL, concat("internal error: ", parts...));
+}
+
 // Throws on a failed MPI call, naming the call and the MPI error string.
 void check_mpi(int rc, const char *call);
+
+// The CHECK family: one line per condition, the message built only on failure.
+//   PETACOMM_CHECK_ARG(n >= 0, "n: must be >= 0, got ", n);      caller's argument (ERR_ARG)
+//   PETACOMM_CHECK_STATE(!active_, "execute_end: no execution"); call sequence (ERR_STATE)
+//   PETACOMM_CHECK_INTERNAL(at <= size, "short reply from ", r);  our invariant (ERR_INTERNAL)
+//   PETACOMM_CHECK_MPI(MPI_Barrier(comm));                         names the MPI call (ERR_MPI)
+#define PETACOMM_CHECK_ARG(cond, ...)               \
+  do {                                              \
+    if (!(cond)) ::petacomm::fail_arg(__VA_ARGS__); \
+  } while (0)
+#define PETACOMM_CHECK_STATE(cond, ...)               \
+  do {                                                \
+    if (!(cond)) ::petacomm::fail_state(__VA_ARGS__); \
+  } while (0)
+#define PETACOMM_CHECK_INTERNAL(cond, ...)                               \
+  do {                                                                   \
+    if (!(cond)) ::petacomm::fail_internal(__VA_ARGS__, " (" #cond ")"); \
+  } while (0)
+#define PETACOMM_CHECK_MPI(call) ::petacomm::check_mpi((call), #call)
 
 void set_last_error(const std::string &message);
 void clear_last_error();
@@ -64,6 +89,7 @@ petacomm_status guard(Body &&body) noexcept {
     set_last_error("out of memory");
     return PETACOMM_ERR_NOMEM;
   } catch (const std::exception &e) {
+    // Anything that is not a petacomm::Error is a bug of ours (a standard-library throw).
     set_last_error(concat("internal error: ", e.what()));
     return PETACOMM_ERR_INTERNAL;
   } catch (...) {
