@@ -130,9 +130,11 @@ def validate(data: object, origin: str) -> None:
 
 def _read_json(path: Path) -> dict:
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError as err:
         raise PetacommError(f"{path}: no such file") from err
+    except IsADirectoryError as err:
+        raise PetacommError(f"{path}: a directory, not a profile log") from err
     except OSError as err:
         raise PetacommError(f"{path}: cannot read ({err.strerror})") from err
     try:

@@ -50,6 +50,12 @@ def _check(args) -> None:
         raise PetacommError(f"--reps: at most 101, got {args.reps}")
     if args.compute_us < 0:
         raise PetacommError(f"--compute-us: must be non-negative, got {args.compute_us}")
+    from petacomm.profile.run import check_library, check_writable
+
+    if args.profiler_lib:
+        check_library(Path(args.profiler_lib))
+    if args.json:
+        check_writable(Path(args.json).resolve(), "--json")
 
 
 def measure(args) -> dict:

@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -99,22 +100,28 @@ def check_library(path: Path) -> None:
         raise PetacommError(f"--profiler-lib: '{path}' is not a shared library (ELF, not ET_DYN)")
 
 
-def check_output(log: Path) -> None:
-    """The log (and its partial-log directory) can be written: checked before the launch."""
-    where = log.parent
+def check_writable(path: Path, argument: str) -> None:
+    """A file can be created beside `path` (tried, as permissions alone do not tell: root,
+    read-only mounts, /proc); PetacommError naming `argument` otherwise."""
+    where = path.parent
     if not where.is_dir():
-        raise PetacommError(f"--output: directory '{where}' does not exist")
-    if log.exists() and not log.is_file():
-        raise PetacommError(f"--output: '{log}' exists and is not a regular file")
-    partial = log.with_name(log.name + ".partial")
-    if partial.exists() and not partial.is_dir():
-        raise PetacommError(f"--output: '{partial}' (for partial logs) is not a directory")
+        raise PetacommError(f"{argument}: directory '{where}' does not exist")
+    if path.exists() and not path.is_file():
+        raise PetacommError(f"{argument}: '{path}' exists and is not a regular file")
     try:
-        handle, probe = tempfile.mkstemp(prefix=f".{log.name}.", dir=where)
+        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=where)
         os.close(handle)
         os.unlink(probe)
     except OSError as err:
-        raise PetacommError(f"--output: cannot write in '{where}' ({err.strerror})") from err
+        raise PetacommError(f"{argument}: cannot write in '{where}' ({err.strerror})") from err
+
+
+def check_output(log: Path) -> None:
+    """The log (and its partial-log directory) can be written: checked before the launch."""
+    check_writable(log, "--output")
+    partial = log.with_name(log.name + ".partial")
+    if partial.exists() and not partial.is_dir():
+        raise PetacommError(f"--output: '{partial}' (for partial logs) is not a directory")
 
 
 def prepare(command: list[str], args) -> ProfileRun:
@@ -271,6 +278,12 @@ def run(command: list[str], args, out=print) -> int:
         out(f"petacomm profile: read them with: petacomm report {plan.log}")
     elif wrote_log:
         out(f"petacomm profile: {why}; the log was written to {plan.log}")
+    elif stopped:
+        print(
+            f"petacomm profile: error: no profile was written: {why} before any rank had "
+            "started profiling",
+            file=sys.stderr,
+        )
     else:
         raise PetacommError(
             f"no profile was written ({why.replace('the program did not reach MPI_Finalize ', '')})"
