@@ -100,11 +100,14 @@ def fortran_pattern(size: int) -> tuple[dict, dict]:
     return calls, peers
 
 
-def requests_pattern(size: int, tests: dict[int, dict[str, int]]) -> tuple[dict, dict]:
+def requests_pattern(
+    size: int, tests: dict[int, dict[str, int]], io: bool = False
+) -> tuple[dict, dict]:
     """What the profile of native/tests/prof/prof_requests.c must contain, worked out from
     the program's phases (its header): (region, call, size) -> (count, bytes) summed over
     ranks, and (rank, call, partner) -> (count, bytes). `tests`: per rank, the number of
-    MPI_Testall/Testsome/Testany/Waitsome calls the program made (it prints them)."""
+    MPI_Testall/Testsome/Testany/Waitsome calls the program made (it prints them); `io`: the
+    program was given a file (its MPI-IO phase)."""
     calls: dict[tuple[str, str, int], list[int]] = defaultdict(lambda: [0, 0])
     peers: dict[tuple[int, str, int], list[int]] = defaultdict(lambda: [0, 0])
 
@@ -140,4 +143,9 @@ def requests_pattern(size: int, tests: dict[int, dict[str, int]]) -> tuple[dict,
         rec(r, "post", "MPI_Isend", 32, 1, right)
         rec(r, "complete", "MPI_Waitall", 0, 1)
         rec(r, "(program)", "MPI_Allreduce", 4, 1)
+        if io:
+            rec(r, "io", "MPI_File_open", 0, 1)
+            rec(r, "io", "MPI_File_iwrite_shared", 64, 1)
+            rec(r, "io", "MPI_Wait", 0, 1)
+            rec(r, "io", "MPI_File_close", 0, 1)
     return {k: tuple(v) for k, v in calls.items()}, {k: tuple(v) for k, v in peers.items()}

@@ -81,7 +81,7 @@ def test_table_overflow_coarsens_but_keeps_every_call(programs, tmp_path):
     assert got == dict(want)
 
 
-@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("ranks", [1, 3])
 def test_thread_multiple(ranks, programs, tmp_path):
     """4 threads per rank, each 50 MPI_Sendrecv and 100 (MPI_Irecv, MPI_Isend, wait) rounds
     to its neighbours at the same time: request handles freed by one thread are reused by

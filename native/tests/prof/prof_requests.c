@@ -17,6 +17,8 @@
  *   testany    50 x [2 Irecv 48 B, 2 Isend 48 B; Testany until 4 completed]
  *   post       1 Isend 32 B and 1 Irecv 32 B posted here ...
  *   complete   ... and completed here by one Waitall: they belong to "post"
+ *   io         with a file name argument: MPI_File_open, MPI_File_iwrite_shared of 16 ints,
+ *              MPI_Wait, MPI_File_close (calls added by the recipe of docs/profiler.md)
  * Exits non-zero on a wrong result. */
 #include <mpi.h>
 #include <stdio.h>
@@ -126,6 +128,20 @@ int main(int argc, char **argv) {
   MPI_Pcontrol(1, "complete");
   MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
   MPI_Pcontrol(-1, "complete");
+
+  if (argc > 1) {
+    MPI_Pcontrol(1, "io");
+    MPI_File fh;
+    int data[16];
+    for (int i = 0; i < 16; ++i) data[i] = rank;
+    CHECK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL,
+                        &fh) == MPI_SUCCESS,
+          "file open");
+    MPI_File_iwrite_shared(fh, data, 16, MPI_INT, &r[0]);
+    MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    MPI_File_close(&fh);
+    MPI_Pcontrol(-1, "io");
+  }
 
   printf("prof_requests: rank %d testall %ld testsome %ld testany %ld waitsome %ld\n", rank,
          testall, testsome, testany, waitsome);

@@ -247,9 +247,10 @@ def markdown_table() -> str:
     lines = ["| variable | default | meaning |", "| --- | --- | --- |"]
     for s in settings():
         default = s.default_text or (f"`{s.default}`" if s.default != "" else "unset")
+        if s.unit and s.type != "size" and not s.default_text:
+            default += f" {s.unit}"
         flag = f" (`{s.long_flag}`)" if s.flag else ""
-        unit = f" ({s.unit})" if s.unit and s.type != "size" else ""
-        lines.append(f"| `{s.env}`{flag} | {default} | {s.help}{unit} |")
+        lines.append(f"| `{s.env}`{flag} | {default} | {s.help} |")
     return "\n".join(lines) + "\n"
 
 
