@@ -128,10 +128,10 @@ def test_sigterm_to_profile_command_is_passed_on(programs, tmp_path):
 
 def test_timeout_stops_a_hanging_run(programs, tmp_path):
     log = tmp_path / "hang.json"
-    child = start_hanging_run(programs, log, 2, "--timeout", "3")
+    child = start_hanging_run(programs, log, 2, "--timeout", "6")
     out, err = child.communicate(timeout=90)
     assert child.returncode == 128 + signal.SIGTERM, out + err
-    assert "stopped by --timeout 3 s" in out
+    assert "stopped by --timeout 6 s" in out
     check_blocked_in_recv(load(log), 2)
 
 
