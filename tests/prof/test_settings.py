@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, mpiexec, native_build_tree, petacomm, profile_run
+from conftest import ROOT, mpiexec, native_build_tree, petacomm
 from mpi_harness import mpi_test_env
 from petacomm.errors import PetacommError
 from petacomm.profile import settings
@@ -64,11 +64,15 @@ def test_one_size_grammar_in_python_and_the_runtime():
 
 def test_4mb_means_the_same_table_in_the_runtime(programs, tmp_path):
     """--table-size 4MB is 4,000,000 bytes: 32,768 entries of 64 bytes (65,536 would take
-    4,194,304 bytes, the default 4MiB)."""
-    log = tmp_path / "4MB.json"
-    profile_run(log, 1, [str(programs / "prof_keys"), "1"], "--table-size", "4MB")
+    4,194,304 bytes, the default 4MiB). The banner names the command as shell words."""
+    log, program = tmp_path / "4MB.json", programs / "prof_keys"
+    done = petacomm(
+        "profile", "-o", str(log), "--table-size", "4MB", "--", *mpiexec(1), str(program), "1"
+    )
     profile = json.loads(log.read_text())["profiler"]
     assert profile["table_entries"] == 32768 and profile["table_bytes"] == 32768 * 64
+    banner = [line for line in done.stderr.splitlines() if line.startswith("petacomm-prof:")]
+    assert banner == [f"petacomm-prof: {program} 1"], done.stderr
 
 
 @pytest.mark.mpi
