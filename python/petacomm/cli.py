@@ -25,8 +25,16 @@ COMMAND_MODULES = (
 )
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse with the one-line errors every petacomm command gives: the usage block that
+    argparse prints before its message is left out (``--help`` shows it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="petacomm",
         description=(
             "petacomm makes MPI applications communicate faster at scale: it measures their "
@@ -50,6 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except PetacommError as err:
         print(f"petacomm {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        # A safety net: commands bound their inputs, but a case may still not fit here.
+        print(
+            f"petacomm {args.command}: error: out of memory: the case is too large for this "
+            "machine (describe a smaller network or pattern)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print(f"petacomm {args.command}: interrupted", file=sys.stderr)

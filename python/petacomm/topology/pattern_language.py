@@ -117,6 +117,7 @@ class _Parser:
         self.nranks: int | None = None
         self.phases: list[dict] = []
         self.current: dict | None = None
+        self.notes: list[str] = []
 
     # -- token helpers ------------------------------------------------------------------------
     def peek(self) -> Token:
@@ -347,6 +348,7 @@ class _Parser:
                 )
             except ValueError as err:
                 self.fail(tok, f"a readable {low} file ({err})")
+            self.notes.extend(loaded.notes)
             ph = loaded.phases[0]
             return (ph.src, ph.dst, ph.nbytes), loaded.nranks
         raise AssertionError(low)
@@ -364,7 +366,7 @@ class _Parser:
             dst = np.concatenate([m[1] for m in p["parts"]])
             nb = np.concatenate([m[2] for m in p["parts"]])
             phases.append(pat.Phase(p["name"], src, dst, nb, p["repeat"]))
-        return pat.CommPattern(self.nranks, phases, grid=self.grid)
+        return pat.CommPattern(self.nranks, phases, grid=self.grid, notes=self.notes)
 
 
 def parse_pattern(
