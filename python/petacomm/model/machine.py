@@ -295,12 +295,17 @@ def load(path: str | os.PathLike | None = None) -> MachineModel:
     except ValueError as err:  # a NUL byte in the file name
         raise PetacommError(f"machine model: cannot read {file}: {err}") from err
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as err:
         raise PetacommError(
             f"machine model: {file} is not valid JSON ({err.msg}, line {err.lineno})"
         ) from err
     return MachineModel.from_dict(data, origin=str(file))
+
+
+def _refuse_constant(name: str):
+    # Python's json reads NaN and Infinity, which JSON does not have and no time can be.
+    raise json.JSONDecodeError(f"{name} is not a number", name, 0)
 
 
 def load_or_default(path: str | os.PathLike | None = None) -> MachineModel:
@@ -321,8 +326,9 @@ def default_model() -> MachineModel:
     )
 
 
-def save(model: MachineModel, path: str | os.PathLike) -> Path:
-    """Writes atomically (temp file + rename): an existing file survives any failure."""
+def save(model: MachineModel, path: str | os.PathLike, inputs=()) -> Path:
+    """Writes atomically (temp file + rename): an existing file survives any failure; never
+    over one of ``inputs`` ((option, path) pairs, see petacomm.files)."""
     data = model.to_dict()
     validate(data, origin=str(path))
-    return write_text_atomically(path, json.dumps(data, indent=1) + "\n", "--output")
+    return write_text_atomically(path, json.dumps(data, indent=1) + "\n", "--output", inputs)
