@@ -7,6 +7,7 @@ MPI tools.
 
 from __future__ import annotations
 
+import math
 import re
 
 # Binary (KiB) and decimal (kB) prefixes are both in use; keep them distinct rather than guess.
@@ -41,7 +42,10 @@ def parse_size(text: str) -> float:
             "K, M, G, T, kB, MB, GB, TB)"
         )
     number = float(text.strip()[: len(text.strip()) - len(match.group(2))])
-    return number * _UNITS[unit]
+    value = number * _UNITS[unit]
+    if not math.isfinite(value):
+        raise ValueError(f"byte size {text!r} is too large")
+    return value
 
 
 def parse_byte_count(text: str, argument: str) -> int:

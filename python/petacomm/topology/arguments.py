@@ -209,7 +209,10 @@ def build_cost(args):
     from petacomm.topology.metrics import cost_parameters_from_model
     from petacomm.units import parse_size
 
-    model = load_or_default(args.model)
+    try:
+        model = load_or_default(args.model)
+    except PetacommError as err:
+        raise PetacommError(f"--model: {err}") from None
     link_beta = None
     if args.link_bandwidth is not None:
         try:

@@ -170,6 +170,8 @@ def read_profile_log(path, nranks: int | None = None) -> CommPattern:
 
     try:
         profile = log.load(path)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a profile log (not UTF-8 JSON text)") from None
     except (PetacommError, OSError, ValueError) as err:
         raise ValueError(str(err)) from None
     measured = analysis.matrix(profile, max_cells=max(profile.ranks, 1))

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Patterns larger than this many messages are refused: they would not fit in memory as arrays.
-MAX_MESSAGES = 400_000_000
+# Patterns larger than this many messages are refused: routing them needs several arrays of
+# this length (~1.2 GB each 24 bytes per message) and they would not fit in memory.
+MAX_MESSAGES = 50_000_000
 
 
 @dataclass(frozen=True)

@@ -627,6 +627,10 @@ register_routing(
 def parse_routing(text: str | None, network):
     """Routing model from its text name (module docstring); ``None`` = the network's default."""
     kind = network.kind
+    if text is not None and not text.strip():
+        raise ValueError(
+            "routing: empty name (expected one of " + ", ".join(routings_for(kind)) + ")"
+        )
     name = (text or network.default_routing).strip()
     base, _, arg = name.partition(":")
     base = base.lower()
