@@ -7,7 +7,6 @@ Exit code 1 when something required is broken; optional components only inform.
 
 from __future__ import annotations
 
-import importlib.metadata
 import platform
 import shutil
 import subprocess
@@ -50,6 +49,8 @@ def _first_line(text: str) -> str:
 
 
 def python_checks() -> list[Check]:
+    import importlib.metadata  # ~30 ms: only when the doctor runs, not for every command
+
     checks = [Check("ok", "petacomm", __version__)]
     ok = sys.version_info >= (3, 11)
     checks.append(

@@ -63,6 +63,24 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+class DeferredHelp:
+    """A help text built only when argparse prints it (argparse formats help with ``%``).
+    The texts below list the registered network kinds and routing models: building them when
+    the parser is made would load numpy at the start of every petacomm command."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __mod__(self, params) -> str:
+        return self.make() % params
+
+    def __str__(self) -> str:
+        return self.make()
+
+    def strip(self) -> str:
+        return str(self).strip()
+
+
 def _network_help() -> str:
     from petacomm.topology.network import NETWORK_KINDS
 
@@ -80,7 +98,7 @@ def _routing_help() -> str:
 
 def add_machine_arguments(parser: argparse.ArgumentParser, node_hierarchy: bool = True) -> None:
     net = parser.add_argument_group("machine")
-    net.add_argument("--network", metavar="TEXT", help=_network_help())
+    net.add_argument("--network", metavar="TEXT", help=DeferredHelp(_network_help))
     net.add_argument(
         "--cores-per-node",
         type=positive_int,
@@ -99,7 +117,7 @@ def add_machine_arguments(parser: argparse.ArgumentParser, node_hierarchy: bool 
             metavar="FILE",
             help="node hierarchy from an hwloc XML file (lstopo --of xml)",
         )
-    net.add_argument("--routing", metavar="MODEL", help=_routing_help())
+    net.add_argument("--routing", metavar="MODEL", help=DeferredHelp(_routing_help))
     net.add_argument(
         "--model",
         metavar="FILE",
