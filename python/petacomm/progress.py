@@ -70,7 +70,7 @@ class Progress:
     def advance(self, steps: int = 1, detail: str = "") -> None:
         self.done = min(self.done + steps, self.total) if self.total else self.done + steps
         self.detail = detail
-        self._show(force=False)
+        self._show(force=bool(self.total) and self.done == self.total)
 
     # ---- drawing ------------------------------------------------------------------------
     def _text(self, width: int) -> str:
@@ -89,10 +89,12 @@ class Progress:
         return (head + bar + count + tail)[:width]
 
     def _show(self, force: bool) -> None:
+        """Draws unless throttled; ``force`` (the last step) bypasses the redraw interval,
+        never the start-up delay."""
         if not self.enabled:
             return
         now = self.clock()
-        if now - self.started < self.delay and not force:
+        if now - self.started < self.delay:
             return
         if self.terminal:
             if now - self._last_draw < REDRAW_INTERVAL_S and not force:

@@ -306,7 +306,8 @@ class DragonflyNetwork:
     ``nodes`` per router, ``global_links`` per router to other groups.
 
     Global port ``q = r*h + k`` of group i (router r, port k) connects to group
-    ``(i + 1 + q mod (g-1)) mod g``; requires ``routers*global_links`` to be a multiple of
+    ``(i + 1 + q mod (g-1)) mod g``, the k-th port of group i towards group j (in port
+    order) to the k-th port of j towards i; requires ``routers*global_links`` to be a multiple of
     ``groups-1`` so every group pair has the same number of parallel global links.
     Links: local link router r -> router r' (same group) has id ``r*(a-1) + j`` where j is r''s
     index among the other routers of the group; global port (r, k) has id
