@@ -18,9 +18,17 @@ from pathlib import Path
 from petacomm.errors import PetacommError
 from petacomm.files import write_text_atomically
 from petacomm.model import collectives
-from petacomm.model.fit import LineFit, piece_for
 
 SCHEMA_NAME = "petacomm.machine-model"
+
+
+def piece_for(pieces, nbytes: float):
+    """The piece covering ``nbytes`` (petacomm.model.fit.piece_for, without loading numpy)."""
+    from petacomm.model.fit import piece_for as choose
+
+    return choose(pieces, nbytes)
+
+
 SCHEMA_VERSION = 1
 
 # Generic point-to-point parameters when nothing was measured: 1.5 us latency and
@@ -41,7 +49,8 @@ class Piece:
     points: int
 
     @classmethod
-    def from_fit(cls, fit: LineFit) -> Piece:
+    def from_fit(cls, fit) -> Piece:
+        """From a petacomm.model.fit.LineFit."""
         return cls(fit.from_bytes, fit.to_bytes, fit.alpha, fit.beta, fit.r2, fit.points)
 
     @property
