@@ -298,7 +298,7 @@ CASES = [
         ("--pattern", "do not fit"),
     ),
     (
-        ["bench", "map", "--network", "fattree:2;4,4;1,2;1,2", "--pattern", "ranks 8; ring 1"],
+        ["bench", "map", "--network", "fattree:2;4,4;1,2;1,2", "--mapping", "TXYZ"],
         ("--mapping", "torus or mesh"),
     ),
     (

@@ -440,18 +440,25 @@ def format_report(model) -> str:
         f"\nTime per operation, µs: median [min-max] of {reps} repetitions, each the max over ranks"
     )
     width = max(24, max(len(name) for name in names) + 2)
-    lines.append(f"{'Size':>10}" + "".join(f"{name:>{width}}" for name in names))
     sizes = sorted({pt.nbytes for op in model.operations.values() for pt in op.points})
-    for size in sizes:
-        row = f"{format_exact_size(size):>10}"
-        for name in names:
-            point = next((pt for pt in model.operations[name].points if pt.nbytes == size), None)
-            if point is None:
-                row += f"{'-':>{width}}"
-            else:
-                cell = f"{_us(point.median_s)} [{_us(point.min_s)}-{_us(point.max_s)}]"
-                row += f"{cell:>{width}}"
-        lines.append(row)
+    # Blocks of as many operations as fit in 100 columns, one after another.
+    per_block = max(1, (100 - 10) // width)
+    for start in range(0, len(names), per_block):
+        block = names[start : start + per_block]
+        lines.append(f"{'Size':>10}" + "".join(f"{name:>{width}}" for name in block))
+        for size in sizes:
+            row = f"{format_exact_size(size):>10}"
+            for name in block:
+                points = model.operations[name].points
+                point = next((pt for pt in points if pt.nbytes == size), None)
+                if point is None:
+                    row += f"{'-':>{width}}"
+                else:
+                    cell = f"{_us(point.median_s)} [{_us(point.min_s)}-{_us(point.max_s)}]"
+                    row += f"{cell:>{width}}"
+            lines.append(row)
+        if start + per_block < len(names):
+            lines.append("")
     lines.append("\nHockney fits t = alpha + n*beta (least squares on relative error, piecewise)")
     header = (
         f"{'operation':<22}{'p':>4}{'sizes':>24}{'alpha (µs)':>12}{'1/beta (GB/s)':>15}"

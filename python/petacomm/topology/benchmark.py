@@ -28,7 +28,7 @@ from petacomm.topology.arguments import (
 DEFAULT_NETWORK = "torus:32x32x32"
 DEFAULT_CORES = 4
 DEFAULT_PATTERN = "grid3d 64x64x32 periodic box 1MiB"
-DEFAULT_MAPPING = "TXYZ"
+DEFAULT_MAPPING = "block"  # fill node by node: TXYZ on a 3-D torus
 JSON_SCHEMA = "petacomm.bench-map/1"
 
 
@@ -49,9 +49,10 @@ def register(subparsers) -> None:
     )
     case.add_argument(
         "--mapping",
-        metavar="PERMUTATION",
+        metavar="MAPPING",
         default=DEFAULT_MAPPING,
-        help=f"the one mapping timed first (default {DEFAULT_MAPPING})",
+        help="the one mapping timed first: block, cyclic or a permutation string such as "
+        f"TXYZ (default {DEFAULT_MAPPING}, TXYZ on a 3-D torus)",
     )
     add_search_arguments(parser)
     out = parser.add_argument_group("output")
@@ -100,7 +101,7 @@ def run_map_benchmark(network, routing, pattern_text, mapping_text, cost, args, 
     """Times building the pattern, evaluating one mapping and the candidate search; prints
     the figures (seconds) through ``out``; returns them with the best predicted mapping."""
     from petacomm.progress import Progress
-    from petacomm.topology.mapping import permutation_mapping
+    from petacomm.topology import mapping as mp
     from petacomm.topology.metrics import evaluate_mapping
     from petacomm.topology.pattern_language import parse_pattern
     from petacomm.topology.ranking import (
@@ -131,9 +132,13 @@ def run_map_benchmark(network, routing, pattern_text, mapping_text, cost, args, 
         timings.update(ranks=pattern.nranks, messages=pattern.num_messages)
         progress.status(f"evaluating {mapping_text}")
         t0 = time.perf_counter()
-        mapping = user_error(
-            "--mapping", permutation_mapping, mapping_text, network, pattern.nranks
-        )
+        build = {"block": mp.block_mapping, "cyclic": mp.cyclic_mapping}.get(mapping_text.lower())
+        if build is not None:
+            mapping = user_error("--mapping", build, network, pattern.nranks)
+        else:
+            mapping = user_error(
+                "--mapping", mp.permutation_mapping, mapping_text, network, pattern.nranks
+            )
         metrics = evaluate_mapping(network, routing, pattern, mapping, cost=cost)
         timings["one_mapping_s"] = time.perf_counter() - t0
         out(
