@@ -298,7 +298,10 @@ CASES = [
         ("--pattern", "do not fit"),
     ),
     (
-        ["bench", "map", "--network", "fattree:2;4,4;1,2;1,2", "--mapping", "TXYZ"],
+        [
+            *["bench", "map", "--network", "fattree:2;4,4;1,2;1,2", "--mapping", "TXYZ"],
+            *["--pattern", "ranks 8; ring 1"],
+        ],
         ("--mapping", "torus or mesh"),
     ),
     (
