@@ -13,6 +13,11 @@ Text forms (``parse_network``)::
     dragonfly:9,4,2,2        GROUPS,ROUTERS,NODES,GLOBAL (or g=9,a=4,p=2,h=2)
 
 Any form takes ``:t=N`` (or ``:cores=N``) for the cores per node (default 1).
+
+Kinds are registered in ``NETWORK_KINDS`` (one :class:`NetworkKind` line each, at the end of
+this module); ``parse_network`` reads the registry, so a new kind is a class and a line
+(docs/topology.md, "Adding a network kind"). Sizes are bounded (``MAX_NODES``,
+``MAX_LINKS``, ``MAX_CORES_PER_NODE``) so that one evaluation fits in memory.
 """
 
 from __future__ import annotations

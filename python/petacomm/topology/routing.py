@@ -20,6 +20,9 @@ Models and their text names (``parse_routing``):
   or an even split over all up-ports and parallel cables (ECMP).
 * ``minimal`` / ``valiant`` - dragonfly: minimal (local, global, local; an even split over the
   parallel global links between two groups), or Valiant through every other group evenly.
+
+Each name is registered in ``ROUTING_KINDS`` with the network kinds it applies to (one
+:class:`RoutingKind` line each, at the end of this module); ``parse_routing`` reads it.
 """
 
 from __future__ import annotations
