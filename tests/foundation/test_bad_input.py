@@ -106,7 +106,7 @@ def inputs(d: Path) -> list[Path]:
     return sorted(p for p in d.iterdir() if p.is_file())
 
 
-def check(workdir, args, names, timeout=60):
+def check(workdir, args, names, timeout=120):
     expect_clean_error(
         *args,
         names=names,
