@@ -355,3 +355,11 @@ def test_launcher_file_written_through_a_symlink_with_the_umask(capsys, tmp_path
     assert code == 0, err
     assert link.is_symlink() and target.read_text().startswith("# petacomm mapping csv v1")
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_light_option_lists_equal_the_library_ones():
+    # The command keeps these lists itself so that its --help loads no numpy.
+    from petacomm.topology import arguments, cli, launcher_files, ranking
+
+    assert cli.FORMATS == launcher_files.FORMATS
+    assert tuple(ranking.RANK_KEYS) == arguments.RANK_KEYS

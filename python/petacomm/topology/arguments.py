@@ -3,8 +3,8 @@
 ``add_machine_arguments`` and ``add_search_arguments`` add the option groups (their help
 lists the registered network kinds and routing models); ``build_network``,
 ``build_routing`` and ``build_cost`` turn parsed options into objects. Every problem is a
-:class:`PetacommError` naming the option. Only light modules are imported here: the
-commands' ``--help`` must not load numpy.
+:class:`PetacommError` naming the option. Only light modules are imported here: building
+the parser (every petacomm command's start) must not load numpy.
 """
 
 from __future__ import annotations
