@@ -43,7 +43,10 @@ def parse_size(text: str) -> float:
             "K, M, G, T, kB, MB, GB, TB)"
         )
     number = float(text.strip()[: len(text.strip()) - len(match.group(2))])
-    return number * _UNITS[unit]
+    value = number * _UNITS[unit]
+    if not math.isfinite(value):
+        raise ValueError(f"byte size {text!r} is too large")
+    return value
 
 
 def parse_byte_count(text: str, argument: str) -> int:

@@ -105,7 +105,7 @@ def _generator_params(args, name: str) -> dict:
                 params[option] = getattr(args, option)
         if args.model_only and args.total_samples is None:
             params.setdefault("total_samples", 1 << 22)
-            params["nside"] = args.nside or 512
+            params["nside"] = 512 if args.nside is None else args.nside
     elif args.keys_per_rank is not None:
         params["keys_per_rank"] = args.keys_per_rank
     params["seed"] = args.seed
@@ -132,6 +132,7 @@ def run(args) -> int:
     elem_bytes = np.dtype(args.dtype).itemsize * args.k
     if args.worker:
         return _worker(json.loads(args.worker))
+    _check_before_launch(args, generators)
     results = {"schema": "petacomm-bench-sparse-reduce", "schema_version": SCHEMA_VERSION}
     if args.setup_reps < 1:
         raise PetacommError(f"--setup-reps: must be >= 1, got {args.setup_reps}")
@@ -146,6 +147,23 @@ def run(args) -> int:
     if args.json:
         _write_json(Path(args.json), results)
     return 0
+
+
+def _check_before_launch(args, generators) -> None:
+    """Arguments that would otherwise fail only inside the launched ranks (--nside 0)."""
+    from petacomm.datasets import make
+    from petacomm.files import check_output_path
+
+    for name in generators:
+        try:
+            make(name, 1, **_generator_params(args, name))
+        except ValueError as err:
+            field = str(err).split(":", 1)[0]
+            raise PetacommError(f"--{field.replace('_', '-')}: {err}") from None
+    if not (args.model_only or args.setup_scaling):
+        _int_list(args.ranks, "--ranks")
+    if args.json:
+        check_output_path(args.json, "--json", [("--model", args.model)])
 
 
 # ---- measured runs -----------------------------------------------------------------------
