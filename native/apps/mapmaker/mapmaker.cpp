@@ -203,6 +203,13 @@ void finish_options(Options &o) {
 
 // The nside of a --sky file: its second dimension is 12 nside^2.
 std::int64_t nside_of_sky(const std::string &path, std::int64_t requested, bool nside_given) {
+  const auto ends_with = [&](const std::string &suffix) {
+    return path.size() >= suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".fits") || ends_with(".fits.gz") || ends_with(".fit"))
+    fail_arg("--sky: '", path,
+             "' is a FITS map; convert it to .npy first with healpy (docs/mapmaker.md)");
   const NpyArray probe = read_npy(path, "--sky");
   if (probe.shape.size() != 2 || probe.shape[0] != 3)
     fail_arg("--sky: '", path, "' must have shape (3, 12 nside^2) (I, Q, U in RING order)");
@@ -523,6 +530,11 @@ int run(int argc, char **argv) {
   if (help) {
     if (rank == 0) std::fputs(parser.help().c_str(), stdout);
     return 0;
+  }
+  for (const auto &strategy : o.strategies) {  // refuse a bad name before any work
+    SolverOptions options = o.solver;
+    options.strategy = strategy;
+    check_solver_options(options, comm);
   }
   if (!o.save_pointing.empty() && rank == 0) save_pointing(o);
 

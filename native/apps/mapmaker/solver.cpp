@@ -31,6 +31,27 @@ void invert_block(const double m[6], double inv[6]) {
   inv[5] = F / det;
 }
 
+// Collective: a SparseReducePlan over these keys with the solver's strategy options.
+petacomm_xchg_plan create_plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
+                               const SolverOptions &options) {
+  petacomm_xchg_options opts;
+  check_xchg(petacomm_xchg_options_default(&opts), "petacomm_xchg_options_default");
+  opts.strategy = options.strategy.c_str();
+  opts.transport = options.transport.c_str();
+  opts.deterministic = options.deterministic ? 1 : 0;
+  opts.plan_dtype = PETACOMM_XCHG_FLOAT64;
+  opts.plan_k = 3;
+  petacomm_xchg_plan plan = nullptr;
+  const petacomm_status status = petacomm_xchg_plan_create(comm, keys, n, &opts, &plan);
+  if (status != PETACOMM_SUCCESS) {
+    // The plan names the option at fault ("strategy: ...", "transport: ..."): our flags.
+    const std::string message = petacomm_last_error();
+    const bool option = message.rfind("strategy", 0) == 0 || message.rfind("transport", 0) == 0;
+    throw Error(status, option ? "--" + message : "SparseReducePlan: " + message);
+  }
+  return plan;
+}
+
 // The distributed pixel vectors: every rank holds the pixels it observes; after a
 // reduction all holders of a pixel have the same values. Dot products count each pixel
 // once, at its owner (the lowest rank holding it).
@@ -38,22 +59,8 @@ class PixelSpace {
  public:
   PixelSpace(const TimeDomain &td, const SolverOptions &options, MPI_Comm comm)
       : comm_(comm), n_(static_cast<std::int64_t>(td.pixels.size())) {
-    petacomm_xchg_options opts;
-    check_xchg(petacomm_xchg_options_default(&opts), "petacomm_xchg_options_default");
-    opts.strategy = options.strategy.c_str();
-    opts.transport = options.transport.c_str();
-    opts.deterministic = options.deterministic ? 1 : 0;
-    opts.plan_dtype = PETACOMM_XCHG_FLOAT64;
-    opts.plan_k = 3;
     const double t0 = MPI_Wtime();
-    const petacomm_status status =
-        petacomm_xchg_plan_create(comm, td.pixels.data(), n_, &opts, &plan_);
-    if (status != PETACOMM_SUCCESS) {
-      // The plan names the option at fault ("strategy: ...", "transport: ..."): our flags.
-      const std::string message = petacomm_last_error();
-      const bool option = message.rfind("strategy", 0) == 0 || message.rfind("transport", 0) == 0;
-      throw Error(status, option ? "--" + message : "SparseReducePlan: " + message);
-    }
+    plan_ = create_plan(comm, td.pixels.data(), n_, options);
     plan_seconds_ = MPI_Wtime() - t0;
     int rank = 0;
     PETACOMM_APP_MPI(MPI_Comm_rank(comm, &rank));
@@ -67,19 +74,23 @@ class PixelSpace {
   PixelSpace &operator=(const PixelSpace &) = delete;
 
   void reduce(double *values, int k, petacomm_xchg_op op = PETACOMM_XCHG_SUM) {
-    PETACOMM_PROF_REGION("reduce");
+    if (region_) petacomm_prof_begin(region_);
     const double t0 = MPI_Wtime();
     check_xchg(petacomm_xchg_execute(plan_, comm_, values, n_, k, PETACOMM_XCHG_FLOAT64, op),
                "petacomm_xchg_execute");
     comm_seconds_ += MPI_Wtime() - t0;
+    if (region_) petacomm_prof_end(region_);
   }
   // Global sums of `count` local partial sums.
   void allreduce(double *sums, int count) {
-    PETACOMM_PROF_REGION("reduce");
+    if (region_) petacomm_prof_begin(region_);
     const double t0 = MPI_Wtime();
     PETACOMM_APP_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, count, MPI_DOUBLE, MPI_SUM, comm_));
     comm_seconds_ += MPI_Wtime() - t0;
+    if (region_) petacomm_prof_end(region_);
   }
+  // Profiler region (nested in the current one) of the communication from now on.
+  void set_region(const char *name) { region_ = name; }
   // Local part of the dot product of two 3-component pixel vectors over owned pixels.
   double local_dot(const std::vector<double> &a, const std::vector<double> &b) const {
     double sum = 0;
@@ -104,6 +115,7 @@ class PixelSpace {
   petacomm_xchg_plan plan_ = nullptr;
   std::vector<char> owned_;
   double comm_seconds_ = 0, plan_seconds_ = 0;
+  const char *region_ = nullptr;
 };
 
 // y = P^T Z N^-1 Z x_time where x_time = P x (apply_pointing) or the data; Z drops the
@@ -157,6 +169,11 @@ class SystemOperator {
 };
 
 }  // namespace
+
+void check_solver_options(const SolverOptions &options, MPI_Comm comm) {
+  petacomm_xchg_plan plan = create_plan(comm, nullptr, 0, options);
+  petacomm_xchg_plan_free(&plan);
+}
 
 double block_rcond(const double block[6]) {
   double a[3][3];
@@ -254,6 +271,7 @@ SolveResult solve_map(const TimeDomain &td, NoiseModel &noise, const SolverOptio
 
   // Preconditioned conjugate gradients from m = 0.
   petacomm_prof_begin("solve");
+  space.set_region("reduce");  // the solve's communication: reductions and dot products
   SystemOperator system(td, noise, space, result.good);
   const auto apply_preconditioner = [&](const std::vector<double> &r, std::vector<double> &z) {
     for (std::size_t p = 0; p < npix; ++p) {

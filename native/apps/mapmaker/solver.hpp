@@ -55,6 +55,10 @@ struct SolveResult {
 SolveResult solve_map(const TimeDomain &td, NoiseModel &noise, const SolverOptions &options,
                       MPI_Comm comm);
 
+// Collective: throws on every rank (naming --strategy or --transport) when a
+// SparseReducePlan would refuse these options; cheap (a plan over no keys).
+void check_solver_options(const SolverOptions &options, MPI_Comm comm);
+
 // Reciprocal condition number (smallest / largest eigenvalue) of a symmetric 3x3 block
 // stored as (II, IQ, IU, QQ, QU, UU); 0 for a block that is not positive definite.
 double block_rcond(const double block[6]);

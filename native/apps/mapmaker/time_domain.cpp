@@ -18,13 +18,6 @@ Sky Sky::generated(std::int64_t nside, std::uint64_t seed) {
 }
 
 Sky Sky::from_file(const std::string &path, std::int64_t nside) {
-  const auto ends_with = [&](const std::string &suffix) {
-    return path.size() >= suffix.size() &&
-           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with(".fits") || ends_with(".fits.gz") || ends_with(".fit"))
-    fail_arg("--sky: '", path,
-             "' is a FITS map; convert it to .npy first with healpy (docs/mapmaker.md)");
   NpyArray array = read_npy(path, "--sky");
   const std::int64_t npix = healpix::npix(nside);
   if (array.shape.size() != 2 || array.shape[0] != 3 || array.shape[1] != npix) {

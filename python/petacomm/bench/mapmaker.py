@@ -111,9 +111,9 @@ def run(args) -> int:
         "runs": [],
     }
     print(
-        f"petacomm bench mapmaker: nside {args.nside}, {args.samples:,} samples x "
-        f"{args.detectors} detectors, {args.noise} noise, {args.iterations} PCG iterations, "
-        f"best of {args.rounds}"
+        f"map-maker: nside {args.nside}, {args.samples:,} samples x {args.detectors} "
+        f"detectors, {args.noise} noise\n{args.iterations} PCG iterations per solve, "
+        f"best of {args.rounds} solves per strategy"
     )
     header = (
         f"{'ranks':>5}  {'strategy':<16} {'iter ms':>8} {'calc ms':>8} {'comm ms':>8} "
