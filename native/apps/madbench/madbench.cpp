@@ -674,14 +674,14 @@ int run(int argc, char **argv) {
         o.npix, o.nbin, o.ngang, o.bsize, o.rmod, o.wmod, size, g.rows, g.cols);
     std::printf("  pixels: first %d of nside %lld; multipoles 2..%d in %d bins\n\n", o.npix,
                 static_cast<long long>(s.nside), s.lmax, o.nbin);
-    std::printf("phase %-21s %-21s %-21s %-21s\n", "CALC s", "MPI s", "I/O s", "LBST s");
+    std::printf("phase %-21s %-21s %-21s %s\n", "CALC s", "MPI s", "I/O s", "LBST s");
     for (int p = 0; p < 3; ++p) {
       std::printf("%-5s", kPhases[p]);
       for (int k = 0; k < 4; ++k) {
         char cell[64];
         std::snprintf(cell, sizeof cell, "%.3f [%.3f:%.3f]", comp[p][k].mean, comp[p][k].min,
                       comp[p][k].max);
-        std::printf(" %-21s", cell);
+        std::printf(k < 3 ? " %-21s" : " %s", cell);
       }
       std::printf("\n");
     }
@@ -700,12 +700,12 @@ int run(int argc, char **argv) {
           o.redistribution == "both" ? (identical ? " -> identical" : " -> DIFFERENT") : "");
     std::printf("Fisher matrix diagonal:");
     for (int b = 0; b < o.nbin; ++b)
-      std::printf(" %.4g", r.fisher[static_cast<std::size_t>(b) * o.nbin + b]);
-    std::printf(
-        "\nverification: ||D D^-1 d - d|| / ||d|| = %.2e (tolerance 1e-8), Fisher matrix %s"
-        ": %s\n",
-        r.residual, r.fisher_positive_definite ? "positive definite" : "NOT positive definite",
-        verified ? "pass" : "FAIL");
+      std::printf("%s %.4g", b > 0 && b % 8 == 0 ? "\n                       " : "",
+                  r.fisher[static_cast<std::size_t>(b) * o.nbin + b]);
+    std::printf("\nverification: ||D z - d|| / ||d|| = %.2e (<= 1e-8), Fisher matrix %s: %s\n",
+                r.residual,
+                r.fisher_positive_definite ? "positive definite" : "NOT positive definite",
+                verified ? "pass" : "FAIL");
   }
   if (!o.json.empty()) {
     JsonWriter j;

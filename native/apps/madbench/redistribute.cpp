@@ -28,34 +28,50 @@ int owner(const BlockCyclic &layout, int I, int J) {
 }  // namespace
 
 RemapCounts remap_blocks(const std::vector<Transfer> &transfers, MPI_Comm world) {
-  int p = 1;
+  int p = 1, me = 0;
   PETACOMM_APP_MPI(MPI_Comm_size(world, &p));
-  int me = 0;
   PETACOMM_APP_MPI(MPI_Comm_rank(world, &me));
   if (transfers.empty()) return {};
   const int nb = transfers.front().from->nb;
   const std::size_t block = static_cast<std::size_t>(nb) * nb;
+  const auto copy_block = [nb](const double *from, int from_lld, double *to, int to_lld) {
+    for (int jj = 0; jj < nb; ++jj)
+      std::memcpy(to + static_cast<std::size_t>(jj) * to_lld,
+                  from + static_cast<std::size_t>(jj) * from_lld, nb * sizeof(double));
+  };
+  // Blocks that stay on this process are copied directly, never packed.
   std::vector<int> send_counts(p, 0), recv_counts(p, 0);
   for (const auto &t : transfers) {
-    for_my_blocks(*t.from, [&](int I, int J, std::size_t) { ++send_counts[owner(*t.to, I, J)]; });
-    for_my_blocks(*t.to, [&](int I, int J, std::size_t) { ++recv_counts[owner(*t.from, I, J)]; });
+    for_my_blocks(*t.from, [&](int I, int J, std::size_t) {
+      const int to = owner(*t.to, I, J);
+      if (to != me) ++send_counts[to];
+    });
+    for_my_blocks(*t.to, [&](int I, int J, std::size_t) {
+      const int from = owner(*t.from, I, J);
+      if (from != me) ++recv_counts[from];
+    });
   }
   std::vector<int> send_displs(p), recv_displs(p);
   std::exclusive_scan(send_counts.begin(), send_counts.end(), send_displs.begin(), 0);
   std::exclusive_scan(recv_counts.begin(), recv_counts.end(), recv_displs.begin(), 0);
-  std::vector<double> send(block *
-                           static_cast<std::size_t>(send_displs.back() + send_counts.back()));
-  std::vector<double> recv(block *
-                           static_cast<std::size_t>(recv_displs.back() + recv_counts.back()));
+  // Buffers kept between calls: a fresh one would be zeroed and page-faulted every time.
+  static std::vector<double> send, recv;
+  send.resize(block * static_cast<std::size_t>(send_displs.back() + send_counts.back()));
+  recv.resize(block * static_cast<std::size_t>(recv_displs.back() + recv_counts.back()));
   // Pack: blocks for each destination in canonical (transfer, J, I) order.
   std::vector<int> cursor = send_displs;
   for (const auto &t : transfers) {
-    const int lld = t.from->lld;
     for_my_blocks(*t.from, [&](int I, int J, std::size_t offset) {
-      double *out = &send[block * static_cast<std::size_t>(cursor[owner(*t.to, I, J)]++)];
-      for (int jj = 0; jj < nb; ++jj)
-        std::memcpy(out + static_cast<std::size_t>(jj) * nb,
-                    t.source + offset + static_cast<std::size_t>(jj) * lld, nb * sizeof(double));
+      const int to = owner(*t.to, I, J);
+      if (to == me) {
+        const BlockCyclic &d = *t.to;
+        const std::size_t target = static_cast<std::size_t>((I / d.grid->rows) * nb) +
+                                   static_cast<std::size_t>((J / d.grid->cols) * nb) * d.lld;
+        copy_block(t.source + offset, t.from->lld, t.target + target, d.lld);
+      } else {
+        copy_block(t.source + offset, t.from->lld,
+                   &send[block * static_cast<std::size_t>(cursor[to]++)], nb);
+      }
     });
   }
   MPI_Datatype block_type;
@@ -68,19 +84,17 @@ RemapCounts remap_blocks(const std::vector<Transfer> &transfers, MPI_Comm world)
   // Unpack in the same canonical order, per source.
   cursor = recv_displs;
   for (const auto &t : transfers) {
-    const int lld = t.to->lld;
     for_my_blocks(*t.to, [&](int I, int J, std::size_t offset) {
-      const double *in = &recv[block * static_cast<std::size_t>(cursor[owner(*t.from, I, J)]++)];
-      for (int jj = 0; jj < nb; ++jj)
-        std::memcpy(t.target + offset + static_cast<std::size_t>(jj) * lld,
-                    in + static_cast<std::size_t>(jj) * nb, nb * sizeof(double));
+      const int from = owner(*t.from, I, J);
+      if (from != me)
+        copy_block(&recv[block * static_cast<std::size_t>(cursor[from]++)], nb, t.target + offset,
+                   t.to->lld);
     });
   }
   RemapCounts counts;
-  for (int r = 0; r < p; ++r) {
-    counts.blocks_sent += send_counts[r];
-    counts.partners += (r != me && send_counts[r] > 0);
-  }
+  for (const auto &t : transfers)
+    for_my_blocks(*t.from, [&](int, int, std::size_t) { ++counts.blocks_sent; });
+  for (int r = 0; r < p; ++r) counts.partners += send_counts[r] > 0;
   return counts;
 }
 
