@@ -352,8 +352,11 @@ class MadBench {
       pdpotrf_("L", &o_.npix, d.data(), &one, &one, l.desc, &info);
       if (info == 0) pdpotri_("L", &o_.npix, d.data(), &one, &one, l.desc, &info);
     });
-    if (info != 0)
-      throw Error(PETACOMM_ERR_INTERNAL, concat("pdpotrf/pdpotri failed: info ", info));
+    if (info != 0)  // S is positive semi-definite: only a wrong dS/dC can get here
+      throw Error(PETACOMM_ERR_INTERNAL,
+                  concat("invD: D = sum_b C_b dS/dC_b + noise is not positive definite "
+                         "(pdpotrf/pdpotri info ",
+                         info, ")"));
     r.flops[1] = 2 * n2 * o_.nbin + n * n2;
     // The inverse is in the lower triangle: its transpose fills the upper one.
     const double alpha = 1.0, beta = 0.0;

@@ -330,8 +330,8 @@ Verification verify(const Options &o, const Sky &sky, const TimeDomain &td, cons
                   dof > 0 ? sums[0] / dof : 0.0);
     v.detail = text;
   } else {
-    v.check = o.solver.tol > 0 ? "PCG converged: final ||r|| / ||b|| <= --tol"
-                               : "fixed iteration count (--tol 0): final ||r|| / ||b||";
+    v.check = o.solver.tol > 0 ? "PCG converged: final ||r|| / ||b||"
+                               : "fixed iterations (--tol 0): final ||r|| / ||b||";
     v.value = s.residuals.empty() ? 0 : s.residuals.back();
     v.tolerance = o.solver.tol;
     v.pass = converged;
@@ -373,11 +373,11 @@ void print_report(const Options &o, int ranks, const std::vector<std::string> &r
       "petacomm-mapmaker: nside %lld (%lld pixels), %lld samples x %d detectors on %d ranks\n",
       static_cast<long long>(o.scan.nside), static_cast<long long>(healpix::npix(o.scan.nside)),
       static_cast<long long>(o.scan.samples), o.scan.detectors, ranks);
-  std::printf("  noise %s (sigma %g", noise_label(o), o.noise.sigma);
+  std::printf("  noise %s, sigma %g", noise_label(o), o.noise.sigma);
   if (o.noise.kind == NoiseKind::kOneOverF || o.noise.filter_one_over_f)
-    std::printf(", fknee %g Hz, alpha %g, %lld-sample intervals", o.noise.fknee, o.noise.alpha,
+    std::printf(", fknee %g Hz, alpha %g, intervals of %lld samples", o.noise.fknee, o.noise.alpha,
                 static_cast<long long>(o.noise.interval));
-  std::printf("), weighting %s; samples per rank %lld..%lld\n",
+  std::printf("; weighting %s\n  samples per rank %lld..%lld\n",
               o.noise.filter_one_over_f ? "1/f" : "white", static_cast<long long>(min_samples),
               static_cast<long long>(max_samples));
   std::printf(
@@ -407,9 +407,9 @@ void print_report(const Options &o, int ranks, const std::vector<std::string> &r
       " execute\n");
   if (runs.size() > 1)
     std::printf("strategies agree to %.2e (max relative difference of the maps)\n", agreement);
-  std::printf("verification: %s = %.3g (tolerance %g)%s%s: %s\n", v.check.c_str(), v.value,
-              v.tolerance, v.detail.empty() ? "" : "; ", v.detail.c_str(),
+  std::printf("verification: %s = %.3g (tolerance %g): %s\n", v.check.c_str(), v.value, v.tolerance,
               v.pass ? "pass" : "FAIL");
+  if (!v.detail.empty()) std::printf("  %s\n", v.detail.c_str());
 }
 
 void write_json(const Options &o, int ranks, const std::vector<std::string> &requested,
