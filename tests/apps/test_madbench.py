@@ -234,3 +234,12 @@ def test_help():
     assert done.returncode == 0
     for option in ("--npix", "--nbin", "--ngang", "--bsize", "--rmod", "--wmod", "--iodir"):
         assert option in done.stdout
+
+
+def test_an_io_failure_on_one_rank_stops_every_rank_with_its_reason(tmp_path):
+    # Rank 1's first matrix file cannot be created (a directory has its name): the write
+    # fails on that rank only; all ranks stop together at the end of the phase.
+    (tmp_path / "madbench.dSdC.b0.r1.dat").mkdir()
+    done = run_madbench(2, "--npix=64", "--nbin=2", f"--iodir={tmp_path}", check=False, timeout=60)
+    expect_app_error(done, "petacomm-madbench", "--iodir", "madbench.dSdC.b0.r1.dat", "directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["madbench.dSdC.b0.r1.dat"]

@@ -326,6 +326,7 @@ class MadBench {
       timed(c.io, [&] { store_.write(bin_name("dSdC", b), ds); });
     }
     phase.close();
+    store_.agree();  // after the phase: agreeing inside it would absorb its LBST
   }
 
   // invD: D = sum_b C_b dS/dC_b + sigma^2 I, inverted in place; z = D^-1 d.
@@ -352,7 +353,8 @@ class MadBench {
       pdpotrf_("L", &o_.npix, d.data(), &one, &one, l.desc, &info);
       if (info == 0) pdpotri_("L", &o_.npix, d.data(), &one, &one, l.desc, &info);
     });
-    if (info != 0)  // S is positive semi-definite: only a wrong dS/dC can get here
+    if (info != 0) store_.agree();  // a failed read makes D garbage: name that first
+    if (info != 0)                  // S is positive semi-definite: only a wrong dS/dC can get here
       throw Error(PETACOMM_ERR_INTERNAL,
                   concat("invD: D = sum_b C_b dS/dC_b + noise is not positive definite "
                          "(pdpotrf/pdpotri info ",
@@ -378,6 +380,7 @@ class MadBench {
     });
     r.flops[1] += 2 * n2;
     phase.close();
+    store_.agree();  // after the phase: agreeing inside it would absorb its LBST
   }
 
   // Moves matrices between layouts with the chosen method(s); the time goes to MPI.
@@ -493,6 +496,7 @@ class MadBench {
           MPI_Allreduce(MPI_IN_PLACE, s_z_.data(), o_.npix, MPI_DOUBLE, MPI_SUM, comm_));
     });
     phase.close();
+    store_.agree();  // after the phase: agreeing inside it would absorb its LBST
   }
 
   // Local parts of dL/dC_b, S z and row b of the Fisher matrix, given W_b in world layout.

@@ -72,8 +72,10 @@ void MatrixStore::throttled(int mod, Io &&io) {
   const std::string error = io();
   if (position + 1 < mod && rank_ + 1 < size_)
     PETACOMM_APP_MPI(MPI_Send(nullptr, 0, MPI_BYTE, rank_ + 1, kTokenTag, comm_));
-  agree_on_error(error.empty() ? "" : "--iodir: " + error, comm_);
+  if (error_.empty() && !error.empty()) error_ = "--iodir: " + error;
 }
+
+void MatrixStore::agree() { agree_on_error(error_, comm_); }
 
 void MatrixStore::write(const std::string &name, const std::vector<double> &local) {
   const std::string file = path(name);

@@ -18,10 +18,14 @@ class MatrixStore {
   // Collective: checks that every process can create files in the directory (creating it
   // when missing); throws on every rank, naming --iodir and the first failing rank's reason.
   void check_writable();
-  // Collective (token passing): write or read this process's local array of matrix `name`.
-  // Throws on every rank when any process's I/O failed.
+  // Write or read this process's local array of matrix `name` (collective only through
+  // the token passing when RMOD/WMOD > 1). A failure is remembered, not thrown: the ranks
+  // would otherwise have to agree after every file, which synchronises them.
   void write(const std::string &name, const std::vector<double> &local);
   void read(const std::string &name, std::vector<double> &local);
+  // Collective: throws on every rank, naming --iodir and the first failing rank's reason,
+  // when any process's I/O has failed so far.
+  void agree();
   void remove_all();  // deletes the files this process wrote
   double bytes_written() const { return bytes_written_; }
   double bytes_read() const { return bytes_read_; }
@@ -35,6 +39,7 @@ class MatrixStore {
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   std::vector<std::string> written_;
+  std::string error_;  // this process's first I/O failure
   double bytes_written_ = 0, bytes_read_ = 0;
 };
 
