@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from apps_harness import UNSEEN, expect_app_error, mapmaker, run_mapmaker
 
+from cli_harness import expect_clean_error
 from mpi_harness import RANK_COUNTS, mpi_test_env, mpiexec_argv
 
 pytestmark = pytest.mark.mpi
@@ -237,6 +238,8 @@ def test_bench_mapmaker_prints_strategies_side_by_side(tmp_path):
     ]
     data = json.loads(out.read_text())
     assert data["schema"] == "petacomm-bench-mapmaker"
+    run_json = data["runs"][0]
+    assert run_json["ranks"] == 2
     for run in data["runs"]:
         dense, directory = run["strategies"]
         assert dense["iterations"] == directory["iterations"] == 3
@@ -257,6 +260,19 @@ def test_bench_mapmaker_prints_strategies_side_by_side(tmp_path):
 def test_bad_parameters_are_named(args, names):
     done = run_mapmaker(1, *args, check=False)
     expect_app_error(done, "petacomm-mapmaker", *names)
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--strategies=dense-allreduce,nope"], ("--strategies", "nope")),
+        (["--ranks=0"], ("--ranks", "0")),
+        (["--iterations=0"], ("--iterations", "0")),
+        (["--noise=pink"], ("--noise", "pink")),
+    ],
+)
+def test_bench_refuses_bad_parameters(args, names):
+    expect_clean_error("bench", "mapmaker", *args, names=names)
 
 
 def test_bad_sky_file_stops_every_rank_together(tmp_path):

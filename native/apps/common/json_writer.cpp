@@ -99,6 +99,12 @@ JsonWriter &JsonWriter::field(const char *key, const std::string &v) {
   return *this;
 }
 
+JsonWriter &JsonWriter::raw(const char *key, const std::string &json) {
+  separate(key);
+  out_ += json.empty() ? "null" : json;
+  return *this;
+}
+
 JsonWriter &JsonWriter::field(const char *key, const std::vector<double> &values) {
   begin_array(key);
   for (const double v : values) value(v);

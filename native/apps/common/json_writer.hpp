@@ -20,6 +20,8 @@ class JsonWriter {
   JsonWriter &field(const char *key, const std::string &value);
   JsonWriter &field(const char *key, const char *value) { return field(key, std::string(value)); }
   JsonWriter &field(const char *key, const std::vector<double> &values);
+  // A value that already is JSON text (e.g. a plan's describe()), inserted as it is.
+  JsonWriter &raw(const char *key, const std::string &json);
   JsonWriter &value(double value);  // array elements
   JsonWriter &value(const std::string &value);
   const std::string &text() const { return out_; }

@@ -485,7 +485,7 @@ void write_json(const Options &o, int ranks, const std::vector<std::string> &req
         .field("max", r.stats.messages.max)
         .end_object();
     j.field("plan_memory_bytes_max", r.stats.memory_bytes.max);
-    j.field("plan_describe", r.plan_description);
+    j.raw("plan_describe", r.plan_description);
     j.end_object();
   }
   j.end_array();
@@ -536,7 +536,14 @@ int run(int argc, char **argv) {
     options.strategy = strategy;
     check_solver_options(options, comm);
   }
-  if (!o.save_pointing.empty() && rank == 0) save_pointing(o);
+  if (!o.save_pointing.empty() && rank == 0) {
+    try {
+      save_pointing(o);
+    } catch (const Error &e) {
+      error = e.what();
+    }
+  }
+  agree_on_error(error, comm);
 
   petacomm_prof_begin("scan");
   NoiseModel noise(o.noise);
