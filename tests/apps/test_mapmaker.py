@@ -279,6 +279,9 @@ def test_bad_sky_file_stops_every_rank_together(tmp_path):
     np.save(tmp_path / "sky.npy", np.zeros((3, 100)))
     done = run_mapmaker(3, f"--sky={tmp_path / 'sky.npy'}", check=False, timeout=60)
     expect_app_error(done, "petacomm-mapmaker", "--sky", "12 nside^2")
+    np.save(tmp_path / "sky32.npy", np.zeros((3, 12 * 4**2), dtype=np.float32))
+    done = run_mapmaker(1, f"--sky={tmp_path / 'sky32.npy'}", check=False, timeout=60)
+    expect_app_error(done, "petacomm-mapmaker", "--sky", "<f4", "float64")
 
 
 def test_help_lists_every_option():

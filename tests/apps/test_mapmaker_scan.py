@@ -91,6 +91,9 @@ def test_pixels_match_healpy_and_psi_matches_the_documented_geometry(app_run):
     # last 2 nside (nside - 1) pixels).
     cap = 2 * NSIDE * (NSIDE - 1)
     assert (native_pixels < cap).any() and (native_pixels >= 12 * NSIDE**2 - cap).any()
+    # ... and the pixels within 8 degrees of a pole, where HEALPix computes from sin(theta).
+    z = healpy.pix2vec(NSIDE, native_pixels.ravel())[2]
+    assert (np.abs(z) > 0.99).any()
     dpsi = np.angle(np.exp(1j * (pointing[:, :, 1] - psi)))
     assert np.abs(dpsi).max() < 1e-9
     # Detectors at pi d / D: at one sample, detector d is turned by pi d / D from detector 0.
