@@ -59,6 +59,16 @@ std::vector<std::int64_t> parse_shape(const std::string &text, const std::string
 
 }  // namespace
 
+void check_parent_writable(const std::string &path, const std::string &option) {
+  if (path.empty()) return;
+  const auto slash = path.find_last_of('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  if (::access(dir.c_str(), W_OK) != 0)
+    fail_arg(option, ": cannot write '", path, "': directory '", dir, "' ",
+             ::access(dir.c_str(), F_OK) == 0 ? "is not writable" : "does not exist");
+}
+
 void write_file_atomic(const std::string &path, const std::string &bytes,
                        const std::string &option) {
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());

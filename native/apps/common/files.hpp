@@ -9,6 +9,10 @@
 
 namespace petacomm::apps {
 
+// Throws (naming the option) unless a file can be created where `path` points: run before
+// the work whose result goes there. Empty paths pass.
+void check_parent_writable(const std::string &path, const std::string &option);
+
 // Writes bytes to path atomically. option names the command-line option in errors
 // (e.g. "--json: cannot write 'x': No such file or directory").
 void write_file_atomic(const std::string &path, const std::string &bytes,

@@ -626,13 +626,7 @@ int run(int argc, char **argv) {
       if (size % o.ngang != 0)
         fail_arg("--ngang: must divide the number of ranks (", size, "), got ", o.ngang);
       make_spectrum(o.npix, o.nbin);  // checks --nbin
-      if (rank == 0 && !o.json.empty()) {
-        const auto slash = o.json.find_last_of('/');
-        const std::string dir =
-            slash == std::string::npos ? "." : o.json.substr(0, std::max<std::size_t>(slash, 1));
-        if (::access(dir.c_str(), W_OK) != 0)
-          fail_arg("--json: cannot write '", o.json, "': directory '", dir, "' is not writable");
-      }
+      if (rank == 0) check_parent_writable(o.json, "--json");
     }
   } catch (const Error &e) {
     error = e.what();

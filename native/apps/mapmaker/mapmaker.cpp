@@ -4,7 +4,6 @@
 #include <mpi.h>
 #include <petacomm/prof.h>
 #include <petacomm/xchg.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -163,17 +162,6 @@ ArgParser make_parser(Options &o) {
                 [&](const std::string &v) { o.save_pointing = v; });
   parser.flag("--quiet", "print nothing but errors", &o.quiet);
   return parser;
-}
-
-// Checks that rank 0 can create files next to `path` before any work is done.
-void check_writable(const std::string &path, const char *option) {
-  if (path.empty()) return;
-  const auto slash = path.find_last_of('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  if (::access(dir.c_str(), W_OK) != 0)
-    fail_arg(option, ": cannot write '", path, "': directory '", dir, "' ",
-             ::access(dir.c_str(), F_OK) == 0 ? "is not writable" : "does not exist");
 }
 
 void finish_options(Options &o) {
@@ -363,8 +351,6 @@ double map_difference(const SolveResult &a, const SolveResult &b, MPI_Comm comm)
   return worst;
 }
 
-const char *noise_label(const Options &o) { return o.noise_name.c_str(); }
-
 void print_report(const Options &o, int ranks, const std::vector<std::string> &requested,
                   const std::vector<SolveResult> &runs, const Verification &v, double agreement,
                   std::int64_t min_samples, std::int64_t max_samples) {
@@ -373,7 +359,7 @@ void print_report(const Options &o, int ranks, const std::vector<std::string> &r
       "petacomm-mapmaker: nside %lld (%lld pixels), %lld samples x %d detectors on %d ranks\n",
       static_cast<long long>(o.scan.nside), static_cast<long long>(healpix::npix(o.scan.nside)),
       static_cast<long long>(o.scan.samples), o.scan.detectors, ranks);
-  std::printf("  noise %s, sigma %g", noise_label(o), o.noise.sigma);
+  std::printf("  noise %s, sigma %g", o.noise_name.c_str(), o.noise.sigma);
   if (o.noise.kind == NoiseKind::kOneOverF || o.noise.filter_one_over_f)
     std::printf(", fknee %g Hz, alpha %g, intervals of %lld samples", o.noise.fknee, o.noise.alpha,
                 static_cast<long long>(o.noise.interval));
@@ -518,9 +504,9 @@ int run(int argc, char **argv) {
         o.scan.nside = nside_of_sky(o.sky, o.scan.nside, parser.given("--nside"));
       finish_options(o);
       if (rank == 0) {
-        check_writable(o.output, "--output");
-        check_writable(o.json, "--json");
-        check_writable(o.save_pointing, "--save-pointing");
+        check_parent_writable(o.output, "--output");
+        check_parent_writable(o.json, "--json");
+        check_parent_writable(o.save_pointing, "--save-pointing");
       }
     }
   } catch (const Error &e) {
