@@ -18,6 +18,10 @@ fi
 #    PCG; every iteration reduces its pixels over the ranks with a SparseReducePlan whose
 #    strategy the planner chose ("auto"). Its own table: iterations, time per iteration
 #    split into computation and communication, bytes per reduction.
+if [ ! -x .venv/bin/petacomm-mapmaker ]; then
+  echo "tour skipped: petacomm-mapmaker is not built (it needs FFTW3: apt-get install libfftw3-dev)"
+  exit 0
+fi
 tour=$(mktemp -d "${TMPDIR:-/tmp}/petacomm-tour.XXXXXX")
 read -r -a launch <<<"$(.venv/bin/python -c \
   'from petacomm.launch import find_mpiexec; print(" ".join(find_mpiexec().command(8, [])))')"

