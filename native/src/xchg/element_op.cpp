@@ -296,7 +296,7 @@ void ElementOp::fill_identity(void *dst, std::size_t nelem) const {
       PETACOMM_FILL(std::complex<double>)
   }
 #undef PETACOMM_FILL
-  fail_state("internal: no identity for ", dtype_name(dtype_), " ", op_name(op_));
+  fail_internal("no identity for ", dtype_name(dtype_), " ", op_name(op_));
 }
 
 void ElementOp::fold(void *acc, const void *src, std::size_t nelem) const {

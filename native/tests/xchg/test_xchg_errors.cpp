@@ -143,9 +143,11 @@ int main(int argc, char **argv) {
   CHECK(says("plan"));
 
   // Offline model.
-  petacomm_xchg_prediction out[PETACOMM_XCHG_NSTRATEGIES];
+  int count = 0;
+  CHECK(petacomm_xchg_strategy_count(&count) == PETACOMM_SUCCESS && count >= 5);
+  std::vector<petacomm_xchg_prediction> out(static_cast<std::size_t>(count));
   petacomm_xchg_global_stats global{};
-  CHECK(petacomm_xchg_model_predict(nullptr, 0, &global, nullptr, 8, nullptr, out) ==
+  CHECK(petacomm_xchg_model_predict(nullptr, 0, &global, nullptr, 8, nullptr, out.data()) ==
         PETACOMM_ERR_ARG);
   CHECK(says("nranks"));
 
