@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -118,9 +119,7 @@ def run(args) -> int:
     from petacomm.datasets import GENERATORS
 
     generators = _names(args.generator, GENERATORS, "--generator")
-    from petacomm.xchg import strategy_names
-
-    registered = strategy_names()[1:]  # without "auto"
+    registered = registered_strategies()
     strategies = (
         _names(args.strategies, registered, "--strategies") if args.strategies else list(registered)
     )
@@ -302,42 +301,50 @@ def _worker(config: dict) -> int:
                     name: entry.get("predicted_execute_seconds")
                     for name, entry in described["strategies"].items()
                 },
+                "candidates": [
+                    name for name, entry in described["strategies"].items() if entry["candidate"]
+                ],
             },
         }
         print(MARK + json.dumps(run), flush=True)
     return 0
 
 
+RUN_HEADER = (
+    f"{'strategy':<15} {'setup ms':>8} {'cpu ms':>7} {'exec us':>9} {'msgs':>5} {'bytes':>10} "
+    f"{'mem KiB':>8} {'speedup':>7} {'pred us':>8}"
+)
+
+
 def _print_run(run: dict) -> None:
     per_rank = run["distinct_keys_per_rank"]
-    print(
-        f"\n{run['generator']} on {run['ranks']} ranks: key range {run['key_range']} keys, "
+    title = (
+        f"{run['generator']} on {run['ranks']} ranks: key range {run['key_range']} keys, "
         f"{per_rank['avg']:.0f} distinct keys per rank (max {per_rank['max']:.0f}), "
         f"partners per rank {run['partners_per_rank']['avg']:.1f}, "
         f"values {run['k']} x {run['dtype']}"
     )
+    print("\n" + textwrap.fill(title, 100, subsequent_indent="  "))
     dense = next((r for r in run["strategies"] if r["strategy"] == "dense-allreduce"), None)
     predicted = run["planner"]["predicted"]
-    header = (
-        f"{'strategy':<16} {'setup ms':>9} {'cpu ms':>7} {'execute us':>11} {'msgs/rank':>10} "
-        f"{'bytes/rank':>12} {'memory KiB':>11} {'speedup':>8} {'predicted us':>13}"
-    )
-    print(header)
+    print(RUN_HEADER)
     for row in run["strategies"]:
         speedup = dense["execute_seconds"] / row["execute_seconds"] if dense else float("nan")
         pred = predicted.get(row["strategy"])
         flag = "" if row["agrees_with_first"] else "  (results differ!)"
         print(
-            f"{row['strategy']:<16} {row['setup_seconds'] * 1e3:9.2f} "
+            f"{row['strategy']:<15} {row['setup_seconds'] * 1e3:8.2f} "
             f"{row['setup_cpu_seconds'] * 1e3:7.2f} "
-            f"{row['execute_seconds'] * 1e6:11.1f} {row['messages_per_rank']['max']:10.0f} "
-            f"{row['bytes_per_rank']['max']:12.0f} {row['memory_bytes']['max'] / 1024:11.1f} "
-            f"{speedup:7.1f}x {pred * 1e6 if pred is not None else float('nan'):13.1f}{flag}"
+            f"{row['execute_seconds'] * 1e6:9.1f} {row['messages_per_rank']['max']:5.0f} "
+            f"{row['bytes_per_rank']['max']:10.0f} {row['memory_bytes']['max'] / 1024:8.1f} "
+            f"{speedup:6.1f}x {pred * 1e6 if pred is not None else float('nan'):8.1f}{flag}"
         )
-    print(f"planner (auto) chose {run['planner']['choice']}: {run['planner']['reason']}")
-    print("(setup: wall and CPU time of plan creation, max over ranks; execute: median over")
-    print(" repetitions of the max over ranks; msgs/bytes: max over ranks per execution,")
-    print(" allreduce figures are Rabenseifner's; speedup: execute time vs dense-allreduce)")
+    reason = f"planner (auto) chose {run['planner']['choice']}: {run['planner']['reason']}"
+    print(textwrap.fill(reason, 100, subsequent_indent="  "))
+    print("(setup: wall and CPU time of plan creation, max over ranks; exec: median over")
+    print(" repetitions of the max over ranks; msgs/bytes: sent per rank per execution, max over")
+    print(" ranks, allreduce figures are Rabenseifner's; mem: plan memory per rank, max;")
+    print(" speedup: exec time vs dense-allreduce; pred: the planner's predicted exec time)")
 
 
 # ---- setup scaling -----------------------------------------------------------------------
@@ -386,6 +393,7 @@ _SMPI_PLATFORM = """<?xml version='1.0'?>
 
 
 def registered_strategies() -> tuple[str, ...]:
+    """Every strategy of the native registry (strategy_names without "auto")."""
     from petacomm.xchg import strategy_names
 
     return strategy_names()[1:]
@@ -607,11 +615,12 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
 def _print_model(entry: dict, elem_bytes: int) -> None:
     predicted = entry["predicted"]
     dense = predicted["dense-allreduce"]["execute_seconds"]
-    print(
-        f"\n{entry['generator']} on {entry['ranks']} ranks (predicted, {elem_bytes} B per key, "
-        f"model: {entry['model']}): key range {entry['key_range']}, max distinct keys per rank "
-        f"{entry['distinct_keys_per_rank_max']}, max partners {entry['partners_per_rank_max']}"
+    title = (
+        f"{entry['generator']} on {entry['ranks']} ranks (predicted, {elem_bytes} B per key, "
+        f"model: {entry['model']}): key range {entry['key_range']} keys, max distinct keys per "
+        f"rank {entry['distinct_keys_per_rank_max']}, max partners {entry['partners_per_rank_max']}"
     )
+    print("\n" + textwrap.fill(title, 100, subsequent_indent="  "))
     print(
         f"{'strategy':<16} {'execute us':>11} {'setup ms':>9} {'msgs/rank':>10} "
         f"{'bytes/rank':>12} {'speedup':>8}"
@@ -625,8 +634,10 @@ def _print_model(entry: dict, elem_bytes: int) -> None:
             f"{p['messages']:10.0f} {p['bytes']:12.0f} {dense / p['execute_seconds']:7.1f}x{extra}"
         )
     planner = entry["planner"]
-    print(f"best predicted (auto's candidates {', '.join(entry['candidates'])}): ", end="")
-    print(f"{planner['choice']}: {planner['reason']}")
+    print(
+        f"best predicted: {planner['choice']} (auto's candidates: {', '.join(entry['candidates'])})"
+    )
+    print(textwrap.fill(planner["reason"], 100, initial_indent="  ", subsequent_indent="  "))
     print("(execute: predicted time of one execution, max over ranks; setup: plan creation;")
     print(" msgs/bytes: sent per rank per execution; speedup: execute time vs dense-allreduce)")
 

@@ -3,13 +3,12 @@
 The structures mirror the C header by hand; tests/xchg/test_binding_layout.py compiles a C
 program that prints every struct's sizeof and each field's offsetof and compares them with
 :data:`STRUCTS`, so a header change cannot silently corrupt memory. Strategy names and
-options are not copied here: :func:`strategies` reads them from the native registry.
+options are not copied here: petacomm.xchg.registry reads them from the native registry.
 """
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 from functools import cache
 
 from petacomm.errors import PetacommError
@@ -244,34 +243,3 @@ def default_options() -> Options:
     lib = library()
     check(lib, lib.petacomm_xchg_options_default(ctypes.byref(options)), "options_default")
     return options
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """A registered strategy as the native registry describes it."""
-
-    name: str
-    summary: str
-    options: tuple[str, ...]
-
-
-@cache
-def strategies() -> tuple[Strategy, ...]:
-    """The native registry's strategies, in registry order."""
-    lib = library()
-    count = ctypes.c_int()
-    check(lib, lib.petacomm_xchg_strategy_count(ctypes.byref(count)), "strategy_count")
-    out = []
-    for index in range(count.value):
-        info = StrategyInfo()
-        check(lib, lib.petacomm_xchg_strategy_info(index, ctypes.byref(info)), "strategy_info")
-        out.append(
-            Strategy(
-                info.name.decode(), info.summary.decode(), tuple(info.options.decode().split())
-            )
-        )
-    return tuple(out)
-
-
-def strategy_names() -> tuple[str, ...]:
-    return tuple(s.name for s in strategies())

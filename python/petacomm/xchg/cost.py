@@ -107,5 +107,8 @@ def load_model(path: str | os.PathLike | None = None):
 
 
 def resolve_model(model):
-    """The given model, else the measured one if present, else the defaults (cached)."""
-    return model if model is not None else load_model(None)
+    """A MachineModel as given; a path: that file (cached); None: the measured model if
+    netbench wrote one, else the defaults (cached)."""
+    if model is None or isinstance(model, str | os.PathLike):
+        return load_model(model)
+    return model

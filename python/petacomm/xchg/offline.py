@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from petacomm.xchg import _capi
+from petacomm.xchg.registry import strategies
 
 HUB_LEVELS = _capi.HUB_LEVELS
 _OWNER_SALT = np.uint64(0x5BD1E9955BD1E995)
@@ -197,7 +198,7 @@ def decide(
 
     lib = _capi.library()
     table = np.ascontiguousarray(stats.ranks)
-    count = len(_capi.strategies())
+    count = len(strategies())
     out = (_capi.Prediction * count)()
     needed = ctypes.c_size_t(4096)
     text = ctypes.create_string_buffer(0)

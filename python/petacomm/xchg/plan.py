@@ -19,19 +19,6 @@ from petacomm.xchg import _capi
 TRANSPORTS = ("p2p", "neighbor", "alltoallv")
 
 
-def strategy_names() -> tuple[str, ...]:
-    """The names ``strategy`` accepts: "auto" and the native registry's strategies."""
-    from petacomm.xchg._capi import strategy_names as registered
-
-    return ("auto", *registered())
-
-
-def __getattr__(name: str):
-    if name == "STRATEGIES":  # read from the native registry when first asked for
-        return strategy_names()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _dtype_code(dtype, what: str) -> int:
     name = np.dtype(dtype).name
     if name not in _capi.DTYPES:
@@ -88,11 +75,11 @@ class SparseReducePlan:
 
     ``keys``: this rank's keys (any order, repeats allowed, each in [0, 2**63)); repeated
     keys on one rank are combined once and every copy receives the result. ``strategy``:
-    "auto" or a registered strategy (:func:`strategy_names`); ``auto`` asks the planner,
+    "auto" or a registered strategy (petacomm.xchg.strategy_names()); ``auto`` asks the planner,
     ``autotune=N`` times the candidates. The planner's costs come from ``model`` (a
-    petacomm.model.MachineModel; default: the measured model if netbench wrote one, else the
-    built-in defaults). ``dtype`` and ``k`` describe the values the planner should assume;
-    any dtype and k may be executed.
+    petacomm.model.MachineModel or a model file; default: the measured model if netbench
+    wrote one, else the built-in defaults). ``dtype`` and ``k`` describe the values the
+    planner should assume; any dtype and k may be executed.
 
     Creation and execution are collective: a bad argument on one rank (keys that are not
     integers, another strategy, another model) fails on every rank together, naming the rank
