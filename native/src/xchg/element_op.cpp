@@ -228,7 +228,7 @@ ElementOp::ElementOp(petacomm_xchg_dtype dtype, petacomm_xchg_op op, int k,
                      const petacomm_xchg_user_op *user)
     : dtype_(dtype), op_(op), k_(k), user_(user) {
   comp_bytes_ = dtype_size(dtype, "dtype");
-  if (k < 1) fail_arg("k: must be at least 1 component per key, got ", k);
+  PETACOMM_CHECK_ARG(k >= 1, "k: must be at least 1 component per key, got ", k);
   elem_bytes_ = comp_bytes_ * static_cast<std::size_t>(k);
   void *fn = nullptr;
   switch (op) {

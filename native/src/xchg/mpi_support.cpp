@@ -42,7 +42,7 @@ void agree_or_fail(MPI_Comm comm, const std::string &problem,
     check_mpi(MPI_Allreduce(mine, low, 3, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
   }
   if (low[0] != static_cast<std::uint64_t>(size)) {
-    if (!problem.empty()) fail_arg(problem);
+    PETACOMM_CHECK_ARG(problem.empty(), problem);
     fail_arg("invalid arguments on rank ", low[0], " (see that rank's error); ", consequence);
   }
   if (low[1] == ~low[2]) return;

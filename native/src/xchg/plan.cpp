@@ -153,7 +153,13 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
   const petacomm_xchg_options o = options ? *options : default_options();
   std::string problem = caller_error != nullptr ? caller_error : "";
   if (problem.empty()) problem = validate_options(o, p2p);
-  if (problem.empty()) problem = validate_keys(keys, n);
+  if (problem.empty()) {
+    try {  // local work that may find a bad key: before the agreement, like every check
+      index_ = KeyIndex(keys, n);
+    } catch (const Error &e) {
+      problem = e.what();
+    }
+  }
   // One reduction checks every rank's arguments and that the options agree.
   agree_or_fail(comm, problem, option_values(o, p2p), "no plan was created");
   {
@@ -166,7 +172,6 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     deterministic_ = o.deterministic != 0;
     plan_dtype_ = o.plan_dtype;
     plan_k_ = o.plan_k;
-    index_ = KeyIndex(keys, n);
     build(o, CostModel(o.cost, p2p));
     clock.wall = now_seconds() - t0;
     clock.cpu = thread_cpu_seconds() - cpu0;
@@ -487,8 +492,8 @@ void Plan::begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xc
                    {"op", hash_number(std::int64_t{op}),
                     element ? std::string(op_name(op)) : concat(static_cast<int>(op))}},
                   "nothing was sent and the values are unchanged");
-  } else if (!problem.empty()) {
-    fail_arg(problem);
+  } else {
+    PETACOMM_CHECK_ARG(problem.empty(), problem);
   }
   const std::size_t eb = element->elem_bytes();
   const ElementType &type = element_type(eb);
