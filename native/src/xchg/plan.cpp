@@ -361,10 +361,57 @@ double Plan::measure(Strategy &strategy, int reps) {
   return worst;
 }
 
+namespace {
+
+// describe()'s "statistics": min/avg/max over ranks of the per-rank figures, the global ones.
+void describe_statistics(JsonWriter &j, const PlanStatistics &s, bool have_sharing,
+                         bool complete_lists) {
+  const petacomm_xchg_global_stats &g = s.global;
+  j.begin_object("statistics");
+  const char *names[] = {"n_local",       "n_unique",   "n_shared",           "partners",
+                         "shared_values", "owned_keys", "discovery_messages", "discovery_bytes"};
+  for (std::size_t i = 0; i < s.spread.size(); ++i) {
+    j.begin_object(names[i]);
+    j.value("min", s.spread[i].min).value("avg", s.spread[i].avg).value("max", s.spread[i].max);
+    j.end_object();
+  }
+  j.value("sharing_known", have_sharing);
+  j.value("holder_lists_complete", complete_lists);
+  j.value("distinct_keys", g.distinct_keys);
+  j.value("key_min", g.key_min).value("key_max", g.key_max);
+  j.value("dense_chunks", g.dense_chunks).value("chunk_keys", g.chunk_keys);
+  j.begin_array("multiplicity");
+  for (int b = 0; have_sharing && b <= PETACOMM_XCHG_HUB_LEVELS; ++b) {
+    if (g.multiplicity[b] == 0) continue;
+    j.begin_object();
+    j.value("d_min", b == 0 ? std::int64_t{1} : (std::int64_t{1} << (b - 1)) + 1);
+    j.value("d_max", std::int64_t{1} << b);
+    j.value("keys", g.multiplicity[b]);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+// describe()'s "cost": the machine parameters the planner used.
+void describe_cost(JsonWriter &j, const CostModel &cost) {
+  j.begin_object("cost");
+  for (int i = 0; i < kCostParams; ++i) j.value(cost_param_name(i), cost_param(cost.params(), i));
+  j.begin_array("p2p_curve");
+  for (int i = 0; i < cost.curve().pieces; ++i) {
+    j.begin_object();
+    j.value("from_bytes", cost.curve().from_bytes[i]);
+    j.value("alpha", cost.curve().alpha[i]).value("beta", cost.curve().beta[i]);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+}  // namespace
+
 void Plan::describe(const petacomm_xchg_options &o, const CostModel &cost, const Choice &c) {
   const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
-  const petacomm_xchg_global_stats &g = c.statistics.global;
-  const auto &spread = c.statistics.spread;
   JsonWriter j;
   j.begin_object();
   j.value("schema", 1);
@@ -381,44 +428,9 @@ void Plan::describe(const petacomm_xchg_options &o, const CostModel &cost, const
   j.begin_object("element");
   j.value("dtype", dtype_name(o.plan_dtype)).value("k", o.plan_k).value("bytes", eb);
   j.end_object();
-  j.begin_object("statistics");
-  const char *names[] = {"n_local",       "n_unique",   "n_shared",           "partners",
-                         "shared_values", "owned_keys", "discovery_messages", "discovery_bytes"};
-  for (std::size_t i = 0; i < spread.size(); ++i) {
-    j.begin_object(names[i]);
-    j.value("min", spread[i].min).value("avg", spread[i].avg).value("max", spread[i].max);
-    j.end_object();
-  }
-  j.value("sharing_known", c.have_sharing);
-  j.value("holder_lists_complete", c.complete_lists);
-  j.value("distinct_keys", g.distinct_keys);
-  j.value("key_min", g.key_min).value("key_max", g.key_max);
-  j.value("dense_chunks", g.dense_chunks).value("chunk_keys", g.chunk_keys);
-  j.begin_array("multiplicity");
-  if (c.have_sharing) {
-    for (int b = 0; b <= PETACOMM_XCHG_HUB_LEVELS; ++b) {
-      if (g.multiplicity[b] == 0) continue;
-      j.begin_object();
-      j.value("d_min", b == 0 ? std::int64_t{1} : (std::int64_t{1} << (b - 1)) + 1);
-      j.value("d_max", std::int64_t{1} << b);
-      j.value("keys", g.multiplicity[b]);
-      j.end_object();
-    }
-  }
-  j.end_array();
-  j.end_object();
-  j.begin_object("cost");  // the machine parameters the planner used
-  for (int i = 0; i < kCostParams; ++i) j.value(cost_param_name(i), cost_param(cost.params(), i));
-  j.begin_array("p2p_curve");
-  for (int i = 0; i < cost.curve().pieces; ++i) {
-    j.begin_object();
-    j.value("from_bytes", cost.curve().from_bytes[i]);
-    j.value("alpha", cost.curve().alpha[i]).value("beta", cost.curve().beta[i]);
-    j.end_object();
-  }
-  j.end_array();
-  j.end_object();
-  j.begin_object("strategies");
+  describe_statistics(j, c.statistics, c.have_sharing, c.complete_lists);
+  describe_cost(j, cost);
+  j.begin_object("strategies");  // predictions (when sharing is known) and autotuned times
   const auto &entries = registry().entries();
   for (std::size_t s = 0; s < entries.size(); ++s) {
     j.begin_object(entries[s]->about.name);
