@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,8 +38,13 @@ def _all_ranks_say(result, text: str, ranks: int) -> None:
 @needs_native
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_matrix_against_reference(ranks):
+    from petacomm.xchg import strategy_names
+
     result = mpirun_python(ranks, str(HERE / "matrix_worker.py"), timeout=240)
     _all_ranks_say(result, "matrix ok", ranks)
+    # Every registered strategy went through the matrix (it iterates the registry).
+    ran = re.findall(r"strategies=(\S+)", result.stdout)
+    assert len(ran) == ranks and all(set(r.split(",")) == set(strategy_names()) for r in ran)
 
 
 @needs_native
