@@ -1,8 +1,9 @@
 """The native part builds against any MPI with one setting, and refuses clearly without one.
 
 These configure the real CMake project into temporary build trees (core + netbench only,
-to keep them quick) and run the results: Debian's Open MPI through PETACOMM_MPICC, and
-SimGrid SMPI (smpicxx/smpirun) on a simulated 2x2x2 torus.
+to keep them quick) and run the results: SimGrid SMPI (smpicxx/smpirun) on a simulated
+2x2x2 torus. (The build against Debian's Open MPI through PETACOMM_MPICC, with the Fortran
+module, is installed and used by test_packaging.py.)
 """
 
 import json
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mpi_harness import mpi_test_env
+from prerequisites import require_program
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,20 +85,6 @@ def test_refuses_missing_wrapper(tmp_path):
     assert done.returncode != 0 and "does not exist" in done.stderr
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/usr/bin/mpicc").exists(), reason="Debian libopenmpi-dev absent")
-def test_debian_open_mpi(tmp_path):
-    out = tmp_path / "b"
-    done = configure(out, "-DPETACOMM_MPICC=/usr/bin/mpicc")
-    assert done.returncode == 0, done.stderr
-    build(out)
-    info = json.loads((out / "share" / "build-info.json").read_text())
-    assert info["mpicc"] == "/usr/bin/mpicc"
-    launch = [info["mpiexec"], "-n", "3", "--oversubscribe"]
-    data = run_netbench(launch, out, "8:1K", tmp_path, mpi_test_env())
-    assert data["ranks"] == 3 and "Open MPI v4" in data["mpi_library"]
-
-
 PLATFORM = """<?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
 <platform version="4.1">
@@ -107,9 +94,10 @@ PLATFORM = """<?xml version='1.0'?>
 """
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
-@pytest.mark.skipif(not shutil.which("smpicxx"), reason="SimGrid SMPI absent (libsimgrid-dev)")
 def test_simgrid_smpi(tmp_path):
+    require_program("smpicxx", "SimGrid SMPI: apt-get install libsimgrid-dev")
     out = tmp_path / "b"
     env = dict(os.environ, CC="smpicc", CXX="smpicxx")
     done = configure(out, "-DPETACOMM_SMPI=ON", env=env)
