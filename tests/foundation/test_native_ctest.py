@@ -6,13 +6,13 @@ and the core, contributes tests labelled with its name, each at rank 1 and at an
 above 1 of PETACOMM_TEST_RANKS); and the run must report every listed test passed.
 
 The build tree: PETACOMM_NATIVE_DIR (a development build, as for the Python tests), else
-PETACOMM_BUILD_DIR, else the tree under build/ that the installed petacomm was built in.
+PETACOMM_BUILD_DIR, else the tree under build/ that the installed petacomm was built in
+(tests/native_build.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,35 +22,7 @@ from pathlib import Path
 import pytest
 
 from mpi_harness import mpi_test_env
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def build_tree() -> Path:
-    for variable in ("PETACOMM_NATIVE_DIR", "PETACOMM_BUILD_DIR"):
-        value = os.environ.get(variable)
-        if value:
-            if not (Path(value) / "CTestTestfile.cmake").exists():
-                pytest.fail(f"{variable}={value} is not a CMake build tree with native tests")
-            return Path(value)
-    from petacomm.native import build_info
-
-    installed = build_info()["mpicc"]
-    trees = [
-        testfile.parent
-        for testfile in ROOT.glob("build/*/CTestTestfile.cmake")
-        if tree_info(testfile.parent).get("mpicc") == installed
-    ]
-    if not trees:
-        pytest.fail(f"no native build tree under {ROOT / 'build'} for {installed}: run setup.sh")
-    return max(trees, key=lambda tree: (tree / "CTestTestfile.cmake").stat().st_mtime)
-
-
-def tree_info(tree: Path) -> dict:
-    try:
-        return json.loads((tree / "share" / "build-info.json").read_text())
-    except (OSError, ValueError):
-        return {}
+from native_build import build_tree, tree_info
 
 
 def cache_value(tree: Path, name: str) -> str:

@@ -11,6 +11,7 @@ from expected import pattern
 from conftest import profile_run
 from mpi_harness import RANK_COUNTS
 from petacomm.profile import analysis, load
+from prerequisites import require
 
 pytestmark = pytest.mark.mpi
 
@@ -84,8 +85,7 @@ def test_table_overflow_coarsens_but_keeps_every_call(programs, tmp_path):
 def test_thread_multiple(ranks, programs, tmp_path):
     log = tmp_path / "threads.json"
     done = profile_run(log, ranks, [str(programs / "prof_threads")])
-    if "not provided" in done.stdout:
-        pytest.skip("this MPI library does not provide MPI_THREAD_MULTIPLE")
+    require("not provided" not in done.stdout, "this MPI does not provide MPI_THREAD_MULTIPLE")
     profile = load(log)
     assert profile.thread_level == "multiple"
     peers = analysis.peer_totals(profile)

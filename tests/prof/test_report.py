@@ -15,6 +15,7 @@ import pytest
 from conftest import petacomm, profile_run
 from petacomm.errors import PetacommError
 from petacomm.profile import load
+from prerequisites import require
 
 pytestmark = pytest.mark.mpi
 
@@ -59,8 +60,7 @@ def test_html_report_is_self_contained_and_renders(logs, tmp_path):
         assert title in text
     assert "machine model alpha + n*beta" in text  # the model overlay was drawn
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        pytest.skip("headless Chromium not installed (apt-get install chromium)")
+    require(chromium, "headless Chromium not installed (apt-get install chromium)")
     profile_dir = tempfile.mkdtemp()
     shot = tmp_path / "report.png"
     base = [

@@ -29,7 +29,6 @@ PROGRAM = textwrap.dedent(
 
 @pytest.mark.mpi
 def test_profiled_program_maps(tmp_path):
-    pytest.importorskip("mpi4py")
     ranks = 4
     script = tmp_path / "pattern.py"
     script.write_text(PROGRAM)

@@ -16,6 +16,7 @@ import pytest
 from test_sparse_reduce import needs_native
 
 from mpi_harness import mpi_test_env, mpirun_python
+from prerequisites import require_program
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -61,12 +62,12 @@ def test_c_example_in_docs_is_the_tested_file():
     assert shown == (ROOT / "native/tests/xchg/example_xchg.c").read_text()
 
 
+@pytest.mark.mpi
 @needs_native
 def test_c_example_runs_when_built():
-    native = os.environ.get("PETACOMM_NATIVE_DIR")
-    program = Path(native or "") / "bin" / "example_xchg"
-    if not native or not program.exists():
-        pytest.skip("example_xchg not built in PETACOMM_NATIVE_DIR (ctest runs it)")
+    from native_build import build_tree
+
+    program = build_tree() / "bin" / "example_xchg"
     from mpi_harness import mpirun
 
     result = mpirun(3, [str(program)], timeout=60)
@@ -220,8 +221,7 @@ def smpi_build(tmp_path_factory) -> str:
     build = os.environ.get("PETACOMM_SMPI_BUILD")
     if build and (Path(build) / "lib" / "libpetacomm.so").exists():
         return build
-    if not shutil.which("smpicxx"):
-        pytest.skip("SimGrid SMPI is not installed (libsimgrid-dev)")
+    require_program("smpicxx", "SimGrid SMPI: apt-get install libsimgrid-dev")
     tree = tmp_path_factory.mktemp("smpi-xchg")
     cmake = shutil.which("cmake") or str(Path(sys.executable).parent / "cmake")
     env = dict(os.environ, CC="smpicc", CXX="smpicxx")
