@@ -9,7 +9,9 @@
 
 namespace {
 
-std::vector<int64_t> keys_of(int r, int p) { return {7, 1000 + r, 1000 + (r + 1) % p, 7, 20 + 3 * r}; }
+std::vector<int64_t> keys_of(int r, int p) {
+  return {7, 1000 + r, 1000 + (r + 1) % p, 7, 20 + 3 * r};
+}
 int64_t value_of(int r, int i) { return (r + 1) * 10 + i; }
 
 void check(petacomm_status status, const char *what) {
@@ -55,8 +57,8 @@ int main(int argc, char **argv) {
     checksum += values[i];
   }
   std::printf("reduce_cxx rank %d of %d: strategy %s key7 %lld checksum %lld errors %d\n", rank,
-              size, strategy, static_cast<long long>(values[0]),
-              static_cast<long long>(checksum), errors);
+              size, strategy, static_cast<long long>(values[0]), static_cast<long long>(checksum),
+              errors);
   check(petacomm_xchg_plan_free(&plan), "free");
   MPI_Finalize();
   return errors != 0;
