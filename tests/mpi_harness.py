@@ -32,8 +32,6 @@ def mpi_test_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # Oversubscription through the environment also covers programs started by our CLI.
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
-    # Python ranks write their lines as they go, so a hung run still shows how far each got.
-    env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra or {})
     return env
 
@@ -134,7 +132,21 @@ def output_by_rank(stdout: str, stderr: str, tagged: bool) -> str:
     return "\n".join(sections)
 
 
+# The script as __main__ (its directory first on sys.path, as `python script.py` would have
+# it) with line-buffered output: a hung run still shows each rank's lines so far, and each
+# line reaches the launcher whole (Open MPI 4 tags every write separately).
+_RUN_LINE_BUFFERED = (
+    "import os, runpy, sys\n"
+    "sys.stdout.reconfigure(line_buffering=True)\n"
+    "sys.stderr.reconfigure(line_buffering=True)\n"
+    "sys.argv = sys.argv[1:]\n"
+    "sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+
+
 def mpirun_python(ranks: int, script: str, *args: str, **kwargs) -> MpiResult:
     """Runs a Python script (a path) with this interpreter on ``ranks`` ranks, under
     ``python -m mpi4py``: an uncaught exception on any rank aborts the whole job."""
-    return mpirun(ranks, [sys.executable, "-m", "mpi4py", script, *args], **kwargs)
+    program = [sys.executable, "-m", "mpi4py", "-c", _RUN_LINE_BUFFERED, script, *args]
+    return mpirun(ranks, program, **kwargs)

@@ -1,12 +1,15 @@
 """The MPI test harness itself: every rank's output collected, at every rank count."""
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from mpi_harness import RANK_COUNTS, mpirun, mpirun_python
+from mpi_harness import RANK_COUNTS, mpi_test_env, mpirun, mpirun_python
 from petacomm.launch import split_rank_output
+from petacomm.native import build_info
 
 HELLO = textwrap.dedent(
     """
@@ -98,3 +101,19 @@ def test_exception_on_one_rank_aborts_the_job(tmp_path):
     result = mpirun_python(2, str(script), timeout=120, check=False)
     assert result.returncode != 0
     assert "ValueError: worker failed on purpose" in result.stdout + result.stderr
+
+
+def test_unmarked_test_cannot_start_ranks(tmp_path):
+    """This test has no mpi marker (tests/conftest.py): starting ranks fails it, directly or
+    through the petacomm command; asking the launcher for its version does not."""
+    launcher = build_info()["mpiexec"]
+    assert subprocess.run([launcher, "--version"], capture_output=True).returncode == 0
+    with pytest.raises(pytest.fail.Exception, match="is not marked @pytest.mark.mpi"):
+        subprocess.run([launcher, "-n", "1", "true"], capture_output=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "petacomm.cli", "netbench", "-n", "2", "-o", str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        env=mpi_test_env(),
+    )
+    assert done.returncode != 0 and "is not marked @pytest.mark.mpi" in done.stderr, done.stderr

@@ -47,6 +47,7 @@ def _petacomm(*args, timeout=300):
     )
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", (1, 3))
 def test_python_example_from_docs_runs(ranks, tmp_path):
@@ -74,6 +75,7 @@ def test_c_example_runs_when_built():
     assert "pixel 7: I = 6 (expect 6)" in result.stdout
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", (2, 4))
 def test_offline_model_matches_plan(ranks):
@@ -111,6 +113,7 @@ def test_bench_model_only(tmp_path):
         }
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_measured_run(tmp_path):
     out = tmp_path / "bench.json"
@@ -176,6 +179,7 @@ def test_model_local_work_terms():
     )
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_setup_scaling(tmp_path):
     out = tmp_path / "setup.json"
@@ -243,6 +247,7 @@ def smpi_build(tmp_path_factory) -> str:
     return str(tree)
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_smpi_setup_scaling(tmp_path, smpi_build):
     build = smpi_build

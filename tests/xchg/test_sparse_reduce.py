@@ -25,6 +25,7 @@ def _all_ranks_say(result, text: str, ranks: int) -> None:
     assert sum(text in line for line in lines) == ranks, result.stdout + result.stderr
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_matrix_against_reference(ranks):
@@ -32,6 +33,7 @@ def test_matrix_against_reference(ranks):
     _all_ranks_say(result, "matrix ok", ranks)
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", (1, 3, 4))
 def test_errors_leave_values_untouched(ranks):
@@ -59,6 +61,7 @@ def test_lazy_attribute_resolves():
         petacomm.NoSuchThing  # noqa: B018
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_setup_statistics_clock_and_agreement(ranks):
