@@ -65,7 +65,7 @@ def keys_of(rank: int, ranks: int) -> list[int]:
 
 
 def value_of(rank: int, position: int, component: int) -> int:
-    return (rank + 1) * 10 + position + 100 * component
+    return (rank + 1) * 10 * (-1) ** position + position + 100 * component
 
 
 def reduced(key: int, component: int, ranks: int) -> int:

@@ -12,7 +12,8 @@ static void keys_of(int r, int p, int64_t keys[N]) {
   const int64_t k[N] = {7, 1000 + r, 1000 + (r + 1) % p, 7, 20 + 3 * r};
   memcpy(keys, k, sizeof k);
 }
-static double value_of(int r, int i, int c) { return (r + 1) * 10 + i + 100 * c; }
+/* Signs alternate: reinterpreting the bits as another type cannot give the same sums. */
+static double value_of(int r, int i, int c) { return (r + 1) * (i % 2 ? -10 : 10) + i + 100 * c; }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);

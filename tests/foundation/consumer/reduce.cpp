@@ -12,7 +12,7 @@ namespace {
 std::vector<int64_t> keys_of(int r, int p) {
   return {7, 1000 + r, 1000 + (r + 1) % p, 7, 20 + 3 * r};
 }
-int64_t value_of(int r, int i) { return (r + 1) * 10 + i; }
+int64_t value_of(int r, int i) { return (r + 1) * (i % 2 ? -10 : 10) + i; }
 
 void check(petacomm_status status, const char *what) {
   if (status != PETACOMM_SUCCESS) {
