@@ -1,8 +1,8 @@
 """The native CMake build tree the tests use (test programs, ctest, the C examples).
 
 PETACOMM_NATIVE_DIR (a development build, as for the Python tests), else PETACOMM_BUILD_DIR,
-else the tree under build/ that the installed petacomm was built in (the one whose
-build-info.json names the same mpicc); a missing tree fails the test, never skips it.
+else the tree the installed petacomm was built in (its build-info.json records it; setup.sh
+keeps it under build/). A missing tree fails the test, never skips it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def tree_info(tree: Path) -> dict:
@@ -33,12 +31,10 @@ def build_tree() -> Path:
             return Path(value)
     from petacomm.native import build_info
 
-    installed = build_info()["mpicc"]
-    trees = [
-        testfile.parent
-        for testfile in ROOT.glob("build/*/CTestTestfile.cmake")
-        if tree_info(testfile.parent).get("mpicc") == installed
-    ]
-    if not trees:
-        pytest.fail(f"no native build tree under {ROOT / 'build'} for {installed}: run setup.sh")
-    return max(trees, key=lambda tree: (tree / "CTestTestfile.cmake").stat().st_mtime)
+    recorded = build_info().get("build_dir", "")
+    if not (Path(recorded) / "CTestTestfile.cmake").exists():
+        pytest.fail(
+            f"the installed petacomm's build tree '{recorded}' is gone or has no native tests: "
+            "run scripts/setup.sh (or set PETACOMM_NATIVE_DIR to a build tree)"
+        )
+    return Path(recorded)
