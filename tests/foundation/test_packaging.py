@@ -197,6 +197,18 @@ def test_consumers_of_the_wheel(wheel_consumers, wheel_prefix, ranks):
     assert not (wheel_consumers / "build" / "reduce_f").exists()
 
 
+def test_profiler_package_files(wheel_prefix):
+    """petacomm-prof.pc and petacomm::prof name the profiler library that is installed."""
+    env = dict(mpi_test_env(), PKG_CONFIG_PATH=str(wheel_prefix / "lib" / "pkgconfig"))
+    flags = run(["pkg-config", "--libs", "petacomm-prof"], env=env).stdout.split()
+    libdir = Path(next(f[2:] for f in flags if f.startswith("-L")))
+    assert "-lpetacomm-prof" in flags and (libdir / "libpetacomm-prof.so").exists()
+    targets = (wheel_prefix / "lib/cmake/petacomm/petacommTargets-release.cmake").read_text()
+    pattern = r"petacomm::prof PROPERTIES\s+IMPORTED_LOCATION_RELEASE \"(.*?)\""
+    location = re.search(pattern, targets)
+    assert location and location[1] == "${_IMPORT_PREFIX}/lib/libpetacomm-prof.so", location
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", RANKS)
 def test_consumers_with_the_fortran_module(debian_consumers, debian_prefix, ranks):
