@@ -32,6 +32,9 @@ def mpi_test_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # Oversubscription through the environment also covers programs started by our CLI.
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
+    # Unbuffered Python writes a line in pieces ("sum", " ", "3", "\n"), which Open MPI 4
+    # tags one by one: the ranks' lines would come out cut.
+    env.pop("PYTHONUNBUFFERED", None)
     env.update(extra or {})
     return env
 
@@ -137,8 +140,8 @@ def output_by_rank(stdout: str, stderr: str, tagged: bool) -> str:
 # line reaches the launcher whole (Open MPI 4 tags every write separately).
 _RUN_LINE_BUFFERED = (
     "import os, runpy, sys\n"
-    "sys.stdout.reconfigure(line_buffering=True)\n"
-    "sys.stderr.reconfigure(line_buffering=True)\n"
+    "sys.stdout.reconfigure(line_buffering=True, write_through=False)\n"
+    "sys.stderr.reconfigure(line_buffering=True, write_through=False)\n"
     "sys.argv = sys.argv[1:]\n"
     "sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))\n"
     "runpy.run_path(sys.argv[0], run_name='__main__')\n"
