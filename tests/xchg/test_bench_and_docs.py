@@ -16,6 +16,7 @@ import pytest
 from test_sparse_reduce import needs_native
 
 from mpi_harness import mpi_test_env, mpirun_python
+from prerequisites import require_program
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -46,6 +47,7 @@ def _petacomm(*args, timeout=300):
     )
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", (1, 3))
 def test_python_example_from_docs_runs(ranks, tmp_path):
@@ -61,18 +63,19 @@ def test_c_example_in_docs_is_the_tested_file():
     assert shown == (ROOT / "native/tests/xchg/example_xchg.c").read_text()
 
 
+@pytest.mark.mpi
 @needs_native
 def test_c_example_runs_when_built():
-    native = os.environ.get("PETACOMM_NATIVE_DIR")
-    program = Path(native or "") / "bin" / "example_xchg"
-    if not native or not program.exists():
-        pytest.skip("example_xchg not built in PETACOMM_NATIVE_DIR (ctest runs it)")
+    from native_build import build_tree
+
+    program = build_tree() / "bin" / "example_xchg"
     from mpi_harness import mpirun
 
     result = mpirun(3, [str(program)], timeout=60)
     assert "pixel 7: I = 6 (expect 6)" in result.stdout
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", (2, 4))
 def test_offline_model_matches_plan(ranks):
@@ -140,6 +143,7 @@ def test_bench_model_only(tmp_path):
         assert entry["candidates"] == candidates
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_measured_run(tmp_path):
     out = tmp_path / "bench.json"
@@ -233,6 +237,7 @@ def test_model_local_work_terms():
     )
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_setup_scaling(tmp_path):
     out = tmp_path / "setup.json"
@@ -278,8 +283,7 @@ def smpi_build(tmp_path_factory) -> str:
     build = os.environ.get("PETACOMM_SMPI_BUILD")
     if build and (Path(build) / "lib" / "libpetacomm.so").exists():
         return build
-    if not shutil.which("smpicxx"):
-        pytest.skip("SimGrid SMPI is not installed (libsimgrid-dev)")
+    require_program("smpicxx", "SimGrid SMPI: apt-get install libsimgrid-dev")
     tree = tmp_path_factory.mktemp("smpi-xchg")
     cmake = shutil.which("cmake") or str(Path(sys.executable).parent / "cmake")
     env = dict(os.environ, CC="smpicc", CXX="smpicxx")
@@ -301,6 +305,7 @@ def smpi_build(tmp_path_factory) -> str:
     return str(tree)
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_smpi_setup_scaling(tmp_path, smpi_build):
     build = smpi_build
