@@ -7,7 +7,6 @@ import ctypes
 import re
 from pathlib import Path
 
-from test_sparse_reduce import needs_native
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "sparse-reduce.md"
@@ -22,7 +21,6 @@ def _section(title: str) -> str:
     return text[start : end if end > 0 else len(text)]
 
 
-@needs_native
 def test_docs_strategy_table_is_the_registry():
     from petacomm.xchg.registry import markdown_table
 
@@ -35,7 +33,6 @@ def test_docs_strategy_table_is_the_registry():
     )
 
 
-@needs_native
 def test_docs_cost_table_lists_every_registered_strategy():
     from petacomm.xchg.registry import strategies
 
@@ -45,7 +42,6 @@ def test_docs_cost_table_lists_every_registered_strategy():
     assert rows == [s.name for s in strategies()]
 
 
-@needs_native
 def test_registry_through_the_c_api():
     """Names are unique, summaries and options filled; an out-of-range index is an error
     naming the index; the Python names are exactly the C API's."""
@@ -73,7 +69,6 @@ def test_registry_through_the_c_api():
     assert f"index: {count.value} is out of range" in last_error(lib)
 
 
-@needs_native
 def test_offline_model_predicts_every_registered_strategy():
     import numpy as np
 
