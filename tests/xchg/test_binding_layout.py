@@ -9,7 +9,6 @@ import ctypes
 import subprocess
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

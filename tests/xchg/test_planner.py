@@ -12,7 +12,6 @@ import os
 import numpy as np
 import pytest
 
-
 US = 1e-6
 
 
