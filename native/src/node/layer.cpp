@@ -47,7 +47,9 @@ Layer::Layer(MPI_Comm comm, const petacomm_node_options *opts) {
     // Half the heap at most holds data passing through; the rest is for petacomm_node_alloc.
     staging_ =
         std::make_unique<StagingPool>(domain_->heap_base(), heap_.get(), options_.heap_bytes / 2);
-    gateway_ = std::make_unique<Gateway>(*domain_, *engine_, *staging_, counters_, options_);
+    // One node: nothing to forward, and no MPI probe in every wait.
+    if (domain_->nodes() > 1)
+      gateway_ = std::make_unique<Gateway>(*domain_, *engine_, *staging_, counters_, options_);
     rpc_ =
         std::make_unique<RpcServer>(*domain_, *engine_, *heap_, *staging_, functions_, counters_);
     engine_->set_remote_sender(gateway_.get());
@@ -130,7 +132,10 @@ bool Layer::progress() {
 }
 
 Request *Layer::claim(const Incoming &in) {
-  if (in.dest != domain_->rank()) return gateway_->claim_forward(in);
+  if (in.dest != domain_->rank()) {
+    PETACOMM_CHECK_INTERNAL(gateway_ != nullptr, "a message for rank ", in.dest, " of no node");
+    return gateway_->claim_forward(in);
+  }
   if (in.tag == kTagRpcCall) return rpc_->claim(in);
   return nullptr;
 }
