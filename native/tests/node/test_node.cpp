@@ -504,24 +504,49 @@ void check_collectives(petacomm_node node, const Reference &ref) {
       }
     }
   }
-  // Inside a node, floats are combined in local rank order: ((x0 + x1) + x2) + ...
+  // Inside a node, floats are combined in local rank order: ((x0 + x1) + x2) + ... The
+  // values are chosen (the same on every rank) so that this order differs bitwise from the
+  // reverse order and from summing the leader last.
   int lsize, lrank;
   MPI_Comm_size(ref.node_comm, &lsize);
   MPI_Comm_rank(ref.node_comm, &lrank);
-  std::vector<double> x(3);
-  for (int i = 0; i < 3; ++i)
-    x[i] = lrank == 0 ? 1e16 * (i + 1) : (lrank % 2 ? 1.0 : 3.0) * (i + 1);
-  std::vector<double> all(static_cast<std::size_t>(lsize) * 3), want(3), got(3);
-  MPI_Allgather(x.data(), 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, ref.node_comm);
+  auto value = [](std::uint64_t t, int l, int i) {
+    const std::uint64_t h = mix(t * 1000003 + static_cast<std::uint64_t>(l) * 31 + i);
+    return std::ldexp(1.0 + static_cast<double>(h % 1000003) / 1000003.0,
+                      static_cast<int>(h % 61) - 30) *
+           (h & 64 ? -1 : 1);
+  };
+  auto fold = [&](std::uint64_t t, int i, const std::vector<int> &order) {
+    double acc = value(t, order[0], i);
+    for (std::size_t k = 1; k < order.size(); ++k) acc += value(t, order[k], i);
+    return acc;
+  };
+  std::vector<int> forward(static_cast<std::size_t>(lsize)), backward, leader_last;
+  std::iota(forward.begin(), forward.end(), 0);
+  backward.assign(forward.rbegin(), forward.rend());
+  leader_last.assign(forward.begin() + 1, forward.end());
+  leader_last.push_back(0);
+  std::uint64_t t = 0;
+  while (lsize >= 3 && t < 1000 &&
+         (fold(t, 0, forward) == fold(t, 0, backward) ||
+          fold(t, 0, forward) == fold(t, 0, leader_last)))
+    ++t;
+  std::vector<double> x(3), want(3), got(3);
   for (int i = 0; i < 3; ++i) {
-    double acc = all[i];
-    for (int l = 1; l < lsize; ++l) acc += all[l * 3 + i];
-    want[i] = acc;
+    x[i] = value(t, lrank, i);
+    want[i] = fold(t, i, forward);
   }
   OK(petacomm_node_allreduce(node, x.data(), got.data(), 3, PETACOMM_NODE_FLOAT64,
                              PETACOMM_NODE_SUM, PETACOMM_NODE_SCOPE_NODE));
   CHECK(std::memcmp(got.data(), want.data(), sizeof(double) * 3) == 0,
-        "node allreduce order: %.17g %.17g vs %.17g %.17g", got[0], got[1], want[0], want[1]);
+        "node allreduce order: %.17g vs %.17g (local rank order)", got[0], want[0]);
+  double root_got = 0;
+  OK(petacomm_node_reduce(node, x.data(), lrank == lsize - 1 ? &root_got : nullptr, 1,
+                          PETACOMM_NODE_FLOAT64, PETACOMM_NODE_SUM, lsize - 1,
+                          PETACOMM_NODE_SCOPE_NODE));
+  if (lrank == lsize - 1)
+    CHECK(std::memcmp(&root_got, &want[0], sizeof(double)) == 0,
+          "node reduce order: %.17g vs %.17g", root_got, want[0]);
 }
 
 petacomm_status sum_function(const void *args, std::int64_t args_bytes, void *result,
@@ -598,6 +623,31 @@ void check_rpc(petacomm_node node, const Reference &ref, const std::string &dir)
         "987654 is not an open file");
   FAILS(petacomm_node_file_open(node, "/nonexistent-dir/x", PETACOMM_NODE_FILE_READ, &f),
         PETACOMM_ERR_ARG, "cannot open '/nonexistent-dir/x'");
+  // An ANY_TAG receive from the servant, posted before an RPC and a collective whose
+  // replies come from the servant, must get only the servant's user message.
+  std::int64_t user_value = -1;
+  petacomm_node_request pending = nullptr;
+  if (l.local_rank != 0)
+    OK(petacomm_node_irecv(node, &user_value, 8, l.leader, PETACOMM_NODE_ANY_TAG, &pending));
+  void *q = nullptr;
+  OK(petacomm_node_alloc(node, 64, &q));
+  OK(petacomm_node_dealloc(node, q));
+  std::int64_t one = 1, total = 0;
+  OK(petacomm_node_reduce(node, &one, &total, 1, PETACOMM_NODE_INT64, PETACOMM_NODE_SUM,
+                          l.local_size - 1, PETACOMM_NODE_SCOPE_NODE));
+  if (l.local_rank == l.local_size - 1)
+    CHECK(total == l.local_size, "node reduce %lld", static_cast<long long>(total));
+  if (l.local_rank == 0) {
+    for (int r = 0; r < nranks; ++r) {
+      const std::int64_t v = 9000 + ref.local[r];
+      if (ref.node[r] == l.node && ref.local[r] != 0) OK(petacomm_node_send(node, &v, 8, r, 12));
+    }
+  } else {
+    petacomm_node_status st;
+    OK(petacomm_node_wait(node, &pending, &st));
+    CHECK(user_value == 9000 + l.local_rank && st.tag == 12, "ANY_TAG receive got %lld tag %d",
+          static_cast<long long>(user_value), st.tag);
+  }
   // Heap memory: allocation by RPC, visible to the whole node at the same offset.
   void *p = nullptr;
   OK(petacomm_node_alloc(node, 1000, &p));
