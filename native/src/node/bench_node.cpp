@@ -264,7 +264,8 @@ int main(int argc, char **argv) {
   }
   const std::vector<std::int64_t> sizes = sizes_of(o);
   const std::int64_t biggest = sizes.back();
-  const std::int64_t heap = ((2 * biggest + 64 * 1024) / 64 + 1) * 64 + (8 << 20);
+  // Ranks 0 and 1 each hold a send and a receive buffer in the heap.
+  const std::int64_t heap = 4 * ((biggest + 64 + 63) / 64 * 64 + 64) + (8 << 20);
 
   // ---- intra: the whole machine is one node ----
   petacomm_node intra = make_layer(0, heap);

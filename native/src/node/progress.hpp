@@ -28,12 +28,12 @@ class Progressor {
  protected:
   // Oversubscribed nodes yield at once (spinning only delays the partner holding the core).
   void set_oversubscribed(bool over) {
-    spin_limit_ = over ? 0 : 2000;
+    spin_limit_ = over ? 0 : 4000;
     yield_limit_ = over ? 2000 : 20000;
   }
 
  private:
-  int spin_limit_ = 2000, yield_limit_ = 20000;
+  int spin_limit_ = 4000, yield_limit_ = 20000;
 };
 
 }  // namespace petacomm::node
