@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "buffer.hpp"
 #include "error.hpp"
 
 namespace petacomm::node {
@@ -257,12 +258,12 @@ void Collectives::bcast(void *buf, std::int64_t count, petacomm_node_dtype dtype
         wait_mpi(&request);
       }
       await_arrivals(s);  // everyone has read the previous chunk
-      std::memcpy(area, data + at, static_cast<std::size_t>(n));
+      move_host(area, data + at, n);
       release(s, 0);
     } else {
       arrive(s, 0);
       await_release(s);
-      if (domain_.rank() != r.rank) std::memcpy(data + at, area, static_cast<std::size_t>(n));
+      if (domain_.rank() != r.rank) move_host(data + at, area, n);
     }
   }
 }
@@ -304,10 +305,10 @@ void Collectives::reduce(const void *send, void *recv, std::int64_t count,
     const std::uint64_t s = next_step();
     if (!leader) {
       // Contribution, round status (the first round carries the argument check).
-      if (problem.empty()) std::memcpy(mine, static_cast<const char *>(send) + off, nb);
+      if (problem.empty()) move_host(mine, static_cast<const char *>(send) + off, nb);
       arrive(s, problem.empty() ? 0 : 1);
       report(await_release(s), problem, call);
-      if (all) std::memcpy(static_cast<char *>(recv) + off, area, static_cast<std::size_t>(nb));
+      if (all) move_host(static_cast<char *>(recv) + off, area, nb);
       continue;
     }
     std::int32_t status = await_arrivals(s) | (problem.empty() ? 0 : 1);
@@ -317,7 +318,7 @@ void Collectives::reduce(const void *send, void *recv, std::int64_t count,
       report(status, problem, call);
     }
     // Local rank order: ((x0 op x1) op x2) op ...
-    std::memcpy(area, static_cast<const char *>(send) + off, static_cast<std::size_t>(nb));
+    move_host(area, static_cast<const char *>(send) + off, nb);
     for (int l = 1; l < domain_.local_size(); ++l)
       combine(area, domain_.coll_data(l), n, dtype, op);
     if (across && n > 0) {
@@ -334,9 +335,8 @@ void Collectives::reduce(const void *send, void *recv, std::int64_t count,
       }
       wait_mpi(&request);
     }
-    if (all || is_root)
-      std::memcpy(static_cast<char *>(recv) + off, area, static_cast<std::size_t>(nb));
-    if (!for_root.empty()) std::memcpy(for_root.data() + off, area, static_cast<std::size_t>(nb));
+    if (all || is_root) move_host(static_cast<char *>(recv) + off, area, nb);
+    if (!for_root.empty()) move_host(for_root.data() + off, area, nb);
     release(s, 0);
   }
   if (!all && r.in_my_node && r.local != 0) {
@@ -388,7 +388,7 @@ void Collectives::gather(const void *send, std::int64_t count, petacomm_node_dty
     const std::int64_t n = problem.empty() ? std::min(chunk, each - off) : 0;
     const std::uint64_t s = next_step();
     if (!leader) {
-      if (problem.empty()) std::memcpy(mine, static_cast<const char *>(send) + off, n);
+      if (problem.empty()) move_host(mine, static_cast<const char *>(send) + off, n);
       arrive(s, problem.empty() ? 0 : 1);
       report(await_release(s), problem, call);
       continue;
@@ -399,9 +399,8 @@ void Collectives::gather(const void *send, std::int64_t count, petacomm_node_dty
       release(s, status);
       report(status, problem, call);
     }
-    std::memcpy(block + off, static_cast<const char *>(send) + off, static_cast<std::size_t>(n));
-    for (int l = 1; l < local_size; ++l)
-      std::memcpy(block + l * each + off, domain_.coll_data(l), static_cast<std::size_t>(n));
+    move_host(block + off, static_cast<const char *>(send) + off, n);
+    for (int l = 1; l < local_size; ++l) move_host(block + l * each + off, domain_.coll_data(l), n);
     release(s, 0);
   }
   if (!across) {
@@ -441,8 +440,8 @@ void Collectives::gather(const void *send, std::int64_t count, petacomm_node_dty
       }
       for (int rank = 0; rank < domain_.size(); ++rank) {
         const Location where = domain_.locate(rank);
-        std::memcpy(out + rank * each, gathered.data() + (displs[where.node] + where.local) * each,
-                    static_cast<std::size_t>(each));
+        move_host(out + rank * each, gathered.data() + (displs[where.node] + where.local) * each,
+                  each);
       }
       if (!is_root) send_to(r.rank, ordered.data(), each * domain_.size());
     }
