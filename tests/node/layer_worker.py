@@ -41,6 +41,11 @@ def check_layout(layer, k):
     ), layout
     assert layout.leader == leaders[nodes[rank]]
     assert [layer.locate(r) for r in range(size)] == list(zip(nodes, locals_, strict=True))
+    node_c, leader_c = layer.comms()
+    assert (node_c.size, node_c.rank) == (layout.local_size, layout.local_rank)
+    assert (leader_c is not None) == (layout.local_rank == 0)
+    if leader_c is not None:
+        assert (leader_c.size, leader_c.rank) == (layout.nodes, layout.node)
     return nodes, locals_, node_comm
 
 

@@ -32,6 +32,14 @@ struct Buffer {
 // Where [data, data + bytes) lives.
 Buffer classify(const Domain &domain, const void *data, std::int64_t bytes);
 
+// The layer's own memory: a slot payload or heap staging in the window, or private memory.
+inline Buffer window_buffer(char *data, std::int64_t bytes, std::int64_t heap_offset = -1) {
+  return {data, bytes, MemorySpace::kHostWindow, heap_offset};
+}
+inline Buffer private_buffer(const char *data, std::int64_t bytes) {
+  return {const_cast<char *>(data), bytes, MemorySpace::kHostPrivate, -1};
+}
+
 // Copies n bytes from src + src_at to dst + dst_at. Both ranges are the caller's to check.
 void move_bytes(const Buffer &dst, std::int64_t dst_at, const Buffer &src, std::int64_t src_at,
                 std::int64_t n);

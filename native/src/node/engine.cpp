@@ -152,7 +152,7 @@ bool Engine::try_push(int j, Request *r) {
   if (eager) {
     h->send_id = 0;
     h->heap_offset = -1;
-    move_host(payload(h), r->buffer.data, bytes);
+    move_bytes(slot_buffer(h), 0, r->buffer, 0, bytes);
   } else {
     r->send_id = oc.next_send_id++;
     h->send_id = r->send_id;
@@ -178,7 +178,7 @@ bool Engine::push_chunk(int j, Request *r) {
   h->bytes = n;
   h->send_id = r->send_id;
   h->heap_offset = -1;
-  move_host(payload(h), r->buffer.data + r->moved, n);
+  move_bytes(slot_buffer(h), 0, r->buffer, r->moved, n);
   h->state.store(kSlotFull, std::memory_order_release);
   ++oc.next_seq;
   r->moved += n;
@@ -226,7 +226,7 @@ bool Engine::consume_descriptors(int j) {
     switch (static_cast<DescriptorMode>(d.mode)) {
       case DescriptorMode::kPut:
         // One copy, straight into the receiver's buffer; `completed` is stored after it.
-        move_host(domain_.heap_base() + d.heap_offset, s->buffer.data, d.bytes);
+        move_bytes(heap_buffer(d.heap_offset, d.bytes), 0, s->buffer, 0, d.bytes);
         bump_completed(j);
         complete(s);
         break;
@@ -340,13 +340,13 @@ void Engine::deliver(Incoming &in, Request *r) {
   switch (in.where) {
     case Incoming::Where::kSlot: {
       SlotHeader *h = domain_.slot(me_, in.channel, in.seq);
-      move_host(r->buffer.data, payload(h), in.bytes);
+      move_bytes(r->buffer, 0, slot_buffer(h), 0, in.bytes);
       h->state.store(kSlotEmpty, std::memory_order_release);  // after the reads of the payload
       complete(r);
       break;
     }
     case Incoming::Where::kHeld:
-      move_host(r->buffer.data, in.held.get(), in.bytes);
+      move_bytes(r->buffer, 0, private_buffer(in.held.get(), in.bytes), 0, in.bytes);
       in.held.reset();
       complete(r);
       break;
@@ -354,7 +354,7 @@ void Engine::deliver(Incoming &in, Request *r) {
       if (r->buffer.space == MemorySpace::kHostWindow) {
         grant(in.channel, {DescriptorMode::kPut, in.send_id, r->buffer.heap_offset, in.bytes, r});
       } else if (in.sender_heap_offset >= 0) {
-        move_host(r->buffer.data, domain_.heap_base() + in.sender_heap_offset, in.bytes);
+        move_bytes(r->buffer, 0, heap_buffer(in.sender_heap_offset, in.bytes), 0, in.bytes);
         grant(in.channel, {DescriptorMode::kPulled, in.send_id, -1, in.bytes, nullptr});
         complete(r);
       } else {
@@ -451,7 +451,7 @@ bool Engine::scan(int j) {
       PETACOMM_CHECK_INTERNAL(!ic.pipes.empty(), "chunk from local rank ", j, " with no transfer");
       Request *r = ic.pipes.front();
       PETACOMM_CHECK_INTERNAL(r->moved + h->bytes <= r->status.bytes, "chunk past the message end");
-      move_host(r->buffer.data + r->moved, payload(h), h->bytes);
+      move_bytes(r->buffer, r->moved, slot_buffer(h), 0, h->bytes);
       r->moved += h->bytes;
       h->state.store(kSlotEmpty, std::memory_order_release);
       if (r->moved == r->status.bytes) {

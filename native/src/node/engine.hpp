@@ -165,6 +165,10 @@ class Engine {
   SourceQueues &queues_for(int source);
   void forget_if_empty(int source);
   char *payload(SlotHeader *h) const { return reinterpret_cast<char *>(h) + kCacheLine; }
+  Buffer slot_buffer(SlotHeader *h) const { return window_buffer(payload(h), payload_); }
+  Buffer heap_buffer(std::int64_t offset, std::int64_t bytes) const {
+    return window_buffer(domain_.heap_base() + offset, bytes, offset);
+  }
   void start_send(Request *r);
   bool try_push(int j, Request *r);
   bool push_chunk(int j, Request *r);

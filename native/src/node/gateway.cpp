@@ -166,8 +166,8 @@ void Gateway::send_remote(Request *send) {
   const int node = domain_.locate(send->peer).node;
   const std::int64_t bytes = send->buffer.bytes;
   if (bytes <= engine_.eager_limit()) {
-    move_host(append_item(node, send->as_source, send->peer, send->tag, bytes), send->buffer.data,
-              bytes);
+    char *item = append_item(node, send->as_source, send->peer, send->tag, bytes);
+    move_bytes(private_buffer(item, bytes), 0, send->buffer, 0, bytes);
     engine_.complete(send);
     return;
   }
