@@ -137,10 +137,23 @@ void Engine::start_send(Request *r) {
   if (!oc.queued.empty() || !try_push(j, r)) oc.queued.push_back(r);
 }
 
-bool Engine::try_push(int j, Request *r) {
+SlotHeader *Engine::free_slot(int j) {
   OutChannel &oc = out_[static_cast<std::size_t>(j)];
   SlotHeader *h = domain_.slot(j, me_, oc.next_seq);
-  if (h->state.load(std::memory_order_acquire) != kSlotEmpty) return false;  // flow control
+  if (h->state.load(std::memory_order_acquire) == kSlotEmpty) return h;
+  // Flow control: the slot still holds an older message. Say which message waits for it
+  // (once per message): the receiver copies the old one out only then.
+  if (oc.wanted != oc.next_seq + 1) {
+    oc.wanted = oc.next_seq + 1;
+    domain_.channel(j, me_)->wanted.store(oc.wanted, std::memory_order_release);
+  }
+  return nullptr;
+}
+
+bool Engine::try_push(int j, Request *r) {
+  OutChannel &oc = out_[static_cast<std::size_t>(j)];
+  SlotHeader *h = free_slot(j);
+  if (h == nullptr) return false;
   const std::int64_t bytes = r->buffer.bytes;
   const bool eager = bytes <= payload_;
   h->kind = static_cast<std::uint32_t>(eager ? SlotKind::kEager : SlotKind::kRendezvous);
@@ -167,8 +180,8 @@ bool Engine::try_push(int j, Request *r) {
 
 bool Engine::push_chunk(int j, Request *r) {
   OutChannel &oc = out_[static_cast<std::size_t>(j)];
-  SlotHeader *h = domain_.slot(j, me_, oc.next_seq);
-  if (h->state.load(std::memory_order_acquire) != kSlotEmpty) return false;
+  SlotHeader *h = free_slot(j);
+  if (h == nullptr) return false;
   const std::int64_t n = std::min(payload_, r->buffer.bytes - r->moved);
   h->kind = static_cast<std::uint32_t>(SlotKind::kChunk);
   h->seq = oc.next_seq;
@@ -439,7 +452,11 @@ bool Engine::scan(int j) {
   for (;;) {
     SlotHeader *h = domain_.slot(me_, j, ic.next_seq);
     if (h->state.load(std::memory_order_acquire) != kSlotFull) break;
-    if (h->seq != ic.next_seq) {  // an older message still waiting in the slot we need
+    if (h->seq != ic.next_seq) {
+      // An older unmatched message holds the slot of the next one: copy it out only if the
+      // sender waits for that slot (`wanted` is one past the seq that waits).
+      const std::uint64_t wanted = domain_.channel(me_, j)->wanted.load(std::memory_order_acquire);
+      if (wanted <= ic.next_seq) break;
       spill(j, h);
       moved = true;
       continue;

@@ -14,8 +14,9 @@
 // The receiver matches (per source, in order, by tag), so probe and unexpected messages work
 // and there is one matching authority; data placement is receiver-initiated. Unmatched
 // eager messages stay in their slot until the sender needs that slot again; only then are
-// they copied out ("spilled"), so a receiver that does not call the layer stalls its senders
-// instead of buffering without bound.
+// they copied out ("spilled"); a sender that waits for a slot says so, and only then does
+// its receiver spill the message in that slot, so a receiver that does not take its
+// messages stalls its senders instead of buffering without bound.
 //
 // Messages to other nodes go to this node's gateway through the same channels (the header
 // names the final destination); messages from other nodes arrive from the gateway with the
@@ -138,6 +139,7 @@ class Engine {
     std::uint64_t next_send_id = 0;
     std::uint64_t desc_head = 0;   // descriptors from j consumed
     std::uint64_t completed = 0;   // descriptors from j fulfilled
+    std::uint64_t wanted = 0;      // last wait announced: 1 + the seq waiting for a slot
     std::deque<Request *> queued;  // sends waiting for a slot, in order
     std::deque<Request *> pipes;   // granted pipelined sends, in descriptor order
     std::unordered_map<std::uint64_t, Request *> awaiting;  // rendezvous without descriptor
@@ -170,6 +172,9 @@ class Engine {
     return window_buffer(domain_.heap_base() + offset, bytes, offset);
   }
   void start_send(Request *r);
+  // The slot for this channel's next message, or nullptr (after announcing the wait) when
+  // it is still full.
+  SlotHeader *free_slot(int j);
   bool try_push(int j, Request *r);
   bool push_chunk(int j, Request *r);
   bool scan(int j);

@@ -57,10 +57,15 @@ struct alignas(kCacheLine) SlotHeader {
 };
 static_assert(sizeof(SlotHeader) == kCacheLine, "slot header is one cache line");
 
-// Written by the channel's sender: rendezvous descriptors of this channel it has fulfilled
-// (in descriptor order), stored with release after the data it copied.
+// Written by the channel's sender. `completed`: rendezvous descriptors of this channel it
+// has fulfilled (in descriptor order), stored with release after the data it copied.
+// `wanted`: the sequence number of a message it could not write because its slot was
+// still full (monotonic); the receiver copies an unmatched message out of that slot only
+// when the sender wants it, so flow control is real: unmatched messages stay in their
+// slots and a sender waits until its receiver has room or makes some.
 struct alignas(kCacheLine) ChannelControl {
   std::atomic<std::uint64_t> completed;
+  std::atomic<std::uint64_t> wanted;
 };
 
 // How a rendezvous transfer is done, as the receiver decided.

@@ -262,10 +262,13 @@ void check_ordering(petacomm_node node, const std::vector<std::int64_t> &sizes, 
 // A burst of eager messages to a receiver that sleeps first and then takes them in reverse
 // order (every message is held while later ones arrive: the sender must stall, the receiver
 // must spill, nothing may be overwritten).
-void check_flow_control(petacomm_node node) {
+void check_flow_control(petacomm_node node, int slots) {
   if (nranks < 2) return;
   const int burst = 40;
   const int receiver = 1, sender = 0;
+  petacomm_node_counters before, after;
+  OK(petacomm_node_get_counters(node, &before));
+  OK(petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_ALL));  // no burst before this
   if (me == sender) {
     std::vector<std::vector<unsigned char>> bufs(burst, std::vector<unsigned char>(100));
     std::vector<petacomm_node_request> reqs(burst);
@@ -283,6 +286,17 @@ void check_flow_control(petacomm_node node) {
       CHECK(st.tag == i && st.bytes == 100 && mismatch(b, 100, seed_of(sender, receiver, i, i)) < 0,
             "burst message %d corrupted (tag %d)", i, st.tag);
     }
+    // On one node the sender stalled on the slots, and the receiver copied out (spilled)
+    // exactly the messages whose slots the sender wanted back: all but the last `slots`.
+    int node0 = -1, node1 = -2;
+    OK(petacomm_node_locate(node, sender, &node0, nullptr));
+    OK(petacomm_node_locate(node, receiver, &node1, nullptr));
+    OK(petacomm_node_get_counters(node, &after));
+    if (node0 == node1)
+      CHECK(after.spilled_messages - before.spilled_messages == burst - slots,
+            "%lld messages spilled, expected %d",
+            static_cast<long long>(after.spilled_messages - before.spilled_messages),
+            burst - slots);
   }
   OK(petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_ALL));
 }
@@ -660,11 +674,43 @@ void check_rpc(petacomm_node node, const Reference &ref, const std::string &dir)
   OK(petacomm_node_memory_space_of(node, args.data(), 8, &space));
   CHECK(space == PETACOMM_NODE_HOST_PRIVATE, "private memory classified %d", space);
   OK(petacomm_node_dealloc(node, p));
-  FAILS(petacomm_node_dealloc(node, p), PETACOMM_ERR_ARG,
-        "is not a block from petacomm_node_alloc");
+  // A second free is refused, checked by one rank while the others do not allocate (the
+  // heap is the node's: a freed offset may be handed to another rank at once).
+  OK(petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_NODE));
+  if (l.local_rank == 0)
+    FAILS(petacomm_node_dealloc(node, p), PETACOMM_ERR_ARG,
+          "is not a block from petacomm_node_alloc");
+  OK(petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_NODE));
   FAILS(petacomm_node_alloc(node, std::int64_t{1} << 40, &p), PETACOMM_ERR_NOMEM,
         "the node heap has no free block");
   OK(petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_ALL));
+}
+
+// Probe sees a message (source, tag, length) without receiving it; iprobe does not block
+// and does not match other tags; the message is then received with the length probed.
+void check_probe(petacomm_node node) {
+  const int to = (me + 1) % nranks, from = (me + nranks - 1) % nranks;
+  const std::int64_t n = 300 + 1000 * (me % 3);  // eager or rendezvous
+  std::vector<unsigned char> out(static_cast<std::size_t>(n));
+  fill(out.data(), n, seed_of(me, to, 0, 21));
+  petacomm_node_request s;
+  OK(petacomm_node_isend(node, out.data(), n, to, 21, &s));
+  petacomm_node_status st;
+  int found = 1;
+  OK(petacomm_node_iprobe(node, from, 22, &found, &st));
+  CHECK(found == 0, "iprobe matched tag 22");
+  OK(petacomm_node_probe(node, from, PETACOMM_NODE_ANY_TAG, &st));
+  const std::int64_t want = 300 + 1000 * (from % 3);
+  CHECK(st.source == from && st.tag == 21 && st.bytes == want, "probe: %d %d %lld", st.source,
+        st.tag, static_cast<long long>(st.bytes));
+  OK(petacomm_node_iprobe(node, from, 21, &found, &st));
+  CHECK(found == 1 && st.bytes == want, "iprobe after probe: %d", found);
+  std::vector<unsigned char> in(static_cast<std::size_t>(st.bytes));
+  OK(petacomm_node_recv(node, in.data(), st.bytes, from, 21, &st));
+  CHECK(mismatch(in.data(), want, seed_of(from, me, 0, 21)) < 0, "probed message corrupted");
+  OK(petacomm_node_wait(node, &s, nullptr));
+  OK(petacomm_node_iprobe(node, from, 21, &found, &st));
+  CHECK(found == 0, "message still probed after its receive");
 }
 
 void check_errors(petacomm_node node) {
@@ -769,7 +815,7 @@ void run_config(int k, bool small, const std::string &dir) {
   step("check_ordering");
   check_ordering(node, {eager + 1, 70000}, 2, false, true);  // pulled from heap buffers
   step("check_flow_control");
-  check_flow_control(node);
+  check_flow_control(node, o.slots);
   step("check_many");
   check_many(node);
   step("check_counters");
@@ -778,6 +824,8 @@ void run_config(int k, bool small, const std::string &dir) {
   check_collectives(node, ref);
   step("check_rpc");
   check_rpc(node, ref, dir);
+  step("check_probe");
+  check_probe(node);
   step("check_errors");
   check_errors(node);
   step("check_memory");
