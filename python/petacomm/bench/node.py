@@ -11,7 +11,7 @@ shared and noisy: compare the ratios, not the absolute figures):
                memcpy of the same size on rank 0.
   inter-node   two ranks on different virtual nodes (--inter-node-size): every message goes
                through both gateways; the messages and bytes each gateway forwarded and
-               delivered are counted and checked against what the pair sent.
+               delivered are counted and printed beside the number the pair sent.
 
 Targets (printed as met or not): intra-node bandwidth >= 70 % of memcpy and >= MPI for
 messages >= 1 MiB (node-heap buffers); small-message latency (<= 1 KiB) within 1.5x of MPI.
