@@ -12,6 +12,8 @@ BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.topology.benchmark",
     "petacomm.bench.sparse_reduce",
     "petacomm.profile.overhead",
+    "petacomm.bench.transpose",
+    "petacomm.bench.fftfilter",
 )
 
 

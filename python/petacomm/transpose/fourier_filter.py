@@ -35,6 +35,7 @@ class FourierFilter(_Handle):
         planner: str = "estimate",
         node_size: int = 0,
         model=None,
+        cost: dict | None = None,
     ):
         super().__init__()
         dims = tuple(int(n) for n in shape)
@@ -52,7 +53,7 @@ class FourierFilter(_Handle):
             )
         self.shape, self.modes, self.grid, self.variant = dims, kept, grid2, variant
         options, _ = build_options(
-            strategy=strategy, planner=planner, node_size=node_size, model=model
+            strategy=strategy, planner=planner, node_size=node_size, model=model, cost=cost
         )
         status = self._lib.petacomm_fftfilter_create_f(
             int(comm.py2f()),

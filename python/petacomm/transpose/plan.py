@@ -52,17 +52,26 @@ def build_options(
     measure_reps: int = 3,
     node_size: int = 0,
     model=None,
+    cost: dict | None = None,
 ):
-    """Options for the C API (and the arrays they point to, to keep alive)."""
-    from petacomm.transpose.cost import cost_params, resolve_model
-
+    """Options for the C API (and the arrays they point to, to keep alive). ``cost``
+    (a mapping of petacomm_transpose_cost_params fields) replaces the model's figures."""
     options = _capi.default_options()
     options.strategy = str(strategy).encode()
     options.planner = str(planner).encode()
     options.window = int(window)
     options.measure_reps = int(measure_reps)
     options.node_size = int(node_size)
-    options.cost = cost_params(resolve_model(model))
+    if cost is None:
+        from petacomm.transpose.cost import cost_params, resolve_model
+
+        options.cost = cost_params(resolve_model(model))
+    else:
+        known = [name for name, _ in _capi.CostParams._fields_]
+        for name, value in cost.items():
+            if name not in known:
+                raise ValueError(f"cost: unknown parameter {name!r} (expected {', '.join(known)})")
+            setattr(options.cost, name, float(value))
     keep = None
     if mask is not None:
         flags = np.asarray(mask)
@@ -127,7 +136,8 @@ class TransposePlan(_Handle):
     strategy at the first execution, max over ranks). ``mask``: n1 flags, column j of the
     input may be nonzero (columns outside are treated as zero; "partial" skips them).
     ``node_size``: ranks per node for two-level (default: the machine, or
-    PETACOMM_NODE_SIZE).
+    PETACOMM_NODE_SIZE). ``cost``: planner parameters (petacomm_transpose_cost_params
+    fields) instead of the machine model's.
     """
 
     _free_function = "petacomm_transpose_plan_free"
@@ -146,6 +156,7 @@ class TransposePlan(_Handle):
         measure_reps: int = 3,
         node_size: int = 0,
         model=None,
+        cost: dict | None = None,
     ):
         super().__init__()
         dims = tuple(int(n) for n in shape)
@@ -163,6 +174,7 @@ class TransposePlan(_Handle):
             measure_reps=measure_reps,
             node_size=node_size,
             model=model,
+            cost=cost,
         )
         status = self._lib.petacomm_transpose_plan_create_f(
             int(comm.py2f()),
@@ -286,6 +298,7 @@ class PencilPlan(_Handle):
         measure_reps: int = 3,
         node_size: int = 0,
         model=None,
+        cost: dict | None = None,
     ):
         super().__init__()
         dims = tuple(int(n) for n in shape)
@@ -305,6 +318,7 @@ class PencilPlan(_Handle):
             measure_reps=measure_reps,
             node_size=node_size,
             model=model,
+            cost=cost,
         )
         status = self._lib.petacomm_transpose_pencil_create_f(
             int(comm.py2f()),
