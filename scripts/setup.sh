@@ -29,6 +29,8 @@ say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config)
 test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid
                netpipe-openmpi libmpich-dev mpich)
+base_packages+=(libfftw3-dev)  # the transpose family's FFTs (required, no slow fallback)
+test_packages+=(libfftw3-mpi-dev python3-mpi4py-fft)  # bench transpose's peers
 optional_packages=(libfftw3-dev libhwloc-dev hwloc
                    libscalapack-openmpi-dev libotf2-trace-dev)
 wanted=("${base_packages[@]}")

@@ -130,10 +130,19 @@ def test_strategy_names_come_from_the_registry():
     assert dict((s.name, s.options) for s in strategies())["pipelined"] == ("window",)
     # docs/transpose.md's strategy table lists exactly the registry, with its summaries.
     text = (ROOT / "docs" / "transpose.md").read_text()
-    table = re.findall(r"^\| `([a-z0-9-]+)` \| (.+?) \|", text, re.M)
+    start = text.index("| strategy | what it does and when it wins | options |")
+    section = text[start : text.index("\n\n", start)]
+    table = re.findall(r"^\| `([a-z0-9-]+)` \| (.+?) \|", section, re.M)
     assert [name for name, _ in table] == names
     for (_, summary), strategy in zip(table, strategies(), strict=True):
         assert summary.strip() == strategy.summary
+
+
+def test_c_example_in_docs_is_the_tested_file():
+    text = (ROOT / "docs" / "transpose.md").read_text()
+    start = text.index("<!-- example: c")
+    shown = re.compile(r"```c\n(.*?)```", re.S).search(text, start).group(1)
+    assert shown == (ROOT / "native/tests/transpose/example_transpose.c").read_text()
 
 
 def test_import_does_not_touch_mpi():
