@@ -290,7 +290,8 @@ int main(int argc, char **argv) {
         for (const std::string &s : strategies)
           slab_case(shape.first, shape.second, t, howmany, s, "estimate", none, 0);
   // Masks (columns j % 3 == 1 excluded) through every strategy; larger shapes; measure.
-  for (const auto &shape : {std::pair<std::int64_t, std::int64_t>{16, 12}, {9, 20}}) {
+  // 3 x 7 leaves blocks of a single element (one row, one kept column).
+  for (const auto &shape : {std::pair<std::int64_t, std::int64_t>{16, 12}, {9, 20}, {3, 7}}) {
     std::vector<unsigned char> mask(shape.second);
     for (std::size_t j = 0; j < mask.size(); ++j) mask[j] = j % 3 != 1;
     for (const std::string &s : strategies) {
