@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "error.hpp"
 #include "kernels.hpp"
+#include "mpi_resources.hpp"
 
 namespace petacomm::transpose {
 
@@ -90,6 +92,25 @@ void Blocks::transpose_self(const char *in, char *out) const {
                        g_.in_row * E,
                        out + (b * g_.out_batch + c.start * g_.out_row + row0 + r.start) * E,
                        g_.out_row * E, r.length, c.length, E);
+}
+
+MPI_Datatype Blocks::landing_type(int src, MPI_Datatype element) const {
+  PETACOMM_CHECK_INTERNAL(row_runs_[src].size() <= 1 && col_runs_[me_].size() <= 1,
+                          "landing_type needs whole blocks");
+  const MPI_Aint E = static_cast<MPI_Aint>(g_.elem);
+  // kept_cols_[me] output rows of kept_rows_[src] contiguous elements, out_row apart, per
+  // batch; shifted to the source's first row.
+  MPI_Datatype run, rows, batches, shifted;
+  PETACOMM_CHECK_MPI(MPI_Type_contiguous(int_count(kept_rows_[src], "block rows"), element, &run));
+  PETACOMM_CHECK_MPI(MPI_Type_create_hvector(int_count(kept_cols_[me_], "block columns"), 1,
+                                             g_.out_row * E, run, &rows));
+  PETACOMM_CHECK_MPI(
+      MPI_Type_create_hvector(int_count(g_.batch, "batch"), 1, g_.out_batch * E, rows, &batches));
+  const MPI_Aint offset = rows_.offset(src) * E;
+  PETACOMM_CHECK_MPI(MPI_Type_create_hindexed_block(1, 1, &offset, batches, &shifted));
+  PETACOMM_CHECK_MPI(MPI_Type_commit(&shifted));
+  for (MPI_Datatype *t : {&run, &rows, &batches}) PETACOMM_CHECK_MPI(MPI_Type_free(t));
+  return shifted;
 }
 
 void zero_excluded(const Geometry &g, int q, int me, char *out) {

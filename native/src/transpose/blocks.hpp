@@ -4,6 +4,8 @@
 // strategy moves its data with these functions.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,6 +41,10 @@ class Blocks {
   void unpack(const char *buf, int src, char *out) const;
   // Block (me -> me) straight from the input to the output (not in place).
   void transpose_self(const char *in, char *out) const;
+  // A committed datatype (count 1, relative to the output's start) placing block
+  // (src -> me), as it travels, where unpack() would put it: a receive straight into the
+  // output, without the unpacking copy. Whole blocks only (honour_mask false).
+  MPI_Datatype landing_type(int src, MPI_Datatype element) const;
 
  private:
   const Geometry &g_;

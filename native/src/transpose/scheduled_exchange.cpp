@@ -18,12 +18,12 @@ class ScheduledExchange final : public Exchange {
         element_(s.element),
         blocks_(s.geometry, s.q, s.me, false),
         partners_(std::move(partners)),
-        send_(blocks_.max_block_bytes()),
-        recv_(blocks_.max_block_bytes()) {
+        send_(blocks_.max_block_bytes()) {
+    landing_.resize(s.q);
     for (int p : partners_)
       if (p >= 0) {
         int_count(blocks_.elements(s.me, p), "sendrecv block");
-        int_count(blocks_.elements(p, s.me), "sendrecv block");
+        landing_[p] = Datatype(blocks_.landing_type(p, s.element));
       }
   }
 
@@ -48,10 +48,10 @@ class ScheduledExchange final : public Exchange {
       } else {
         blocks_.pack(in, p, send_.data());
       }
+      // The partner's block lands in the output directly (no unpacking copy).
       PETACOMM_CHECK_MPI(MPI_Sendrecv(block, static_cast<int>(blocks_.elements(me, p)), element_, p,
-                                      kTag, recv_.data(), static_cast<int>(blocks_.elements(p, me)),
-                                      element_, p, kTag, comm_, MPI_STATUS_IGNORE));
-      blocks_.unpack(recv_.data(), p, out);
+                                      kTag, out, 1, landing_[p].get(), p, kTag, comm_,
+                                      MPI_STATUS_IGNORE));
     }
     if (in_place) blocks_.unpack(all_.data() + offset[me], me, out);
   }
@@ -64,7 +64,7 @@ class ScheduledExchange final : public Exchange {
     return static_cast<double>(blocks_.send_bytes() - blocks_.bytes(blocks_.me(), blocks_.me()));
   }
   std::size_t memory_bytes() const override {
-    return send_.size() + recv_.size() + all_.size() + partners_.size() * sizeof(int);
+    return send_.size() + all_.size() + partners_.size() * sizeof(int);
   }
 
  private:
@@ -72,8 +72,9 @@ class ScheduledExchange final : public Exchange {
   MPI_Datatype element_;
   Blocks blocks_;
   std::vector<int> partners_;
-  Buffer send_, recv_;
-  Buffer all_;  // in-place executions only
+  Buffer send_;
+  Buffer all_;                     // in-place executions only
+  std::vector<Datatype> landing_;  // per partner: where its block lands in the output
 };
 
 }  // namespace
@@ -98,7 +99,8 @@ CostEstimate scheduled_cost(const ProblemStats &s, const petacomm_transpose_cost
   }
   e.bytes = v.remote_bytes;
   const double link = link_seconds(v, e.bytes, c, &e.node_link_bytes);
-  e.seconds = std::max(wire, link) + pack_unpack_seconds(v, c);
+  // Blocks land in the output by receive datatypes: packing only, no unpacking copy.
+  e.seconds = std::max(wire, link) + v.in_bytes * c.transpose_beta;
   return e;
 }
 

@@ -1,6 +1,6 @@
 // pipelined: non-blocking point-to-point with at most `window` messages in flight each way.
 // Rank me sends to me+1, me+2, ... and receives from me-1, me-2, ...; it packs the next
-// block while earlier ones travel and unpacks each block as it arrives.
+// block while earlier ones travel; blocks land in the output through receive datatypes.
 #include <algorithm>
 
 #include "blocks.hpp"
@@ -21,11 +21,12 @@ class PipelinedExchange final : public Exchange {
         blocks_(s.geometry, s.q, s.me, false),
         window_(std::max(1, std::min(s.window, s.q - 1))),
         slot_(blocks_.max_block_bytes()),
-        send_slots_(slot_ * window_),
-        recv_slots_(slot_ * window_) {
+        send_slots_(slot_ * window_) {
+    landing_.resize(s.q);
     for (int k = 1; k < s.q; ++k) {
       int_count(blocks_.elements(s.me, (s.me + k) % s.q), "pipelined block");
-      int_count(blocks_.elements((s.me - k + s.q) % s.q, s.me), "pipelined block");
+      const int src = (s.me - k + s.q) % s.q;
+      landing_[src] = Datatype(blocks_.landing_type(src, s.element));
     }
   }
 
@@ -39,16 +40,12 @@ class PipelinedExchange final : public Exchange {
       all_.resize(offset.back());
       for (int d = 0; d < q; ++d) blocks_.pack(in, d, all_.data() + offset[d]);
     }
-    // requests[0 .. window): receives (slot w), [window .. 2 window): sends (slot w).
+    // requests[0 .. window): receives, [window .. 2 window): sends (from send slot w).
     std::vector<MPI_Request> requests(2 * window_, MPI_REQUEST_NULL);
-    std::vector<int> source_of(window_, -1);
     int next_recv = 1, next_send = 1, received = 0;
-    auto post_recv = [&](int w) {
+    auto post_recv = [&](int w) {  // the block lands in the output directly
       const int src = (me - next_recv++ + q) % q;
-      source_of[w] = src;
-      PETACOMM_CHECK_MPI(MPI_Irecv(recv_slots_.data() + w * slot_,
-                                   static_cast<int>(blocks_.elements(src, me)), element_, src, kTag,
-                                   comm_, &requests[w]));
+      PETACOMM_CHECK_MPI(MPI_Irecv(out, 1, landing_[src].get(), src, kTag, comm_, &requests[w]));
     };
     auto post_send = [&](int w) {
       const int dst = (me + next_send++) % q;
@@ -78,7 +75,6 @@ class PipelinedExchange final : public Exchange {
         PETACOMM_CHECK_MPI(MPI_Waitany(2 * window_, requests.data(), &index, MPI_STATUS_IGNORE));
         if (index == MPI_UNDEFINED) fail_internal("pipelined: no request left to wait for");
         if (index < window_) {
-          blocks_.unpack(recv_slots_.data() + index * slot_, source_of[index], out);
           ++received;
           if (next_recv < q) post_recv(index);
         } else if (next_send < q) {
@@ -104,9 +100,7 @@ class PipelinedExchange final : public Exchange {
   double bytes() const override {
     return static_cast<double>(blocks_.send_bytes() - blocks_.bytes(blocks_.me(), blocks_.me()));
   }
-  std::size_t memory_bytes() const override {
-    return send_slots_.size() + recv_slots_.size() + all_.size();
-  }
+  std::size_t memory_bytes() const override { return send_slots_.size() + all_.size(); }
 
  private:
   MPI_Comm comm_;
@@ -114,8 +108,9 @@ class PipelinedExchange final : public Exchange {
   Blocks blocks_;
   int window_;
   std::size_t slot_;
-  Buffer send_slots_, recv_slots_;
-  Buffer all_;  // in-place executions only
+  Buffer send_slots_;
+  Buffer all_;                     // in-place executions only
+  std::vector<Datatype> landing_;  // per source: where its block lands in the output
 };
 
 CostEstimate cost(const ProblemStats &s, const petacomm_transpose_cost_params &c) {
@@ -126,8 +121,8 @@ CostEstimate cost(const ProblemStats &s, const petacomm_transpose_cost_params &c
   e.bytes = v.remote_bytes;
   const double link = link_seconds(v, e.bytes, c, &e.node_link_bytes);
   const double wire = (s.q - 1) * v.message_alpha + std::max(e.bytes * v.byte_beta, link);
-  const double local = pack_unpack_seconds(v, c);
-  // Packing and unpacking overlap the transfers; one block's worth does not (fill, drain).
+  const double local = v.in_bytes * c.transpose_beta;  // packing; blocks land unpacked
+  // Packing overlaps the transfers; one block's worth does not (fill, drain).
   e.seconds = std::max(wire, local) + std::min(wire, local) / std::max(1, s.q - 1);
   return e;
 }
@@ -142,9 +137,9 @@ std::unique_ptr<Exchange> build(const ExchangeSetup &s) {
 
 extern const TransposeStrategy kPipelined{
     {"pipelined",
-     "non-blocking point-to-point with a bounded window of messages in flight, packing and "
-     "unpacking overlapped with the transfers: wins when local reordering costs as much as "
-     "the network",
+     "non-blocking point-to-point with a bounded window of messages in flight, packing "
+     "overlapped with the transfers, blocks received straight into the output: wins when "
+     "local reordering costs as much as the network",
      "window"},
     applicable,
     cost,
