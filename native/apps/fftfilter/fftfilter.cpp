@@ -1,9 +1,10 @@
 // petacomm-fftfilter: the Fourier filter of the NEMORB gyrokinetic code as a mini-app. A
 // real field f(s, chi, phi) distributed over s and chi is filtered to the Fourier modes
 // |m| <= M (chi), |n| <= N (phi) by each variant of petacomm_fftfilter (plain, packed,
-// packed-partial); the program prints time per filter (max over ranks, median over
-// repetitions), per-phase times, bytes and messages per rank, and the error against a
-// serial 2-D FFT reference computed by the root of each chi row; --json writes the same.
+// packed-partial), the variants interleaved repetition by repetition; the program prints
+// time per filter (max over ranks, median over repetitions), per-phase times, bytes and
+// messages per rank, and the error against a serial 2-D FFT reference computed by the
+// root of each chi row; --json writes the same.
 #include <fftw3.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -234,59 +235,90 @@ double verify(const Options &o, const std::int64_t shape[3], const std::vector<d
   return global[1] > 0 ? std::sqrt(global[0] / global[1]) : std::sqrt(global[0]);
 }
 
-Result run_variant(int variant, const Options &o, int rank) {
+// One variant's filter, its field and output.
+struct Contender {
+  int variant;
+  petacomm_fftfilter filter = nullptr;
+  std::int64_t shape[3], offset[3];
+  std::vector<double> field, out;
+  std::vector<double> times;
+  petacomm_fftfilter_stats before{};
+};
+
+void create(Contender &c, const Options &o) {
   petacomm_transpose_options topts;
   petacomm_transpose_options_default(&topts);
-  const std::string strategy =
-      variant == PETACOMM_FFTFILTER_PACKED_PARTIAL ? std::string("partial") : o.strategy;
-  topts.strategy = strategy.c_str();
-  topts.planner = variant == PETACOMM_FFTFILTER_PACKED_PARTIAL ? "estimate" : o.planner.c_str();
-  petacomm_fftfilter filter = nullptr;
-  check(
-      petacomm_fftfilter_create(MPI_COMM_WORLD, o.shape, o.grid, o.modes,
-                                static_cast<petacomm_fftfilter_variant>(variant), &topts, &filter),
-      "petacomm_fftfilter_create");
-  std::int64_t shape[3], offset[3];
-  check(petacomm_fftfilter_local(filter, shape, offset), "petacomm_fftfilter_local");
-  std::vector<double> field(shape[0] * shape[1] * shape[2]), out(field.size());
-  for (std::int64_t s = 0; s < shape[0]; ++s)
-    for (std::int64_t c = 0; c < shape[1]; ++c)
-      for (std::int64_t f = 0; f < shape[2]; ++f)
-        field[(s * shape[1] + c) * shape[2] + f] = field_value(offset[0] + s, offset[1] + c, f, o);
-  for (int w = 0; w < o.warmup; ++w)
-    check(petacomm_fftfilter_apply(filter, field.data(), out.data()), "petacomm_fftfilter_apply");
-  petacomm_fftfilter_stats before{};
-  check(petacomm_fftfilter_stats_get(filter, &before), "petacomm_fftfilter_stats_get");
-  std::vector<double> times;
-  for (int r = 0; r < o.reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double start = MPI_Wtime();
-    check(petacomm_fftfilter_apply(filter, field.data(), out.data()), "petacomm_fftfilter_apply");
-    times.push_back(max_over_ranks(MPI_Wtime() - start));
-  }
+  const bool partial = c.variant == PETACOMM_FFTFILTER_PACKED_PARTIAL;
+  topts.strategy = partial ? "partial" : o.strategy.c_str();
+  topts.planner = partial ? "estimate" : o.planner.c_str();
+  check(petacomm_fftfilter_create(MPI_COMM_WORLD, o.shape, o.grid, o.modes,
+                                  static_cast<petacomm_fftfilter_variant>(c.variant), &topts,
+                                  &c.filter),
+        "petacomm_fftfilter_create");
+  check(petacomm_fftfilter_local(c.filter, c.shape, c.offset), "petacomm_fftfilter_local");
+  c.field.resize(c.shape[0] * c.shape[1] * c.shape[2]);
+  c.out.resize(c.field.size());
+  for (std::int64_t s = 0; s < c.shape[0]; ++s)
+    for (std::int64_t k = 0; k < c.shape[1]; ++k)
+      for (std::int64_t f = 0; f < c.shape[2]; ++f)
+        c.field[(s * c.shape[1] + k) * c.shape[2] + f] =
+            field_value(c.offset[0] + s, c.offset[1] + k, f, o);
+}
+
+void apply(Contender &c) {
+  check(petacomm_fftfilter_apply(c.filter, c.field.data(), c.out.data()),
+        "petacomm_fftfilter_apply");
+}
+
+Result summarise(Contender &c, const Options &o, int rank) {
   petacomm_fftfilter_stats after{};
-  check(petacomm_fftfilter_stats_get(filter, &after), "petacomm_fftfilter_stats_get");
-  std::sort(times.begin(), times.end());
+  check(petacomm_fftfilter_stats_get(c.filter, &after), "petacomm_fftfilter_stats_get");
+  std::sort(c.times.begin(), c.times.end());
   Result res;
-  res.variant = variant;
-  res.seconds = times[times.size() / 2];
-  const double n = static_cast<double>(after.applications - before.applications);
-  res.fft_phi = max_over_ranks((after.fft_phi_seconds - before.fft_phi_seconds) / n);
-  res.transpose = max_over_ranks((after.transpose_seconds - before.transpose_seconds) / n);
-  res.fft_chi = max_over_ranks((after.fft_chi_seconds - before.fft_chi_seconds) / n);
-  res.mask = max_over_ranks((after.mask_seconds - before.mask_seconds) / n);
-  res.bytes = max_over_ranks((after.bytes_sent - before.bytes_sent) / n);
-  res.messages = max_over_ranks((after.messages_sent - before.messages_sent) / n);
+  res.variant = c.variant;
+  res.seconds = c.times[c.times.size() / 2];
+  const petacomm_fftfilter_stats &b = c.before;
+  const double n = static_cast<double>(after.applications - b.applications);
+  res.fft_phi = max_over_ranks((after.fft_phi_seconds - b.fft_phi_seconds) / n);
+  res.transpose = max_over_ranks((after.transpose_seconds - b.transpose_seconds) / n);
+  res.fft_chi = max_over_ranks((after.fft_chi_seconds - b.fft_chi_seconds) / n);
+  res.mask = max_over_ranks((after.mask_seconds - b.mask_seconds) / n);
+  res.bytes = max_over_ranks((after.bytes_sent - b.bytes_sent) / n);
+  res.messages = max_over_ranks((after.messages_sent - b.messages_sent) / n);
   size_t needed = 0;
-  petacomm_fftfilter_describe(filter, nullptr, 0, &needed);
+  petacomm_fftfilter_describe(c.filter, nullptr, 0, &needed);
   std::string text(needed, '\0');
-  petacomm_fftfilter_describe(filter, text.data(), needed, nullptr);
+  petacomm_fftfilter_describe(c.filter, text.data(), needed, nullptr);
   const std::size_t at = text.find("\"strategy\":\"");
   if (at != std::string::npos)
     res.strategy = text.substr(at + 12, text.find('"', at + 12) - (at + 12));
-  if (o.verify) res.error = verify(o, shape, field, out, rank);
-  check(petacomm_fftfilter_free(&filter), "petacomm_fftfilter_free");
+  if (o.verify) res.error = verify(o, c.shape, c.field, c.out, rank);
+  check(petacomm_fftfilter_free(&c.filter), "petacomm_fftfilter_free");
   return res;
+}
+
+// Every variant on the same field, repetition by repetition (side by side: a shared
+// machine's load changes hit all variants alike).
+std::vector<Result> run_variants(const Options &o, int rank) {
+  std::vector<Contender> contenders(o.variants.size());
+  for (std::size_t k = 0; k < contenders.size(); ++k) {
+    contenders[k].variant = o.variants[k];
+    create(contenders[k], o);
+  }
+  for (Contender &c : contenders) {
+    for (int w = 0; w < o.warmup; ++w) apply(c);
+    check(petacomm_fftfilter_stats_get(c.filter, &c.before), "petacomm_fftfilter_stats_get");
+  }
+  for (int r = 0; r < o.reps; ++r)
+    for (Contender &c : contenders) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double start = MPI_Wtime();
+      apply(c);
+      c.times.push_back(max_over_ranks(MPI_Wtime() - start));
+    }
+  std::vector<Result> results;
+  for (Contender &c : contenders) results.push_back(summarise(c, o, rank));
+  return results;
 }
 
 bool write_json(const std::string &path, const std::string &text) {
@@ -315,21 +347,20 @@ int main(int argc, char **argv) {
     std::fclose(probe);
     std::remove((o.json + ".probe").c_str());
   }
-  std::vector<Result> results;
-  for (int v : o.variants) results.push_back(run_variant(v, o, rank));
+  const std::vector<Result> results = run_variants(o, rank);
   bool ok = true;  // every rank holds the reduced errors
   for (const Result &r : results) ok = ok && (!o.verify || r.error <= 1e-12);
   if (rank == 0) {
     std::printf(
-        "petacomm-fftfilter: field %lld x %lld x %lld (s, chi, phi) float64 on %d ranks "
-        "(grid %d x %d), modes |m| <= %lld, |n| <= %lld\n",
+        "field %lld x %lld x %lld (s, chi, phi) float64 on %d ranks (grid %d x %d), "
+        "|m| <= %lld, |n| <= %lld\n",
         static_cast<long long>(o.shape[0]), static_cast<long long>(o.shape[1]),
         static_cast<long long>(o.shape[2]), size, o.grid[0], o.grid[1],
         static_cast<long long>(o.modes[0]), static_cast<long long>(o.modes[1]));
-    std::printf("%-15s %10s %8s %9s %8s %8s %11s %9s %10s %s\n", "variant", "ms/filter", "phi ms",
-                "transp ms", "chi ms", "mask ms", "KiB/rank", "msgs/rank", "rel error", "strategy");
+    std::printf("%-15s %9s %7s %9s %7s %7s %9s %5s %9s %s\n", "variant", "ms/filter", "phi ms",
+                "transp ms", "chi ms", "mask ms", "KiB/rank", "msgs", "rel error", "strategy");
     for (const Result &r : results)
-      std::printf("%-15s %10.3f %8.3f %9.3f %8.3f %8.3f %11.1f %9.0f %10.2e %s\n",
+      std::printf("%-15s %9.2f %7.2f %9.2f %7.2f %7.2f %9.1f %5.0f %9.1e %s\n",
                   kVariantNames[r.variant], r.seconds * 1e3, r.fft_phi * 1e3, r.transpose * 1e3,
                   r.fft_chi * 1e3, r.mask * 1e3, r.bytes / 1024, r.messages, r.error,
                   r.strategy.c_str());

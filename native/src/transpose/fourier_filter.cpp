@@ -112,6 +112,9 @@ FourierFilter::FourierFilter(MPI_Comm comm, const std::int64_t n[3], const int g
     for (std::int64_t k = 0; k < k_total_; ++k) kept[k] = phi_mode_kept(k);
     forward.col_kept = kept;
     backward.row_kept = kept;
+    // The chi FFTs and the mask skip the excluded mode lines, so the forward transpose
+    // need not zero them; the backward one must (the c2r reads every mode).
+    forward.zero_output_outside_mask = false;
   }
   transposer_ = std::make_unique<Transposer>(chi_comm_, forward, backward, o);
   if (packed) {
@@ -268,7 +271,8 @@ void FourierFilter::mask_modes() {
       Complex *line = modes + (s * k_count_ + kk) * n_chi_;
       const std::int64_t k = k_offset_ + kk;
       if (!phi_mode_kept(k)) {
-        // Partial transposes delivered zeros already; the other variants zero here.
+        // packed-partial never reads these lines (its backward transpose skips them); the
+        // other variants transpose them back, so zero them.
         if (variant_ != PETACOMM_FFTFILTER_PACKED_PARTIAL)
           std::fill(line, line + n_chi_, Complex(0.0, 0.0));
         continue;

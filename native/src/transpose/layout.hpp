@@ -30,6 +30,9 @@ struct Geometry {
   std::int64_t in_row = 0, in_batch = 0;
   std::int64_t out_row = 0, out_batch = 0;
   std::vector<unsigned char> row_kept, col_kept;
+  // false: the excluded part of the output is left as it was instead of zeroed (for an
+  // internal caller that never reads it: the Fourier filter's skipped mode lines).
+  bool zero_output_outside_mask = true;
 
   BlockDistribution rows(int q) const { return {n_rows, q}; }
   BlockDistribution cols(int q) const { return {n_cols, q}; }

@@ -64,7 +64,7 @@ void Transposer::execute(Direction d, const char *in, char *out) {
     return;
   }
   exchange_[static_cast<int>(d)]->execute(in, out);
-  zero_excluded(geometry(d), q_, me_, out);
+  if (geometry(d).zero_output_outside_mask) zero_excluded(geometry(d), q_, me_, out);
 }
 
 void Transposer::measure(Direction d, const char *in, char *out) {

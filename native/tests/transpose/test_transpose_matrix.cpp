@@ -196,7 +196,7 @@ void pencil_index(int layout, std::int64_t x, std::int64_t y, std::int64_t z, st
   if (layout == PETACOMM_PENCIL_X) g[2] = x, g[1] = y, g[0] = z;
 }
 
-void pencil_case(const std::int64_t n[3], int p0, int p1, const Type &t,
+void pencil_case(MPI_Comm comm, const std::int64_t n[3], int p0, int p1, const Type &t,
                  const std::string &strategy) {
   const std::string label = "pencil " + std::to_string(n[0]) + "x" + std::to_string(n[1]) + "x" +
                             std::to_string(n[2]) + " grid " + std::to_string(p0) + "x" +
@@ -209,7 +209,7 @@ void pencil_case(const std::int64_t n[3], int p0, int p1, const Type &t,
   const int grid[2] = {p0, p1};
   petacomm_transpose_pencil pencil = nullptr;
   const petacomm_status st =
-      petacomm_transpose_pencil_create(MPI_COMM_WORLD, n, grid, 1, t.dtype, &o, &pencil);
+      petacomm_transpose_pencil_create(comm, n, grid, 1, t.dtype, &o, &pencil);
   if (strategy == "xor" && !(power_of_two(p0) && power_of_two(p1))) {
     CHECK(st == PETACOMM_ERR_ARG && std::strstr(petacomm_last_error(), "power-of-two"),
           "%s: expected the power-of-two error, got '%s'", label.c_str(), petacomm_last_error());
@@ -217,7 +217,9 @@ void pencil_case(const std::int64_t n[3], int p0, int p1, const Type &t,
   }
   CHECK(st == PETACOMM_SUCCESS, "%s: create failed: %s", label.c_str(), petacomm_last_error());
   if (st != PETACOMM_SUCCESS) return;
-  const int i0 = rank / p1, i1 = rank % p1;
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+  const int i0 = me / p1, i1 = me % p1;
   // Independent expectation of each layout's shape and offsets.
   const std::int64_t want_shape[3][3] = {{count(n[0], p0, i0), count(n[1], p1, i1), n[2]},
                                          {count(n[0], p0, i0), count(n[2], p1, i1), n[1]},
@@ -310,8 +312,20 @@ int main(int argc, char **argv) {
     if (size % p0) continue;
     for (const std::string &s : {std::string("auto"), std::string("alltoallw"),
                                  std::string("pairwise"), std::string("xor")})
-      pencil_case(n, p0, size / p0, kTypes[3], s);
-    pencil_case(n, p0, size / p0, kTypes[0], "alltoall");
+      pencil_case(MPI_COMM_WORLD, n, p0, size / p0, kTypes[3], s);
+    pencil_case(MPI_COMM_WORLD, n, p0, size / p0, kTypes[0], "alltoall");
+  }
+  // 2 x 3 and 3 x 2 grids on the first 6 ranks when there are at least 6 (the rank counts
+  // of the suite have no 6).
+  if (size >= 6) {
+    MPI_Comm six;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 6 ? 0 : MPI_UNDEFINED, rank, &six);
+    if (six != MPI_COMM_NULL) {
+      for (const auto &grid : {std::pair<int, int>{2, 3}, {3, 2}})
+        for (const std::string &s : {std::string("auto"), std::string("pairwise")})
+          pencil_case(six, n, grid.first, grid.second, kTypes[3], s);
+      MPI_Comm_free(&six);
+    }
   }
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
