@@ -25,8 +25,16 @@ COMMAND_MODULES = (
 )
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse with the one-line errors every petacomm command gives: the usage block that
+    argparse prints before its message is left out (``--help`` shows it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="petacomm",
         description=(
             "petacomm makes MPI applications communicate faster at scale: it measures their "
@@ -37,7 +45,18 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    _name_every_command(parser)
     return parser
+
+
+def _name_every_command(parser: argparse.ArgumentParser) -> None:
+    """Each (sub-)command records its full name ('petacomm bench map') for its error lines:
+    argparse's ``dest`` of a sub-command may be overwritten by the command's own options."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(_command_name=sub.prog)
+                _name_every_command(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,13 +65,22 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    name = getattr(args, "_command_name", f"petacomm {args.command}")
     try:
         return int(args.func(args) or 0)
     except PetacommError as err:
-        print(f"petacomm {args.command}: error: {err}", file=sys.stderr)
+        print(f"{name}: error: {err}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        # A safety net: commands bound their inputs, but a case may still not fit here.
+        print(
+            f"{name}: error: out of memory: the case is too large for this machine (describe "
+            "a smaller network or pattern)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
-        print(f"petacomm {args.command}: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # Output piped into `head` and closed early: not an error worth a traceback.

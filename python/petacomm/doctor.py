@@ -7,7 +7,6 @@ Exit code 1 when something required is broken; optional components only inform.
 
 from __future__ import annotations
 
-import importlib.metadata
 import platform
 import shutil
 import subprocess
@@ -37,7 +36,7 @@ def register(subparsers) -> None:
         "doctor",
         help="check the installation: Python, native library, MPI, launcher, optional parts",
         description="Prints versions of Python, petacomm and its dependencies, the MPI "
-        "library the native part was built against and the one mpi4py uses (with a warning "
+        "library the native part was built against and the one mpi4py uses (a failure "
         "when they differ), the launcher and compilers, and optional components with "
         "install hints. Exits non-zero when something required is broken.",
     )
@@ -50,6 +49,8 @@ def _first_line(text: str) -> str:
 
 
 def python_checks() -> list[Check]:
+    import importlib.metadata  # ~30 ms: only when the doctor runs, not for every command
+
     checks = [Check("ok", "petacomm", __version__)]
     ok = sys.version_info >= (3, 11)
     checks.append(
@@ -123,9 +124,10 @@ def mpi4py_checks(native_library_version: str) -> list[Check]:
     checks = [Check("ok", "mpi4py", version), Check("ok", "mpi4py's MPI", mpi4py_library)]
     native_first = _first_line(native_library_version)
     if native_first and _mpi_identity(native_first) != _mpi_identity(mpi4py_library):
+        # Required: Python programs using petacomm would load two MPI libraries.
         checks.append(
             Check(
-                "warn",
+                "fail",
                 "MPI MISMATCH",
                 "!!! mpi4py and the native library use DIFFERENT MPI libraries: Python "
                 f"programs using petacomm will fail. native: {native_first!r}; mpi4py: "
@@ -143,16 +145,80 @@ def _mpi_identity(version_line: str) -> str:
 def launcher_checks(explicit: str | None) -> list[Check]:
     from petacomm.launch import find_mpiexec
 
+    if explicit is not None and not explicit.strip():
+        return [Check("fail", "mpiexec", "--mpiexec: empty launcher name")]
     try:
         launcher = find_mpiexec(explicit)
     except PetacommError as err:
         return [Check("fail", "mpiexec", str(err))]
-    checks = [Check("ok", "mpiexec", f"{launcher.path} ({_first_line(launcher.version_text)})")]
+    version = _first_line(launcher.version_text)
+    if launcher.vendor == "unknown":
+        checks = [
+            Check(
+                "warn",
+                "mpiexec",
+                f"{launcher.path}: '--version' does not name an MPI ({version or 'no output'})",
+            )
+        ]
+    else:
+        checks = [Check("ok", "mpiexec", f"{launcher.path} ({version})")]
     try:
         launcher.check_can_run()
     except PetacommError as err:
-        checks.append(Check("warn", "mpiexec as root", str(err)))
+        checks.append(Check("fail", "mpiexec as root", str(err)))
+        return checks
+    checks.append(job_check(launcher))
     return checks
+
+
+JOB_RANKS = 2
+JOB_TIMEOUT_S = 120
+
+
+def job_check(launcher) -> Check:
+    """Starts a real 2-rank job (the netbench program, one tiny broadcast) and checks that
+    its ranks formed one job: a launcher that runs nothing (/bin/true), fails (/bin/false) or
+    starts each rank alone (another MPI's mpiexec) is not 'ok'."""
+    import json
+    import tempfile
+
+    from petacomm.native import program_path
+
+    what = f"{JOB_RANKS}-rank job"
+    try:
+        program = program_path("petacomm-netbench")
+    except PetacommError:
+        return Check("missing", what, "not tried: the native part is missing")
+    with tempfile.TemporaryDirectory(prefix="petacomm-doctor-") as scratch:
+        raw = Path(scratch) / "raw.json"
+        flags = ["-m", "8:8", "-x", "0", "-i", "1", "-r", "1", "--ops", "bcast", "--json"]
+        argv = launcher.command(JOB_RANKS, [str(program), *flags, str(raw)])
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=JOB_TIMEOUT_S, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return Check("fail", what, f"{' '.join(argv)} did not end in {JOB_TIMEOUT_S} s")
+        except OSError as err:
+            return Check("fail", what, f"cannot run {argv[0]}: {err.strerror}")
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            tail = lines[-1] if lines else ""
+            return Check(
+                "fail", what, f"{launcher.path} exited {done.returncode}: {tail or 'no output'}"
+            )
+        try:
+            ranks = json.loads(raw.read_text())["ranks"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return Check("fail", what, f"{launcher.path} exited 0 but ran no MPI program")
+    if ranks != JOB_RANKS:
+        return Check(
+            "fail",
+            what,
+            f"the program started by {launcher.path} saw {ranks} rank(s), not one job of "
+            f"{JOB_RANKS}: not the launcher of the MPI petacomm was built with",
+        )
+    return Check("ok", what, f"{JOB_RANKS} ranks started by {launcher.path} formed one job")
 
 
 def compiler_checks() -> list[Check]:

@@ -1,39 +1,177 @@
-"""Writing files the way every petacomm tool must: atomically, with a clear error.
+"""Reading and writing files the way every petacomm tool must: clear errors, atomic writes.
 
-A file is written to a temporary name in the same directory, flushed to disk, then renamed
-over the target, so a reader never sees it half-written and an existing file survives any
-failure.
+Writing: a file is written to a temporary name in the target's directory, flushed to disk,
+then renamed over the target, so a reader never sees it half-written and an existing file
+survives any failure. Three rules hold for every output:
+
+* an output never replaces one of the command's inputs (``report X -o X`` is refused);
+* the file gets the permissions a plain ``open()`` would give it: an existing file keeps its
+  mode, a new one gets ``0666`` minus the umask (the temporary file's private ``0600`` is
+  not left behind);
+* a symbolic link at the output path is written *through*: its target is replaced and the
+  link stays (as ``cp`` and shell redirection do); a dangling link creates its target.
+
+Commands call :func:`check_output_path` while checking their arguments, before any long
+work, and then one of the ``write_*_atomically`` functions (or :func:`atomic_output` for
+writers that want a file object, such as matplotlib).
+
+Reading: :func:`read_text_file` and :func:`read_bytes_file` turn every way a path can be
+wrong (missing, a directory, unreadable, empty, not text) into a one-line
+:class:`PetacommError` naming the argument.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from petacomm.errors import PetacommError
 
+# (argument, path) pairs naming a command's input files, e.g. [("--matrix", "m.csv")].
+Inputs = Iterable[tuple[str, "str | os.PathLike | None"]]
 
-def write_text_atomically(path: str | os.PathLike, text: str, argument: str = "output") -> Path:
-    """Writes ``text`` to ``path``; PetacommError names ``argument`` and the reason on failure.
-    Missing parent directories are created."""
-    target = Path(path)
+
+def _real_target(path: str | os.PathLike) -> Path:
+    """The file a write to ``path`` really replaces: symbolic links followed (also a dangling
+    one, whose target is then created)."""
+    return Path(os.path.realpath(path))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a == b
+
+
+def check_output_path(
+    path: str | os.PathLike, argument: str = "output", inputs: Inputs = ()
+) -> Path:
+    """Checks, before any work is done, that ``path`` can be written and is none of the
+    ``inputs``; returns the real target. Raises PetacommError naming ``argument``."""
+    text = os.fspath(path)
+    if not text:
+        raise PetacommError(f"{argument}: empty file name")
+    if "\0" in text:
+        raise PetacommError(f"{argument}: the file name contains a NUL byte")
+    target = _real_target(path)
+    for input_argument, input_path in inputs:
+        if input_path is None or not os.fspath(input_path):
+            continue
+        source = _real_target(input_path)
+        if _same_file(target, source):
+            raise PetacommError(
+                f"{argument}: '{text}' is also the input of {input_argument}; refusing to "
+                "overwrite an input (write to another file)"
+            )
     if target.is_dir():
-        raise PetacommError(f"{argument}: '{target}' is a directory")
+        raise PetacommError(f"{argument}: '{text}' is a directory")
+    existing = target.parent
+    while not existing.exists():
+        if existing == existing.parent:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise PetacommError(f"{argument}: cannot write '{text}' ('{existing}' is not a directory)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PetacommError(f"{argument}: cannot write '{text}' (directory not writable)")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise PetacommError(f"{argument}: cannot write '{text}' (file not writable)")
+    return target
+
+
+def _new_file_mode(target: Path) -> int:
+    """The mode open() would give: an existing file keeps its own, a new one 0666 - umask."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        pass
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextlib.contextmanager
+def atomic_output(
+    path: str | os.PathLike, argument: str = "output", binary: bool = False, inputs: Inputs = ()
+) -> Iterator:
+    """A file object whose contents replace ``path`` atomically when the block ends without
+    an exception (nothing is replaced otherwise). Missing parent directories are created."""
+    target = check_output_path(path, argument, inputs)
+    shown = os.fspath(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as err:
-        raise PetacommError(f"{argument}: cannot write '{target}': {err.strerror}") from err
+        raise PetacommError(f"{argument}: cannot write '{shown}': {err.strerror}") from err
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb" if binary else "w", **({} if binary else _TEXT)) as out:
+            yield out
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(temporary, _new_file_mode(target))
         os.replace(temporary, target)
     except BaseException as err:
         Path(temporary).unlink(missing_ok=True)
         if isinstance(err, OSError):
-            raise PetacommError(f"{argument}: cannot write '{target}': {err.strerror}") from err
+            raise PetacommError(f"{argument}: cannot write '{shown}': {err.strerror}") from err
         raise
-    return target
+
+
+_TEXT = {"encoding": "utf-8", "newline": ""}
+
+
+def write_text_atomically(
+    path: str | os.PathLike, text: str, argument: str = "output", inputs: Inputs = ()
+) -> Path:
+    """Writes ``text`` (UTF-8) to ``path`` atomically; PetacommError names ``argument`` and
+    the reason on failure. Missing parent directories are created."""
+    with atomic_output(path, argument, inputs=inputs) as out:
+        out.write(text)
+    return Path(path)
+
+
+def write_bytes_atomically(
+    path: str | os.PathLike, data: bytes, argument: str = "output", inputs: Inputs = ()
+) -> Path:
+    """Like :func:`write_text_atomically` for bytes."""
+    with atomic_output(path, argument, binary=True, inputs=inputs) as out:
+        out.write(data)
+    return Path(path)
+
+
+def read_bytes_file(path: str | os.PathLike, argument: str, allow_empty: bool = False) -> bytes:
+    """The contents of an input file; PetacommError naming ``argument`` when ``path`` is
+    missing, a directory, unreadable or (unless ``allow_empty``) empty."""
+    shown = os.fspath(path)
+    if not shown:
+        raise PetacommError(f"{argument}: empty file name")
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise PetacommError(f"{argument}: '{shown}': no such file") from None
+    except IsADirectoryError:
+        raise PetacommError(f"{argument}: '{shown}' is a directory, not a file") from None
+    except OSError as err:
+        raise PetacommError(f"{argument}: cannot read '{shown}': {err.strerror or err}") from None
+    except ValueError as err:  # e.g. an embedded NUL byte in the name
+        raise PetacommError(f"{argument}: cannot read '{shown}': {err}") from None
+    if not data and not allow_empty:
+        raise PetacommError(f"{argument}: '{shown}' is empty")
+    return data
+
+
+def read_text_file(path: str | os.PathLike, argument: str, allow_empty: bool = False) -> str:
+    """An input text file (UTF-8); binary contents are refused with a one-line error."""
+    data = read_bytes_file(path, argument, allow_empty)
+    if b"\0" in data:
+        raise PetacommError(f"{argument}: '{os.fspath(path)}' is a binary file, not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PetacommError(
+            f"{argument}: '{os.fspath(path)}' is not UTF-8 text (byte {err.start})"
+        ) from None

@@ -21,6 +21,15 @@ from pathlib import Path
 
 from petacomm.errors import PetacommError
 
+# How each vendor is named in messages.
+VENDOR_NAMES = {
+    "openmpi": "Open MPI",
+    "mpich": "MPICH",
+    "intel": "Intel MPI",
+    "smpi": "SimGrid SMPI",
+    "unknown": "an unknown MPI",
+}
+
 
 @dataclass(frozen=True)
 class Launcher:
@@ -84,6 +93,24 @@ def describe_launcher(path: str) -> Launcher:
         raise PetacommError(f"mpiexec: cannot run '{path}': {err}") from err
     text = (done.stdout + done.stderr).strip()
     return Launcher(Path(path), _vendor_of(text), text)
+
+
+def native_mpi_vendor() -> str:
+    """The MPI the native part was built with ("openmpi", "mpich", "intel", "smpi" or
+    "unknown"), from MPI_Get_library_version through libpetacomm (loading it does not
+    initialise MPI)."""
+    import ctypes
+
+    try:
+        from petacomm.native import load_library
+
+        library = load_library("petacomm")
+        buffer = ctypes.create_string_buffer(4096)
+        if library.petacomm_mpi_library_version(buffer, len(buffer)) != 0:
+            return "unknown"
+    except (PetacommError, OSError, AttributeError):
+        return "unknown"
+    return _vendor_of(buffer.value.decode(errors="replace"))
 
 
 def _recorded_mpiexec() -> str | None:

@@ -2,11 +2,13 @@
 
 One module for every command: binary prefixes (KiB, MiB...) and decimal ones (kB, MB...)
 are kept distinct; a bare ``K``/``M``/``G``/``T`` is binary, as in the OSU benchmarks and
-MPI tools.
+MPI tools. The profiler's runtime parses PETACOMM_PROF_* sizes with the same grammar and
+meaning ("4MB" is 4,000,000 bytes everywhere; tests/prof/test_settings.py compares them).
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 # Binary (KiB) and decimal (kB) prefixes are both in use; keep them distinct rather than guess.
@@ -41,7 +43,10 @@ def parse_size(text: str) -> float:
             "K, M, G, T, kB, MB, GB, TB)"
         )
     number = float(text.strip()[: len(text.strip()) - len(match.group(2))])
-    return number * _UNITS[unit]
+    value = number * _UNITS[unit]
+    if not math.isfinite(value):
+        raise ValueError(f"byte size {text!r} is too large")
+    return value
 
 
 def parse_byte_count(text: str, argument: str) -> int:
@@ -52,7 +57,7 @@ def parse_byte_count(text: str, argument: str) -> int:
         value = parse_size(text)
     except ValueError as err:
         raise PetacommError(f"{argument}: {err}") from err
-    if value != int(value):
+    if not math.isfinite(value) or value != math.floor(value):
         raise PetacommError(f"{argument}: not a whole number of bytes: '{text}'")
     return int(value)
 

@@ -58,6 +58,21 @@ def test_import_does_not_initialise_mpi():
     assert done.returncode == 0, done.stderr
 
 
+def test_starting_a_command_loads_neither_numpy_nor_scipy():
+    # Every command's start builds the whole parser: it must stay light (petacomm --help,
+    # petacomm map --help), heavy modules load when a command runs.
+    code = (
+        "import sys, petacomm.cli\n"
+        "parser = petacomm.cli.build_parser()\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'numpy', 'scipy', 'matplotlib', 'jsonschema'})\n"
+        "assert not heavy, heavy\n"
+        "parser.parse_args(['netbench', '-n', '2'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_no_command_prints_help():
     done = run_cli()
     assert done.returncode == 2 and "usage: petacomm" in done.stdout

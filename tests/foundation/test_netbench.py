@@ -31,8 +31,10 @@ def petacomm(*args, env=None):
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4, 7, 8])
 def test_netbench_runs_and_writes_valid_model(tmp_path, ranks):
     out = tmp_path / "model.json"
-    done = petacomm("netbench", "-n", str(ranks), *QUICK, "-o", str(out))
+    done = petacomm("netbench", "-n", str(ranks), *QUICK, "-o", str(out), "--quiet")
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # --quiet: no progress
+    assert max(len(line) for line in done.stdout.splitlines()[1:]) <= 100
     data = json.loads(out.read_text())
     jsonschema.validate(data, schema())
     ops = set(data["operations"])
@@ -43,6 +45,46 @@ def test_netbench_runs_and_writes_valid_model(tmp_path, ranks):
     assert data["machine"]["ranks"] == ranks
     model = load(out)
     assert model.predict("allreduce", 4096, ranks) > 0
+    # The fit table shows every piece in the units its header gives.
+    for name, op in data["operations"].items():
+        rows = [line.split() for line in done.stdout.splitlines() if line.startswith(name + " ")]
+        assert len(rows) == len(op["pieces"])
+        for row, piece in zip(rows, op["pieces"], strict=True):
+            assert float(row[-4]) == pytest.approx(piece["alpha_s"] * 1e6, abs=6e-4)  # µs
+            if piece["beta_s_per_byte"] > 0:
+                shown = float(row[-3])
+                assert shown == pytest.approx(1e-9 / piece["beta_s_per_byte"], abs=6e-4)
+
+
+@pytest.mark.mpi
+def test_map_after_netbench_costs_each_message_with_its_own_piece(tmp_path):
+    # After a real netbench run, an 8 B message must cost the small-message fit piece (the
+    # latency, microseconds), not the 1 MiB piece's intercept.
+    model_file = tmp_path / "model.json"
+    done = petacomm("netbench", "-n", "2", *QUICK, "--ops", "pingpong", "-o", str(model_file))
+    assert done.returncode == 0, done.stderr
+    pieces = json.loads(model_file.read_text())["operations"]["pingpong.intra"]["pieces"]
+    small, largest = pieces[0], pieces[-1]  # the piece covering 8 B, the asymptotic one
+    assert small["from_bytes"] == 8
+    mapped = petacomm(
+        "map",
+        "--network",
+        "torus:2",
+        "--pattern",
+        "ranks 2; ring 8",
+        "--routing",
+        "dor",
+        "--model",
+        str(model_file),
+        "--json",
+    )
+    assert mapped.returncode == 0, mapped.stderr
+    doc = json.loads(mapped.stdout)
+    # Each rank sends one 8 B message over its own link: alpha + 8 beta of the small piece,
+    # plus 8 B on the busiest link at the largest messages' per-byte time.
+    expected = small["alpha_s"] + 8 * small["beta_s_per_byte"] + 8 * largest["beta_s_per_byte"]
+    assert doc["ranking"][0]["predicted_time_s"] == pytest.approx(expected, rel=1e-9)
+    assert doc["cost"]["pieces"][0]["alpha_s"] == pieces[0]["alpha_s"]
 
 
 @pytest.mark.mpi
@@ -60,10 +102,15 @@ def test_plot_and_json_output(tmp_path):
         "--plot",
         str(plot),
         "--json",
+        env=mpi_test_env({"PETACOMM_PROGRESS": "always"}),
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["operations"].keys() == {"pingpong.intra", "allreduce"}
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Progress on standard error (forced on: this run is shorter than the display's delay),
+    # standard output is the JSON alone. 8 B..64 KiB is 14 sizes for each of 2 series.
+    progress = [line for line in done.stderr.splitlines() if line.startswith("netbench: ")]
+    assert progress and progress[-1].startswith("netbench: sizes measured 28/28"), done.stderr
 
 
 @pytest.mark.parametrize(

@@ -98,3 +98,54 @@ def fortran_pattern(size: int) -> tuple[dict, dict]:
         peers[(r, "MPI_Irecv", left)] = (1, 16)  # MPI_ANY_SOURCE resolved at completion
         peers[(r, "MPI_Bcast", 0)] = (1, 40)
     return calls, peers
+
+
+def requests_pattern(
+    size: int, tests: dict[int, dict[str, int]], io: bool = False
+) -> tuple[dict, dict]:
+    """What the profile of native/tests/prof/prof_requests.c must contain, worked out from
+    the program's phases (its header): (region, call, size) -> (count, bytes) summed over
+    ranks, and (rank, call, partner) -> (count, bytes). `tests`: per rank, the number of
+    MPI_Testall/Testsome/Testany/Waitsome calls the program made (it prints them); `io`: the
+    program was given a file (its MPI-IO phase)."""
+    calls: dict[tuple[str, str, int], list[int]] = defaultdict(lambda: [0, 0])
+    peers: dict[tuple[int, str, int], list[int]] = defaultdict(lambda: [0, 0])
+
+    def rec(rank, region, call, nbytes, count, peer=None):
+        calls[(region, call, nbytes)][0] += count
+        calls[(region, call, nbytes)][1] += nbytes * count
+        if peer is not None:
+            peers[(rank, call, peer)][0] += count
+            peers[(rank, call, peer)][1] += nbytes * count
+
+    for r in range(size):
+        right, left = (r + 1) % size, (r - 1) % size
+        rec(r, "shared", "MPI_Irecv", 8, 125 * 4, left)
+        rec(r, "shared", "MPI_Isend", 8, 125 * 4, right)
+        rec(r, "shared", "MPI_Isend", 0, 125 * 2, PROC_NULL)
+        rec(r, "shared", "MPI_Waitall", 0, 125)
+        rec(r, "testall", "MPI_Irecv", 16, 100 * 2, left)
+        rec(r, "testall", "MPI_Isend", 16, 100 * 2, right)
+        rec(r, "testall", "MPI_Isend", 0, 100, PROC_NULL)
+        rec(r, "testall", "MPI_Testall", 0, tests[r]["testall"])
+        for region, waits in (("waitsome", "MPI_Waitsome"), ("testsome", "MPI_Testsome")):
+            rec(r, region, "MPI_Irecv", 24, 50 * 3, left)  # ANY_SOURCE, resolved
+            rec(r, region, "MPI_Isend", 24, 50 * 3, right)
+            rec(r, region, "MPI_Isend", 0, 50, PROC_NULL)
+            rec(r, region, waits, 0, tests[r][waits[4:].lower()])
+        rec(r, "waitany", "MPI_Irecv", 40, 50 * 2, left)
+        rec(r, "waitany", "MPI_Isend", 40, 50 * 2, right)
+        rec(r, "waitany", "MPI_Waitany", 0, 50 * 4)
+        rec(r, "testany", "MPI_Irecv", 48, 50 * 2, left)
+        rec(r, "testany", "MPI_Isend", 48, 50 * 2, right)
+        rec(r, "testany", "MPI_Testany", 0, tests[r]["testany"])
+        rec(r, "post", "MPI_Irecv", 32, 1, left)  # completed in "complete": posted here
+        rec(r, "post", "MPI_Isend", 32, 1, right)
+        rec(r, "complete", "MPI_Waitall", 0, 1)
+        rec(r, "(program)", "MPI_Allreduce", 4, 1)
+        if io:
+            rec(r, "io", "MPI_File_open", 0, 1)
+            rec(r, "io", "MPI_File_iwrite_shared", 64, 1)
+            rec(r, "io", "MPI_Wait", 0, 1)
+            rec(r, "io", "MPI_File_close", 0, 1)
+    return {k: tuple(v) for k, v in calls.items()}, {k: tuple(v) for k, v in peers.items()}

@@ -3,14 +3,16 @@ per call, per partner, per region and per message size, at several rank counts."
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 
 import pytest
 from expected import pattern
 
-from conftest import profile_run
+from conftest import mpiexec, petacomm, profile_run
 from mpi_harness import RANK_COUNTS
 from petacomm.profile import analysis, load
+from prerequisites import require
 
 pytestmark = pytest.mark.mpi
 
@@ -80,25 +82,43 @@ def test_table_overflow_coarsens_but_keeps_every_call(programs, tmp_path):
     assert got == dict(want)
 
 
-@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("ranks", [1, 3])
 def test_thread_multiple(ranks, programs, tmp_path):
+    """4 threads per rank, each 50 MPI_Sendrecv and 100 (MPI_Irecv, MPI_Isend, wait) rounds
+    to its neighbours at the same time: request handles freed by one thread are reused by
+    another; every request counts once, and MPI time (time with at least one thread inside
+    MPI) stays within the wall time."""
     log = tmp_path / "threads.json"
     done = profile_run(log, ranks, [str(programs / "prof_threads")])
-    if "not provided" in done.stdout:
-        pytest.skip("this MPI library does not provide MPI_THREAD_MULTIPLE")
+    require("not provided" not in done.stdout, "this MPI does not provide MPI_THREAD_MULTIPLE")
     profile = load(log)
     assert profile.thread_level == "multiple"
     peers = analysis.peer_totals(profile)
+    threads, rounds = 4, 50
     for r in range(ranks):
-        assert peers[(r, "MPI_Sendrecv", (r + 1) % ranks)] == (200, 1600)
+        right, left = (r + 1) % ranks, (r - 1) % ranks
+        assert peers[(r, "MPI_Sendrecv", right)] == (threads * rounds, threads * rounds * 8)
+        assert peers[(r, "MPI_Isend", right)] == (2 * threads * rounds, 16 * threads * rounds)
+        assert peers[(r, "MPI_Irecv", left)] == (2 * threads * rounds, 16 * threads * rounds)
+    for row in profile.rank_rows:
+        assert row["mpi_ns"] <= row["wall_ns"]
+        assert row["requests_incomplete"] == 0
+    assert analysis.totals(profile).mpi_percent <= 100.0
 
 
 def test_cxx_regions_nesting_pause_and_nameless_pcontrol(programs, tmp_path):
     log = tmp_path / "regions.json"
-    profile_run(log, 3, [str(programs / "prof_regions")])
+    # An argument that is not UTF-8: the log stays valid JSON (\u00XX escapes).
+    done = petacomm(
+        "profile", "-o", str(log), "--no-banner", "--", *mpiexec(3),
+        str(programs / "prof_regions"), os.fsdecode(b"\xff\xfe"),
+    )  # fmt: skip
+    assert "prof_regions: 3 ranks, 0 failures" in done.stdout
     profile = load(log)
+    assert profile.command[1:] == ["\u00ff\u00fe"]
     regions = {r.name: r for r in analysis.regions(profile)}
-    assert set(regions) == {"(program)", "outer", "inner"}
+    # No region from the nameless calls with garbage; the Latin-1 name read as characters.
+    assert set(regions) == {"(program)", "outer", "inner", "caf\u00e9"}
     assert regions["inner"].parent == "outer" and regions["inner"].entries == 2 * 3
     assert regions["outer"].entries == 3
     table = call_table(profile)
@@ -106,6 +126,7 @@ def test_cxx_regions_nesting_pause_and_nameless_pcontrol(programs, tmp_path):
     assert table[("outer", "MPI_Barrier", 0)] == (3, 0)
     assert table[("inner", "MPI_Bcast", 16)] == (6, 96)
     assert table[("inner", "MPI_Barrier", 0)] == (6, 0)
+    assert table[("caf\u00e9", "MPI_Barrier", 0)] == (3, 0)
     # The Allreduce made while paused by MPI_Pcontrol(0) is not recorded.
     assert not any(k[0] == "(program)" and k[1] == "MPI_Allreduce" for k in table)
     for row in profile.region_rows:
@@ -118,6 +139,8 @@ def test_cxx_regions_nesting_pause_and_nameless_pcontrol(programs, tmp_path):
                 if r["region"] == "inner" and r["rank"] == row["rank"]
             ][0]
             assert row["wall_ns"] >= inner["wall_ns"] and row["mpi_ns"] >= inner["mpi_ns"]
+    report = petacomm("report", str(log)).stdout
+    assert "caf\u00e9" in report
 
 
 @pytest.mark.parametrize("ranks", [1, 3, 4])

@@ -2,6 +2,8 @@
 
 import argparse
 import json
+import os
+import stat
 
 import pytest
 
@@ -21,7 +23,10 @@ WORKED = [
 
 
 def run(capsys, *argv):
-    code = main(list(argv))
+    try:
+        code = main(list(argv))
+    except SystemExit as stop:  # argparse's own errors
+        code = stop.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -64,11 +69,11 @@ def test_table_has_units_and_writes_the_best(capsys, tmp_path):
         capsys, *WORKED, "--top", "3", "--output", str(target), "--format", "rankfile"
     )
     assert code == 0, err
-    header = out.splitlines()[2]
+    units = out.splitlines()[3]
     for unit in ("(flows)", "(MiB)", "(hops)", "(ms)", "(MiB*hop)"):
-        assert unit in header
+        assert unit in units
     assert "24 candidates evaluated" in out and "wrote" in out
-    best = out.splitlines()[3].split()[1]
+    best = out.splitlines()[4].split()[-1]
     lines = target.read_text().splitlines()
     assert lines[0] == f"# petacomm rankfile v1: mapping {best}" and len(lines) == 16385
 
@@ -189,7 +194,7 @@ def test_other_networks_and_inputs(capsys, tmp_path):
         ),
         (
             ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--cores-per-node", "0"],
-            "--cores-per-node: must be a positive integer, got 0",
+            "--cores-per-node: must be a positive integer, got '0'",
         ),
         (
             [
@@ -247,5 +252,114 @@ def test_benchmark_mode_on_a_small_case(capsys):
         "grid3d 8x4x4 periodic box 1MiB",
     )
     assert code == 0, err
-    assert "evaluate one mapping (TXYZ)" in out and " s " in out
-    assert "full permutation search (24 mappings)" in out
+    assert "evaluate one mapping:" in out and "(block," in out and " s " in out
+    assert "(24 candidates: permutations;" in out
+
+
+SMALL_BENCH = [
+    "--network",
+    "torus:4x4",
+    "--cores-per-node",
+    "2",
+    "--pattern",
+    "grid2d 4x8 box 1MiB",
+]
+
+
+def test_bench_map_honours_its_options_and_its_best_is_the_minimum(capsys, tmp_path):
+    from petacomm.topology.mapping import permutation_mapping
+    from petacomm.topology.metrics import CostParameters, evaluate_mapping
+    from petacomm.topology.network import parse_network
+    from petacomm.topology.pattern_language import parse_pattern
+    from petacomm.topology.routing import parse_routing
+
+    out_file = tmp_path / "bench.json"
+    code, out, err = run(
+        capsys,
+        "bench",
+        "map",
+        *SMALL_BENCH,
+        "--candidates",
+        "TXY,XYT,YXT",
+        "--top",
+        "2",
+        "--json",
+        str(out_file),
+        "--link-bandwidth",
+        "1GB",
+    )
+    assert code == 0, err
+    doc = json.loads(out_file.read_text())
+    assert doc["schema"] == "petacomm.bench-map/1" and doc["candidates"] == 3
+    times = {r["mapping"]: r["predicted_time_s"] for r in doc["ranking"]}
+    assert set(times) == {"TXY", "XYT", "YXT"}
+    # The figures are the engine's own for these mappings, and the headline is their minimum.
+    net = parse_network("torus:4x4:t=2")
+    pattern = parse_pattern("grid2d 4x8 box 1MiB")
+    cost = CostParameters(1.5e-6, 1e-10, 1e-9)  # built-in model, 1 GB/s links
+    for name in ("TXY", "YXT"):
+        m = evaluate_mapping(
+            net, parse_routing(None, net), pattern, permutation_mapping(name, net, 32), cost
+        )
+        assert times[name] == pytest.approx(m.predicted_time_s, rel=1e-9)
+    best = min(times, key=times.get)
+    assert doc["best"] == best
+    assert f"best by time: {best} ({times[best] * 1e3:.3f} ms)" in out
+    table = [line for line in out.splitlines() if line[:1].isdigit()]
+    assert len(table) == 2  # --top 2
+    assert all(len(line) <= 100 for line in out.splitlines() if not line.startswith("case"))
+
+
+def test_map_benchmark_prints_json_when_asked(capsys):
+    code, out, err = run(
+        capsys, "map", "--benchmark", *SMALL_BENCH, "--candidates", "TXY", "--json"
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["candidates"] == 1 and doc["best"] == "TXY" and doc["search_s"] > 0
+
+
+def test_permutations_are_sampled_beyond_the_bound_and_the_output_says_so(capsys):
+    # A 7-D torus has 8! = 40,320 permutation strings: the default evaluates 120 of them,
+    # the two launcher defaults first, and says so.
+    argv = ["map", "--network", "torus:2x2x2x2x2x2x2", "--pattern", "ranks 8; ring 1KiB"]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["candidates_evaluated"] == 120
+    names = {r["mapping"] for r in doc["ranking"]}
+    assert {"TABCDEFG", "ABCDEFGT"} <= names
+    assert doc["notes"] == [
+        "permutations: 120 of the 40,320 permutation strings evaluated (TABCDEFG, ABCDEFGT "
+        "and a sample drawn with --seed; --max-candidates sets how many)"
+    ]
+    code, out, _ = run(capsys, *argv, "--max-candidates", "5", "--seed", "3", "--json")
+    again = json.loads(out)
+    assert again["candidates_evaluated"] == 5 and "5 of the 40,320" in again["notes"][0]
+    # A 3-D torus: all 24 fit, no note.
+    code, out, _ = run(capsys, "map", "--network", "torus:2x2x2", "--pattern", "ranks 8; ring 1")
+    assert "24 candidates evaluated" in out and "note:" not in out
+
+
+def test_launcher_file_written_through_a_symlink_with_the_umask(capsys, tmp_path):
+    target = tmp_path / "real.rankfile"
+    link = tmp_path / "link.rankfile"
+    link.symlink_to(target)
+    previous = os.umask(0o027)
+    try:
+        code, _, err = run(
+            capsys, *WORKED[:7], "--candidates", "TZXY", "--output", str(link), "--format", "csv"
+        )
+    finally:
+        os.umask(previous)
+    assert code == 0, err
+    assert link.is_symlink() and target.read_text().startswith("# petacomm mapping csv v1")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_light_option_lists_equal_the_library_ones():
+    # The command keeps these lists itself so that its --help loads no numpy.
+    from petacomm.topology import arguments, cli, launcher_files, ranking
+
+    assert cli.FORMATS == launcher_files.FORMATS
+    assert tuple(ranking.RANK_KEYS) == arguments.RANK_KEYS

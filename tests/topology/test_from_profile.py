@@ -29,7 +29,6 @@ PROGRAM = textwrap.dedent(
 
 @pytest.mark.mpi
 def test_profiled_program_maps(tmp_path):
-    pytest.importorskip("mpi4py")
     ranks = 4
     script = tmp_path / "pattern.py"
     script.write_text(PROGRAM)
@@ -85,3 +84,65 @@ def test_profiled_program_maps(tmp_path):
     assert mapped.returncode == 0, mapped.stderr
     ranking = json.loads(mapped.stdout)
     assert ranking["nranks"] == ranks and ranking["pattern"].startswith("profile ")
+
+
+def _profile_log(peer_rows, ranks=3) -> dict:
+    """A minimal complete profile log (schema petacomm.profile v1) with these partner
+    records: (rank, call, peer, count, bytes)."""
+    calls = ["MPI_Send", "MPI_Allreduce"]
+    return {
+        "schema": "petacomm.profile",
+        "schema_version": 1,
+        "complete": True,
+        "command": ["./app"],
+        "ranks": ranks,
+        "wall_ns": 1000,
+        "calls": calls,
+        "call_kinds": ["send", "collective"],
+        "rank_summary": {
+            "columns": ["rank", "host", "wall_ns", "mpi_ns", "io_ns", "rss_kib"],
+            "rows": [[r, "h", 1000, 10, 0, 1] for r in range(ranks)],
+        },
+        "region_summary": {
+            "columns": ["rank", "region", "parent", "entries", "wall_ns", "mpi_ns", "io_ns"],
+            "rows": [],
+        },
+        "call_summary": {
+            "columns": ["region", "call", "size", "size_max", "count", "bytes", "time_ns"],
+            "rows": [],
+        },
+        "peer_summary": {
+            "columns": ["rank", "call", "peer", "count", "bytes", "time_ns"],
+            "rows": [[r, calls.index(c), p, n, b, 1] for r, c, p, n, b in peer_rows],
+        },
+    }
+
+
+def test_bytes_without_a_known_partner_are_reported(tmp_path, capsys):
+    from petacomm.cli import main
+
+    log = tmp_path / "run.json"
+    rows = [
+        (0, "MPI_Send", 1, 2, 600),
+        (1, "MPI_Send", 2, 1, 300),
+        (2, "MPI_Send", -4, 5, 200),  # coarsened: the call table was full
+        (1, "MPI_Send", -5, 1, 100),  # partner outside MPI_COMM_WORLD
+        (0, "MPI_Send", -2, 1, 50),  # MPI_PROC_NULL: no traffic at all
+        (0, "MPI_Allreduce", -1, 3, 999),  # collectives have no partner
+    ]
+    log.write_text(json.dumps(_profile_log(rows)))
+    pattern = read_profile_log(log)
+    matrix = pattern.matrix()
+    assert matrix[0, 1] == 600 and matrix[1, 2] == 300 and matrix.sum() == 900
+    # 300 of the 1200 point-to-point bytes with a partner code cannot be placed: 25.0 %.
+    (note,) = pattern.notes
+    assert note.startswith("25.0 % of the profile's point-to-point bytes (300 B of 1.17 KiB)")
+    assert "200 B coarsened" in note and "100 B partner outside MPI_COMM_WORLD" in note
+    argv = ["map", "--network", "torus:3", "--from-profile", str(log), "--candidates", "TX"]
+    assert main(argv) == 0
+    assert f"note: {note}" in capsys.readouterr().out.splitlines()
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == [note]
+    # Nothing left out: no note.
+    log.write_text(json.dumps(_profile_log(rows[:2])))
+    assert read_profile_log(log).notes == []

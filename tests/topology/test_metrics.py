@@ -134,3 +134,62 @@ def test_loads_do_not_depend_on_message_order():
     a = evaluate_mapping(net, r, pattern, m, keep_loads=True)
     b = evaluate_mapping(net, r, shuffled, m, keep_loads=True)
     assert np.allclose(a.link_bytes, b.link_bytes) and a.hop_bytes == b.hop_bytes
+
+
+def test_phases_accumulate_with_their_repeat_counts_by_hand():
+    # 4-node ring (torus:4, 1 core per node), rank i on node i, dimension-ordered routing.
+    # Phase A (x3): 0->1 and 1->2, 100 B each: +X at nodes 0 and 1.
+    # Phase B (x2): 0->2, 1000 B (half ring: + direction, +X at nodes 0 and 1) and 3->2,
+    # 10 B (-X at node 3).
+    net = parse_network("torus:4")
+    a = Phase("A", [0, 1], [1, 2], [100, 100], repeat=3)
+    b = Phase("B", [0, 3], [2, 2], [1000, 10], repeat=2)
+    pattern = CommPattern(4, [a, b])
+    mapping = Mapping("id", [0, 1, 2, 3], [0, 0, 0, 0])
+    # Size-dependent cost: below 512 B alpha 2 us, beta 1 ns/B; from 512 B 10 us, 0.1 ns/B.
+    cost = CostParameters(10e-6, 1e-10, 5e-10, ((0, 2e-6, 1e-9), (512, 10e-6, 1e-10)))
+    m = evaluate_mapping(net, parse_routing("dor", net), pattern, mapping, cost, keep_loads=True)
+    plus_x = m.link_flows[:4]  # link id (2*d + s) * nodes + node: d=0, s=0 first
+    minus_x = m.link_flows[4:8]
+    assert plus_x.tolist() == [3 + 2, 3 + 2, 0, 0] and minus_x.tolist() == [0, 0, 0, 2]
+    assert m.link_bytes[:4].tolist() == [300 + 2000, 300 + 2000, 0, 0]
+    assert m.link_bytes[4:8].tolist() == [0, 0, 0, 20]
+    assert m.max_contention_flows == 5 and m.used_links == 3
+    assert m.avg_contention_flows == pytest.approx((5 + 5 + 2) / 3)
+    assert m.max_link_bytes == 2300 and m.avg_link_bytes == pytest.approx(4620 / 3)
+    assert m.messages == 3 * 2 + 2 * 2 and m.total_bytes == 3 * 200 + 2 * 1010
+    assert m.hop_bytes == 3 * (100 + 100) + 2 * (1000 * 2 + 10 * 1)
+    assert m.avg_dilation_hops == pytest.approx((3 * 2 + 2 * 3) / 10)
+    assert m.max_dilation_hops == 2
+    # Phase A: each sender one 100 B message (small piece), busiest link 100 B.
+    phase_a = 2e-6 + 100 * 1e-9 + 100 * 5e-10
+    # Phase B: rank 0 sends 1000 B (large piece), rank 3 10 B; busiest link 1000 B.
+    phase_b = max(10e-6 + 1000 * 1e-10, 2e-6 + 10 * 1e-9) + 1000 * 5e-10
+    assert m.phase_times_s == pytest.approx([phase_a, phase_b])
+    assert m.predicted_time_s == pytest.approx(3 * phase_a + 2 * phase_b)
+
+
+def test_message_cost_uses_the_fit_piece_of_its_size():
+    from petacomm.model.machine import MachineModel, OperationModel, Piece
+
+    pieces = [
+        Piece(8, 4096, 2e-6, 1e-9, 0.99, 10),
+        Piece(4096, 1 << 26, 3e-5, 1e-10, 0.99, 10),
+    ]
+    model = MachineModel({"pingpong.inter": OperationModel("pingpong.inter", 2, pieces)})
+    cost = cost_parameters_from_model(model)
+    # 8 B and 4095 B fall in the first piece, 4 KiB and 1 MiB in the second; below the
+    # first piece's range the first applies.
+    sizes = np.array([1, 8, 4095, 4096, 1 << 20])
+    expected = [2e-6 + 1e-9 * 1, 2e-6 + 8e-9, 2e-6 + 4095e-9, 3e-5 + 4096e-10, 3e-5 + 0.1048576e-3]
+    assert cost.message_seconds(sizes) == pytest.approx(expected)
+    assert model.message_time(sizes) == pytest.approx(expected)
+    assert model.message_time(8) == pytest.approx(2.008e-6)
+    assert cost.link_beta == 1e-10  # the largest messages' bandwidth
+    # An 8 B ring on two nodes: each rank sends one 8 B message over its own link.
+    net = parse_network("torus:2")
+    pattern = parse_pattern("ranks 2; ring 8")
+    m = evaluate_mapping(
+        net, parse_routing("dor", net), pattern, permutation_mapping("TX", net, 2), cost
+    )
+    assert m.predicted_time_s == pytest.approx(2e-6 + 8e-9 + 8 * 1e-10)

@@ -3,8 +3,12 @@
 import numpy as np
 import pytest
 from reference_routing import (
+    dragonfly_expected_hops,
+    fattree_bfs_leaf_distances,
     fattree_ecmp_reference,
+    fattree_link_offset,
     torus_adaptive_reference,
+    torus_bfs_distances,
     torus_dor_reference,
 )
 
@@ -193,6 +197,65 @@ def test_conservation_on_random_patterns(network, routing, seed):
         assert np.all(hops >= dist - 1e-12)
     else:
         assert np.allclose(hops, dist)
+
+
+# ---- hop distances against an independent breadth-first search ------------------------------
+
+
+@pytest.mark.parametrize(
+    "network",
+    [
+        TorusNetwork((8,)),
+        TorusNetwork((5, 4)),
+        TorusNetwork((4, 3, 2)),
+        TorusNetwork((6, 1, 3)),
+        TorusNetwork((5, 4), (False, True)),
+        TorusNetwork((3, 4, 2), (False, False, True)),
+        TorusNetwork((2, 2, 2, 2, 2)),
+    ],
+)
+def test_torus_hop_distances_equal_breadth_first_search(network):
+    nodes = np.arange(network.num_nodes)
+    for target in range(network.num_nodes):
+        expected = torus_bfs_distances(network, target)
+        got = network.hop_distance(nodes, np.full(nodes.size, target))
+        assert got.tolist() == expected, target
+
+
+@pytest.mark.parametrize(
+    "network",
+    [
+        FatTreeNetwork((4, 4), (1, 2), (1, 2)),
+        FatTreeNetwork((3, 2, 2), (1, 2, 2), (1, 1, 2)),
+        FatTreeNetwork((4, 3, 2), (2, 2, 3), (1, 2, 1)),
+    ],
+)
+def test_fattree_hop_distances_and_link_numbering(network):
+    nodes = np.arange(network.num_nodes)
+    for leaf in range(network.num_nodes):
+        expected = fattree_bfs_leaf_distances(network, leaf)
+        assert network.hop_distance(np.full(nodes.size, leaf), nodes).tolist() == expected
+    for level in range(1, network.levels + 1):
+        for direction in ("up", "down"):
+            assert network.link_offset(direction, level) == fattree_link_offset(
+                network, direction, level
+            )
+
+
+@pytest.mark.parametrize(
+    "network",
+    [DragonflyNetwork(3, 2, 1, 1), DragonflyNetwork(5, 4, 1, 2), DragonflyNetwork(9, 4, 2, 2)],
+)
+def test_dragonfly_expected_hops_from_the_documented_cabling(network):
+    src, dst = np.meshgrid(np.arange(network.num_nodes), np.arange(network.num_nodes))
+    src, dst = src.ravel(), dst.ravel()
+    expected = [
+        dragonfly_expected_hops(network, int(a), int(b)) for a, b in zip(src, dst, strict=True)
+    ]
+    assert np.allclose(network.hop_distance(src, dst), expected)
+    keep = src // network.nodes != dst // network.nodes
+    hops = DragonflyRouting(valiant=False).expected_hops(network, src[keep], dst[keep])
+    assert np.allclose(hops, np.asarray(expected)[keep])
 
 
 # ---- the translation-symmetry shortcut equals full per-flow routing -------------------------

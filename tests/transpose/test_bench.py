@@ -129,6 +129,7 @@ def test_bench_fftfilter_variants_verified(tmp_path, ranks):
 
 
 @needs_native
+@pytest.mark.mpi
 def test_fftfilter_app_refuses_bad_flags():
     from mpi_harness import mpirun
     from petacomm.native import program_path

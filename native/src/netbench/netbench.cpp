@@ -35,6 +35,20 @@ struct Series {
   std::vector<Point> points;
 };
 
+// Rank 0's progress lines (--progress), read by `petacomm netbench` to draw its bar.
+struct ProgressReport {
+  bool enabled = false;
+  int total = 0;
+  int done = 0;
+  void step(const std::string &op, std::uint64_t bytes) {
+    ++done;
+    if (!enabled) return;
+    std::printf("petacomm-netbench progress %d %d %s %llu\n", done, total, op.c_str(),
+                static_cast<unsigned long long>(bytes));
+    std::fflush(stdout);
+  }
+};
+
 // Fewer iterations for large messages so that a size costs about as much as a 64 KiB one.
 int iterations_for(std::uint64_t bytes, int base) {
   const std::uint64_t knee = 64 * 1024;
@@ -62,7 +76,7 @@ void sleeping_barrier(MPI_Comm comm) {
 
 // Rank `a` and rank `b` ping-pong; rank `a` returns one-way times per repetition.
 Series pingpong(const Options &o, const std::vector<std::uint64_t> &sizes, int a, int b,
-                const char *name) {
+                const char *name, ProgressReport &progress) {
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   Series series{name, 2, {a, b}, {}};
@@ -93,6 +107,7 @@ Series pingpong(const Options &o, const std::vector<std::uint64_t> &sizes, int a
         point.seconds.push_back((MPI_Wtime() - start) / (2.0 * iters));
       }
       series.points.push_back(point);
+      if (rank == 0) progress.step(name, bytes);
     }
   }
   sleeping_barrier(MPI_COMM_WORLD);
@@ -106,8 +121,8 @@ std::uint64_t buffer_bytes(const std::string &op, std::uint64_t bytes, int p) {
   return bytes;
 }
 
-Series collective(const Options &o, const std::vector<std::uint64_t> &sizes,
-                  const std::string &op) {
+Series collective(const Options &o, const std::vector<std::uint64_t> &sizes, const std::string &op,
+                  ProgressReport &progress) {
   int rank, p;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
@@ -119,16 +134,17 @@ Series collective(const Options &o, const std::vector<std::uint64_t> &sizes,
   std::vector<char> send(capacity, 1), recv(capacity, 0);
   std::vector<int> counts(p), displs(p);
 
-  for (const std::uint64_t requested : sizes) {
-    if (requested > largest) continue;
+  // One size: measured, or skipped (buffer cap, too small for the operation).
+  auto measure = [&](const std::uint64_t requested) {
+    if (requested > largest) return;
     // Reductions work on doubles; reduce_scatter_block needs a whole block per rank.
     std::uint64_t bytes = requested;
     if (op == "allreduce") {
-      if (bytes < 8) continue;
+      if (bytes < 8) return;
       bytes -= bytes % 8;
     } else if (op == "reduce_scatter_block") {
       const std::uint64_t block = bytes / 8 / static_cast<std::uint64_t>(p);
-      if (block == 0) continue;
+      if (block == 0) return;
       bytes = block * 8 * static_cast<std::uint64_t>(p);
     }
     const int n = static_cast<int>(bytes);
@@ -171,6 +187,10 @@ Series collective(const Options &o, const std::vector<std::uint64_t> &sizes,
       point.seconds.push_back(slowest);
     }
     series.points.push_back(point);
+  };
+  for (const std::uint64_t requested : sizes) {
+    measure(requested);
+    if (rank == 0) progress.step(op, requested);
   }
   return series;
 }
@@ -289,17 +309,22 @@ int main(int argc, char **argv) {
   auto wanted = [&](const std::string &op) {
     return std::find(options.ops.begin(), options.ops.end(), op) != options.ops.end();
   };
+  int intra = -1, inter = -1;
   if (wanted("pingpong") && p > 1) {
-    int intra = -1, inter = -1;
     for (int i = 1; i < p; ++i) {
       if (node_of_rank[i] == node_of_rank[0] && intra < 0) intra = i;
       if (node_of_rank[i] != node_of_rank[0] && inter < 0) inter = i;
     }
-    if (intra > 0) results.push_back(pingpong(options, sizes, 0, intra, "pingpong.intra"));
-    if (inter > 0) results.push_back(pingpong(options, sizes, 0, inter, "pingpong.inter"));
   }
+  ProgressReport progress;
+  progress.enabled = options.progress && rank == 0;
+  int series_count = (intra > 0) + (inter > 0);
+  for (const auto &op : netbench::all_operations()) series_count += op != "pingpong" && wanted(op);
+  progress.total = series_count * static_cast<int>(sizes.size());
+  if (intra > 0) results.push_back(pingpong(options, sizes, 0, intra, "pingpong.intra", progress));
+  if (inter > 0) results.push_back(pingpong(options, sizes, 0, inter, "pingpong.inter", progress));
   for (const auto &op : netbench::all_operations())
-    if (op != "pingpong" && wanted(op)) results.push_back(collective(options, sizes, op));
+    if (op != "pingpong" && wanted(op)) results.push_back(collective(options, sizes, op, progress));
 
   int status = 0;
   if (rank == 0 &&

@@ -57,7 +57,8 @@ const std::vector<std::string> &all_operations() {
 
 const char *usage() {
   return "usage: petacomm-netbench [-m MIN:MAX] [-x WARMUP] [-i ITERS] [-r REPS]\n"
-         "                         [--ops OP,OP,...] [--max-buffer BYTES] --json PATH\n"
+         "                         [--ops OP,OP,...] [--max-buffer BYTES] [--progress]\n"
+         "                         --json PATH\n"
          "  -m MIN:MAX       message sizes in bytes, powers of two (default 8:64M)\n"
          "  -x WARMUP        untimed iterations per size (default 10)\n"
          "  -i ITERS         timed iterations per repetition for small messages (default 100)\n"
@@ -65,7 +66,9 @@ const char *usage() {
          "  --ops LIST       subset of: pingpong,allreduce,allgather,alltoall,alltoallv,\n"
          "                   bcast,reduce_scatter_block (default all)\n"
          "  --max-buffer B   skip collective sizes whose per-rank buffer exceeds B (default 64M)\n"
-         "  --json PATH      rank 0 writes the raw measurements there (JSON)\n";
+         "  --json PATH      rank 0 writes the raw measurements there (JSON)\n"
+         "  --progress       rank 0 prints 'petacomm-netbench progress DONE TOTAL OP BYTES'\n"
+         "                   on stdout after each size\n";
 }
 
 bool parse_options(int argc, char **argv, Options &options, std::string &error, bool &help) {
@@ -75,6 +78,10 @@ bool parse_options(int argc, char **argv, Options &options, std::string &error, 
     if (flag == "-h" || flag == "--help") {
       help = true;
       return true;
+    }
+    if (flag == "--progress") {
+      options.progress = true;
+      continue;
     }
     if (i + 1 >= argc) {
       error = flag + ": expects a value";

@@ -16,6 +16,7 @@ struct Options {
   std::uint64_t max_buffer = std::uint64_t{64} << 20;  // per-rank buffer cap for collectives
   std::vector<std::string> ops;                        // empty = all
   std::string json_path;                               // where rank 0 writes the raw measurements
+  bool progress = false;  // --progress: rank 0 prints a line on stdout after each size
 };
 
 // Parses argv; on error returns false and sets `error` to a one-line message naming the flag.

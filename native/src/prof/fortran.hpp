@@ -1,5 +1,6 @@
 // Helpers of the Fortran (mpif.h / `use mpi`) wrappers: finding the MPI library's own
-// binding to forward to, sentinel buffers, and request/status conversion.
+// binding to forward to, sentinel buffers, and the Fortran forms of the request and status
+// helpers of runtime.hpp (same member names, so the generator writes one body for both).
 #pragma once
 
 #include <cstdlib>
@@ -25,21 +26,27 @@ Fn fortran_next(void **cache, const char *symbol) {
 // Maps the Fortran MPI_IN_PLACE / MPI_BOTTOM addresses to the C ones.
 const void *fortran_buffer(const void *buffer);
 
-// C handles of an array of Fortran requests.
-class FortranRequests {
+// MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE (MPICH sets them on its first Fortran call).
+MPI_Fint *fortran_status_ignore();
+MPI_Fint *fortran_statuses_ignore();
+
+// C handles of an array of Fortran requests (converted when constructed).
+class FRequestArray {
  public:
-  FortranRequests(MPI_Fint count, const MPI_Fint *requests) {
-    n_ = count > 0 && requests ? count : 0;
+  FRequestArray(const MPI_Fint *count, const MPI_Fint *requests) {
+    n_ = count && requests && *count > 0 ? static_cast<int>(*count) : 0;
     if (n_ > kInline) {
       heap_ = static_cast<MPI_Request *>(std::malloc(sizeof(MPI_Request) * n_));
       if (!heap_) n_ = 0;
     }
     for (int i = 0; i < n_; ++i) data()[i] = PMPI_Request_f2c(requests[i]);
   }
-  ~FortranRequests() { std::free(heap_); }
-  FortranRequests(const FortranRequests &) = delete;
-  FortranRequests &operator=(const FortranRequests &) = delete;
+  ~FRequestArray() { std::free(heap_); }
+  FRequestArray(const FRequestArray &) = delete;
+  FRequestArray &operator=(const FRequestArray &) = delete;
   MPI_Request *data() { return heap_ ? heap_ : inline_; }
+  int size() const { return n_; }
+  MPI_Request get(int i) { return i < n_ ? data()[i] : MPI_REQUEST_NULL; }
 
  private:
   static constexpr int kInline = 8;
@@ -48,33 +55,69 @@ class FortranRequests {
   int n_ = 0;
 };
 
-// Fortran statuses of a completion call: the caller's, or private ones when the caller
-// ignores them but a tracked receive needs them; c(i) converts one to C.
-class FortranStatuses {
+// The status of a receive-like Fortran call: the caller's, or a private one when the caller
+// passed MPI_F_STATUS_IGNORE; get() gives it in C.
+class FStatusOut {
  public:
-  FortranStatuses(MPI_Fint count, MPI_Fint *user, bool needed, MPI_Fint *ignore)
-      : user_(user), ignore_(ignore) {
-    if (!user && needed && count > 0) {
-      own_ = static_cast<MPI_Fint *>(std::malloc(sizeof(MPI_Fint) * kFortranStatusSize * count));
-    }
-  }
-  ~FortranStatuses() { std::free(own_); }
-  FortranStatuses(const FortranStatuses &) = delete;
-  FortranStatuses &operator=(const FortranStatuses &) = delete;
-  MPI_Fint *data() { return user_ ? user_ : (own_ ? own_ : ignore_); }
-  const MPI_Status *c(int i) {
-    MPI_Fint *base = user_ ? user_ : own_;
-    if (!base || i < 0) return nullptr;
-    if (PMPI_Status_f2c(base + static_cast<long>(i) * kFortranStatusSize, &status_) != MPI_SUCCESS)
-      return nullptr;
-    return &status_;
+  explicit FStatusOut(MPI_Fint *user) : user_(user) {}
+  MPI_Fint *arg() { return user_ == fortran_status_ignore() ? own_ : user_; }
+  const MPI_Status *get() {
+    return PMPI_Status_f2c(arg(), &status_) == MPI_SUCCESS ? &status_ : nullptr;
   }
 
  private:
   MPI_Fint *user_;
-  MPI_Fint *ignore_;
-  MPI_Fint *own_ = nullptr;
+  MPI_Fint own_[kFortranStatusSize];
   MPI_Status status_;
+};
+
+// Completion calls of Fortran: the Fortran requests converted, the claims, and the Fortran
+// statuses (private ones when the caller ignores them but a tracked receive needs them).
+class FCompletions {
+ public:
+  FCompletions(const MPI_Fint *count, const MPI_Fint *requests, MPI_Fint *statuses, bool array)
+      : requests_(count, requests),
+        claims_(requests_.size(), requests_.data()),
+        user_(statuses),
+        array_(array) {
+    MPI_Fint *ignore = array ? fortran_statuses_ignore() : fortran_status_ignore();
+    pass_ = statuses;
+    if (statuses == ignore && claims_.needs_status() && requests_.size() > 0) {
+      if (!array) {
+        pass_ = one_;
+      } else {
+        const size_t n = static_cast<size_t>(requests_.size());
+        own_ = static_cast<MPI_Fint *>(std::malloc(sizeof(MPI_Fint) * kFortranStatusSize * n));
+        if (own_) pass_ = own_;
+      }
+    }
+    ignored_ = pass_ == ignore;
+  }
+  ~FCompletions() { std::free(own_); }
+  FCompletions(const FCompletions &) = delete;
+  FCompletions &operator=(const FCompletions &) = delete;
+  MPI_Fint *arg() { return pass_; }
+  void finish(int index, int position) {
+    MPI_Status c;
+    const MPI_Status *status = nullptr;
+    if (!ignored_ &&
+        PMPI_Status_f2c(pass_ + (array_ ? position : 0) * kFortranStatusSize, &c) == MPI_SUCCESS)
+      status = &c;
+    claims_.finish(index, status);
+  }
+  void finish_all() {
+    for (int t = 0; t < claims_.tracked(); ++t) finish(claims_.index_of(t), claims_.index_of(t));
+  }
+
+ private:
+  FRequestArray requests_;
+  RequestClaims claims_;
+  MPI_Fint *user_;
+  MPI_Fint *pass_;
+  MPI_Fint *own_ = nullptr;
+  MPI_Fint one_[kFortranStatusSize];
+  bool array_;
+  bool ignored_ = true;
 };
 
 }  // namespace petacomm::prof

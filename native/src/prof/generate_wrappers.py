@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
-"""Writes the profiler's MPI wrappers from mpi_calls.spec (run by CMake at build time).
+"""Writes the profiler's wrappers from mpi_calls.spec (run by CMake at build time).
 
 Inputs: the spec (one line per call) and the preprocessed mpi.h of the MPI library the
-profiler is built against. A wrapper is generated only for calls that mpi.h declares
-(``PMPI_<name>``), with the parameter types mpi.h gives (so const-ness and handle types
-always match that library) and the argument names of the spec.
+profiler is built against. An MPI wrapper is generated only for calls that mpi.h declares
+(``PMPI_<name>``), with the parameter types mpi.h gives and the argument names of the spec;
+the POSIX wrappers take their prototypes from the spec.
+
+Every wrapper is built from one model of the call (`Call`): what its arguments mean
+(attributes of the spec) decides the statements before and after the real call. The C and
+the Fortran wrappers differ only in how an argument is reached (`CLang`, `FortranLang`):
+Fortran arguments are pointers converted to C values by name, and the request/status
+helpers have Fortran twins with the same members (fortran.hpp).
 
 Outputs (into --out-dir, never committed):
-  prof_calls.hpp       call ids, kinds, number of calls
-  prof_calls.cpp       call names and kinds, indexed by id
-  prof_wrappers_c.cpp  the C wrappers (MPI_X -> PMPI_X)
-  prof_wrappers_f.cpp  the Fortran wrappers (mpi_x_, mpi_x__, mpi_x, MPI_X -> next definition)
-  prof_calls.txt       which spec calls were generated and which mpi.h lacks
+  prof_calls.hpp         call ids and kinds, which calls create/free/complete objects
+  prof_calls.cpp         call names and kinds, indexed by id; every MPI call of the spec
+  prof_wrappers_c.cpp    the C wrappers (MPI_X -> PMPI_X)
+  prof_wrappers_f.cpp    the Fortran wrappers (mpi_x_, mpi_x__, mpi_x, MPI_X -> next definition)
+  prof_wrappers_posix.cpp  the POSIX I/O wrappers (open, read, fwrite, ... -> the C library)
+  prof_calls.txt         which spec calls were generated and which mpi.h lacks
 
 Usage: generate_wrappers.py --spec mpi_calls.spec --mpi-h mpi.i --out-dir DIR
 """
@@ -62,6 +69,11 @@ VALUE_ATTRIBUTES = {
     "message",
     "mrecv",
 }
+POSIX_ATTRIBUTES = {"returns", "bytes", "fallback", "mode", "as"}
+# Attributes that make a call create, free, complete or start MPI objects: such calls keep the
+# profiler's books even when they are not recorded (runtime.hpp: kTrack).
+LIFECYCLE = {"complete", "start", "freereq", "newcomm", "freecomm", "newwin", "freewin", "message"}
+LIFECYCLE |= {"mrecv"}
 HANDLE_F2C = {
     "MPI_Comm": "PMPI_Comm_f2c",
     "MPI_Datatype": "PMPI_Type_f2c",
@@ -75,6 +87,7 @@ HANDLE_F2C = {
     "MPI_Errhandler": "PMPI_Errhandler_f2c",
 }
 TYPE_WORDS = {"const", "volatile", "restrict", "struct", "unsigned", "signed"}
+FORTRAN_SCALARS = {"MPI_Aint", "MPI_Offset", "MPI_Count"}
 
 
 class SpecError(Exception):
@@ -119,8 +132,16 @@ class Call:
     ident: str = ""
 
     @property
-    def wrapped(self) -> bool:
-        return self.kind != "posix"
+    def posix(self) -> bool:
+        return self.kind == "posix"
+
+    @property
+    def lifecycle(self) -> bool:
+        return bool(LIFECYCLE & set(self.attrs))
+
+    def form(self, key: str) -> tuple[str, list[str]]:
+        """`complete=` / `start=` as (form, argument names)."""
+        return _parse_fn(self.attrs[key])
 
 
 def parse_spec(path: Path) -> list[Call]:
@@ -130,7 +151,7 @@ def parse_spec(path: Path) -> list[Call]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        parts = [part.strip() for part in line.split("|")]
+        parts = [part.strip() for part in line.split("|", 3)]  # expressions may contain '|'
         if len(parts) != 4:
             raise SpecError(f"{path}:{number}: expected 4 '|'-separated fields, got {len(parts)}")
         name, kind, args, attr_text = parts
@@ -140,31 +161,44 @@ def parse_spec(path: Path) -> list[Call]:
             raise SpecError(f"{path}:{number}: '{name}' listed twice")
         seen.add(name)
         call = Call(name=name, kind=kind, spec_args=_split_top(args) if args else [], line=number)
-        for item in (a.strip() for a in attr_text.split(";")):
+        known = POSIX_ATTRIBUTES if kind == "posix" else VALUE_ATTRIBUTES
+        for item in (a.strip() for a in _split_top(attr_text, ";")):
             if not item:
                 continue
             if "=" in item:
                 key, value = (s.strip() for s in item.split("=", 1))
-                if key not in VALUE_ATTRIBUTES:
+                if key not in known:
                     raise SpecError(f"{path}:{number}: unknown attribute '{key}'")
                 call.attrs[key] = value
-            elif item in FLAG_ATTRIBUTES:
+            elif item in FLAG_ATTRIBUTES and kind != "posix":
                 call.flags.add(item)
             else:
                 raise SpecError(f"{path}:{number}: unknown flag '{item}'")
+        if kind == "posix" and "returns" not in call.attrs:
+            raise SpecError(f"{path}:{number}: a posix line needs returns=TYPE")
+        for key in ("complete", "start"):
+            if key in call.attrs:
+                form, args_of = _parse_fn(call.attrs[key])
+                want = {"one": (1, 2), "all": (2, 3), "any": (4,), "some": (5,)}
+                if form not in want or len(args_of) not in want[form]:
+                    raise SpecError(f"{path}:{number}: bad {key}={call.attrs[key]}")
         calls.append(call)
+    for call in calls:
+        alias = call.attrs.get("as")
+        if alias and alias not in seen:
+            raise SpecError(f"{path}:{call.line}: as={alias} names no call of the spec")
     return calls
 
 
-def _split_top(text: str) -> list[str]:
-    """Splits on commas outside parentheses and brackets."""
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Splits on `sep` outside parentheses and brackets."""
     out, depth, current = [], 0, []
     for ch in text:
         if ch in "([":
             depth += 1
         elif ch in ")]":
             depth -= 1
-        if ch == "," and depth == 0:
+        if ch == sep and depth == 0:
             out.append("".join(current).strip())
             current = []
         else:
@@ -182,10 +216,11 @@ def _arg_name(decl: str) -> str:
 
 
 def header_prototypes(text: str) -> dict[str, list[str]]:
-    """PMPI_<name> -> list of parameter declarations, from preprocessed mpi.h."""
+    """MPI_<name> -> parameter declarations of PMPI_<name>, from preprocessed mpi.h (the first
+    declaration of each name)."""
     protos: dict[str, list[str]] = {}
     for match in re.finditer(r"\bPMPI_(\w+)\s*\(", text):
-        name = match.group(1)
+        name = "MPI_" + match.group(1)
         start = match.end()
         depth, i = 1, start
         while i < len(text) and depth:
@@ -196,12 +231,12 @@ def header_prototypes(text: str) -> dict[str, list[str]]:
             i += 1
         inner = " ".join(text[start : i - 1].split())
         if name not in protos:
-            protos["MPI_" + name] = _split_top(inner) if inner and inner != "void" else []
+            protos[name] = _split_top(inner) if inner and inner != "void" else []
     return protos
 
 
 def header_param(decl: str, spec_name: str) -> Param:
-    """Parameter type from a header declaration (which may or may not name it)."""
+    """Parameter type from a declaration (which may or may not name the parameter)."""
     decl = decl.strip()
     array = False
     while decl.endswith("]"):
@@ -218,21 +253,59 @@ def header_param(decl: str, spec_name: str) -> Param:
     return Param(name=spec_name, ctype=ctype, array=array)
 
 
-# ---------------------------------------------------------------------------------------
-# C wrappers
-# ---------------------------------------------------------------------------------------
-
-
-def _call_args(call: Call, replace: dict[str, str] | None = None) -> str:
-    replace = replace or {}
-    return ", ".join(replace.get(p.name, p.name) for p in call.params)
-
-
 def _parse_fn(value: str) -> tuple[str, list[str]]:
     match = re.fullmatch(r"(\w+)\((.*)\)", value.strip())
     if not match:
         raise SpecError(f"expected form(args), got '{value}'")
     return match.group(1), [a.strip() for a in match.group(2).split(",")]
+
+
+# ---------------------------------------------------------------------------------------
+# The two languages of MPI wrappers
+# ---------------------------------------------------------------------------------------
+
+
+class CLang:
+    """C: the arguments are the C values; MPI is PMPI_<name>."""
+
+    completions = "pp::Completions"
+    status_out = "pp::StatusOut"
+    request_array = "pp::RequestArray"
+    fortran = False
+
+    def __init__(self, call: Call):
+        self.call = call
+
+    def raw(self, name: str) -> str:
+        """The argument as the caller passed it."""
+        return name
+
+    def forward(self, replace: dict[str, str]) -> str:
+        args = ", ".join(replace.get(p.name, p.name) for p in self.call.params)
+        return f"PMPI_{self.call.name[4:]}({args})"
+
+    def index_base(self) -> str:
+        return ""
+
+
+class FortranLang(CLang):
+    """Fortran: the arguments are pointers (`name_f`); C values of the same names are made
+    for those the attributes use (fortran_conversions); MPI is the next Fortran binding."""
+
+    completions = "pp::FCompletions"
+    status_out = "pp::FStatusOut"
+    request_array = "pp::FRequestArray"
+    fortran = True
+
+    def raw(self, name: str) -> str:
+        return f"{name}_f"
+
+    def forward(self, replace: dict[str, str]) -> str:
+        args = [replace.get(p.name, f"{p.name}_f") for p in self.call.params] + ["ierr"]
+        return f"prof_fn({', '.join(args)})"
+
+    def index_base(self) -> str:
+        return " - 1"  # Fortran indices count from 1
 
 
 def _peer_expr(call: Call) -> str:
@@ -247,180 +320,168 @@ def _peer_expr(call: Call) -> str:
     return "pp::kPeerNone"
 
 
-def body(call: Call, fortran: bool) -> list[str]:
-    """The statements between the pass-through test and the return, shared by C and Fortran.
+def _count_argument(lang: CLang, name: str | None, before: list[str]) -> str:
+    """The request count for a helper: the argument, or 1 for single-request calls."""
+    if name is not None:
+        return lang.raw(name)
+    if lang.fortran:  # the Fortran helpers take the count as Fortran passes it
+        if "const MPI_Fint prof_one = 1;" not in before:
+            before.append("const MPI_Fint prof_one = 1;")
+        return "&prof_one"
+    return "1"
 
-    In the Fortran wrapper the C-typed locals named like the arguments exist (converted
-    from the Fortran arguments) and `prof_real()` forwards the original arguments.
-    """
+
+@dataclass
+class Body:
+    before: list[str]  # after the mode test, before the clock starts
+    replace: dict[str, str]  # argument -> what to pass to MPI instead
+    after: list[str]  # after the call (prof_rc, prof_dt and prof_mode known)
+
+
+def body(call: Call, lang: CLang) -> Body:
+    """The statements around the real call, for either language."""
     a = call.attrs
-    ident = call.ident
-    lines: list[str] = []
-    status_arg = a.get("status")
-    complete = a.get("complete")
-    call_expr = "prof_real()" if fortran else f"PMPI_{call.name[4:]}({{args}})"
+    ident = f"pp::{call.ident}"
+    raw = lang.raw
+    before: list[str] = []
+    after: list[str] = []
     replace: dict[str, str] = {}
+    ok = "prof_rc == MPI_SUCCESS"
+    record = "prof_mode == pp::kRecord"
 
-    # ---- before the call ----------------------------------------------------------------
-    if status_arg and not fortran:
-        lines.append("MPI_Status prof_status_local;")
-        lines.append(
-            f"MPI_Status *prof_st = ({status_arg} == MPI_STATUS_IGNORE) ? &prof_status_local"
-            f" : {status_arg};"
-        )
-        replace[status_arg] = "prof_st"
+    # ---- objects freed or consumed by the call: forgotten before it ---------------------
     if "mrecv" in a:
-        lines.append(f"const MPI_Comm prof_mcomm = pp::message_comm(*{a['mrecv']});")
+        before.append(f"const MPI_Comm prof_mcomm = pp::message_comm(*{a['mrecv']});")
     if "freecomm" in a:
-        lines.append(f"pp::comm_freeing(*{a['freecomm']});")
+        before.append(f"pp::comm_freeing(*{a['freecomm']});")
     if "freewin" in a:
-        lines.append(f"pp::win_freeing(*{a['freewin']});")
+        before.append(f"pp::win_freeing(*{a['freewin']});")
     if "freereq" in a:
-        lines.append(f"pp::request_freeing(*{a['freereq']});")
-    if complete:
-        form, args = _parse_fn(complete)
-        if not fortran:
-            if form == "one":
-                req, st = args
-                lines.append(f"pp::Snapshot prof_snap(1, {req});")
-                lines.append("MPI_Status prof_status_local;")
-                lines.append(
-                    f"MPI_Status *prof_st = ({st} == MPI_STATUS_IGNORE && prof_snap.needs_status())"
-                    f" ? &prof_status_local : {st};"
-                )
-                replace[st] = "prof_st"
-            elif form in ("all", "some"):
-                n, reqs, sts = args[0], args[1], args[-1]
-                lines.append(f"pp::Snapshot prof_snap({n}, {reqs});")
-                lines.append(
-                    f"MPI_Status *prof_st = prof_snap.statuses({sts} == MPI_STATUSES_IGNORE ?"
-                    f" nullptr : {sts});"
-                )
-                replace[sts] = "prof_st"
-            elif form == "any":
-                n, reqs, _idx, st = args
-                lines.append(f"pp::Snapshot prof_snap({n}, {reqs});")
-                lines.append("MPI_Status prof_status_local;")
-                lines.append(
-                    f"MPI_Status *prof_st = ({st} == MPI_STATUS_IGNORE && prof_snap.needs_status())"
-                    f" ? &prof_status_local : {st};"
-                )
-                replace[st] = "prof_st"
-            else:
-                raise SpecError(f"{call.name}: unknown complete form '{form}'")
-    lines.append("const uint64_t prof_t0 = pp::now_ns();")
-    lines.append(f"const int prof_rc = {call_expr.format(args=_call_args(call, replace))};")
-    lines.append("const uint64_t prof_t1 = pp::now_ns();")
-    lines.append("const uint64_t prof_dt = prof_t1 - prof_t0;")
+        before.append(f"pp::request_freeing(*{a['freereq']});")
+    status_arg = a.get("status")
+    if status_arg:
+        before.append(f"{lang.status_out} prof_st({raw(status_arg)});")
+        replace[status_arg] = "prof_st.arg()"
+    if "complete" in a:
+        form, args = call.form("complete")
+        reqs = args[0] if form == "one" else args[1]
+        array = "true" if form in ("all", "some") else "false"
+        count = _count_argument(lang, None if form == "one" else args[0], before)
+        before.append(
+            f"{lang.completions} prof_done({count}, {raw(reqs)}, {raw(args[-1])}, {array});"
+        )
+        replace[args[-1]] = "prof_done.arg()"
+    if "start" in a:
+        form, args = call.form("start")
+        count = _count_argument(lang, None if form == "one" else args[0], before)
+        reqs = args[0] if form == "one" else args[1]
+        before.append(f"{lang.request_array} prof_reqs({count}, {raw(reqs)});")
 
-    # ---- after the call -----------------------------------------------------------------
-    if fortran and status_arg:
-        lines.append("MPI_Status prof_status_c;")
-        lines.append("MPI_Status *prof_st = &prof_status_c;")
-        lines.append("if (prof_rc == MPI_SUCCESS) PMPI_Status_f2c(prof_fst, prof_st);")
-    bytes_expr = a.get("fbytes") if fortran and "fbytes" in a else a.get("bytes", "0")
-    if "mrecv" in a:
-        peer_expr = "pp::kPeerAny"
-        comm_for_status = "prof_mcomm"
-    else:
-        peer_expr = _peer_expr(call)
-        comm_for_status = a.get("comm", "MPI_COMM_NULL")
-    flag_ok = f"(prof_rc == MPI_SUCCESS && *{a['flag']})" if "flag" in a else "prof_rc == MPI_SUCCESS"
-
+    # ---- after the call: objects created, requests completed or started ----------------
+    flag_ok = f"({ok} && *{raw(a['flag'])})" if "flag" in a else ok
     if "newcomm" in a:
-        lines.append(f"if (prof_rc == MPI_SUCCESS) pp::comm_created(*{a['newcomm']});")
+        after.append(f"if ({ok}) pp::comm_created(*{a['newcomm']});")
     if "newwin" in a:
         form, args = _parse_fn(a["newwin"])
-        lines.append(f"if (prof_rc == MPI_SUCCESS) pp::win_created(*{form}, {args[0]});")
+        after.append(f"if ({ok}) pp::win_created(*{form}, {args[0]});")
     if "message" in a:
-        lines.append(
-            f"if (prof_rc == MPI_SUCCESS) pp::message_matched(*{a['message']}, {a['comm']});"
+        after.append(f"if ({ok}) pp::message_matched(*{a['message']}, {a['comm']});")
+    if "complete" in a:
+        form, args = call.form("complete")
+        base = lang.index_base()
+        if form == "one":
+            after.append(f"if ({flag_ok}) prof_done.finish(0, 0);")
+        elif form == "all":
+            after.append(f"if ({flag_ok}) prof_done.finish_all();")
+        elif form == "any":
+            index = raw(args[2])
+            after.append(
+                f"if ({flag_ok} && *{index} != MPI_UNDEFINED) prof_done.finish(*{index}{base}, 0);"
+            )
+        else:  # some
+            outcount, indices = raw(args[2]), raw(args[3])
+            after.append(
+                f"if ({ok} && *{outcount} != MPI_UNDEFINED) "
+                f"for (int prof_i = 0; prof_i < *{outcount}; ++prof_i) "
+                f"prof_done.finish({indices}[prof_i]{base}, prof_i);"
+            )
+    if "start" in a:
+        form, args = call.form("start")
+        n = "1" if form == "one" else (f"*{raw(args[0])}" if lang.fortran else raw(args[0]))
+        after.append(
+            f"if ({ok}) for (int prof_i = 0; prof_i < {n}; ++prof_i) "
+            f"pp::request_started(prof_reqs.get(prof_i), {record});"
         )
 
+    # ---- what is recorded ---------------------------------------------------------------
+    bytes_expr = a["fbytes"] if lang.fortran and "fbytes" in a else a.get("bytes", "0")
+    if "mrecv" in a:
+        peer_expr, comm_for_status = "pp::kPeerAny", "prof_mcomm"
+    else:
+        peer_expr, comm_for_status = _peer_expr(call), a.get("comm", "MPI_COMM_NULL")
+    rec: list[str] = []
     if "request" in a:
-        req = a["request"]
         flags = []
         if "persistent" in call.flags:
             flags.append("pp::kReqPersistent")
         if "recv" in call.flags:
             flags.append("pp::kReqRecv")
         flag_text = " | ".join(flags) if flags else "0u"
-        start_id = f"pp::{ident}_start" if "persistent" in call.flags else "-1"
-        lines.append("if (prof_rc == MPI_SUCCESS) {")
-        lines.append(f"  const uint64_t prof_bytes = {bytes_expr};")
-        lines.append(f"  const int prof_peer = {peer_expr};")
-        lines.append(
-            f"  pp::request_posted(pp::{ident}, {start_id}, *{req}, prof_bytes, prof_peer,"
-            f" prof_dt, {flag_text}, {comm_for_status});"
-        )
-        lines.append("} else {")
-        lines.append(f"  pp::record(pp::{ident}, 0, 0, pp::kPeerNone, prof_dt);")
-        lines.append("}")
+        start_id = f"pp::{call.ident}_start" if "persistent" in call.flags else "-1"
+        rec += [
+            f"if ({ok}) {{",
+            f"  const uint64_t prof_bytes = {bytes_expr};",
+            f"  const int prof_peer = {peer_expr};",
+            f"  pp::request_posted({ident}, {start_id}, *{a['request']}, prof_bytes, prof_peer,"
+            f" prof_dt, {flag_text}, {comm_for_status});",
+            "} else {",
+            f"  pp::record({ident}, 0, 0, pp::kPeerNone, prof_dt);",
+            "}",
+        ]
     elif status_arg:
-        explicit = "bytes" in a
-        lines.append("if (prof_rc == MPI_SUCCESS) {")
-        if explicit:
-            lines.append(f"  const uint64_t prof_bytes = {bytes_expr};")
-        else:
-            lines.append("  const uint64_t prof_bytes = pp::status_bytes(prof_st);")
+        bytes_value = bytes_expr if "bytes" in a else "pp::status_bytes(prof_st.get())"
         source = a.get("peer", "MPI_ANY_SOURCE")
-        lines.append(
-            f"  const int prof_peer = pp::peer_status({comm_for_status}, prof_st, {source});"
-        )
-        lines.append(f"  pp::record(pp::{ident}, prof_bytes, prof_bytes, prof_peer, prof_dt);")
-        lines.append("} else {")
-        lines.append(f"  pp::record(pp::{ident}, 0, 0, pp::kPeerNone, prof_dt);")
-        lines.append("}")
-    elif complete:
-        form, args = _parse_fn(complete)
-        if form == "one":
-            lines.append(f"if ({flag_ok}) prof_snap.complete(0, prof_st);")
-        elif form == "all":
-            lines.append(f"if ({flag_ok}) prof_snap.complete_all(prof_st);")
-        elif form == "any":
-            index = args[2]
-            base = " - 1" if fortran else ""
-            lines.append(
-                f"if ({flag_ok} && *{index} != MPI_UNDEFINED) prof_snap.complete(*{index}{base},"
-                " prof_st);"
-            )
-        elif form == "some":
-            outcount, indices = args[2], args[3]
-            base = " - 1" if fortran else ""
-            lines.append(
-                f"if (prof_rc == MPI_SUCCESS && *{outcount} != MPI_UNDEFINED) "
-                f"for (int prof_i = 0; prof_i < *{outcount}; ++prof_i) "
-                f"prof_snap.complete({indices}[prof_i]{base}, prof_st ? prof_st + prof_i : nullptr);"
-            )
-        lines.append(f"pp::record(pp::{ident}, 0, 0, pp::kPeerNone, prof_dt);")
-    elif "start" in a:
-        form, args = _parse_fn(a["start"])
-        if form == "one":
-            lines.append(f"if (prof_rc == MPI_SUCCESS) pp::request_started(*{args[0]});")
-        else:
-            n, reqs = args
-            lines.append(
-                f"if (prof_rc == MPI_SUCCESS) for (int prof_i = 0; prof_i < {n}; ++prof_i) "
-                f"pp::request_started({reqs}[prof_i]);"
-            )
-        lines.append(f"pp::record(pp::{ident}, 0, 0, pp::kPeerNone, prof_dt);")
+        rec += [
+            f"if ({ok}) {{",
+            f"  const uint64_t prof_bytes = {bytes_value};",
+            f"  const int prof_peer = pp::peer_status({comm_for_status}, prof_st.get(), {source});",
+            f"  pp::record({ident}, prof_bytes, prof_bytes, prof_peer, prof_dt);",
+            "} else {",
+            f"  pp::record({ident}, 0, 0, pp::kPeerNone, prof_dt);",
+            "}",
+        ]
+    elif "complete" in a or "start" in a:
+        rec.append(f"pp::record({ident}, 0, 0, pp::kPeerNone, prof_dt);")
     else:
-        lines.append(f"const uint64_t prof_bytes = prof_rc == MPI_SUCCESS ? {bytes_expr} : 0;")
-        lines.append(
-            f"pp::record(pp::{ident}, prof_bytes, prof_bytes, {peer_expr}, prof_dt);"
-        )
-    return lines
+        rec += [
+            f"const uint64_t prof_bytes = {ok} ? {bytes_expr} : 0;",
+            f"pp::record({ident}, prof_bytes, prof_bytes, {peer_expr}, prof_dt);",
+        ]
+    if call.lifecycle:  # this call may run in kTrack mode: record only in kRecord
+        after.append(f"if ({record}) {{")
+        after += ["  " + line for line in rec]
+        after.append("}")
+    else:
+        after += rec
+    return Body(before, replace, after)
 
 
 def c_wrapper(call: Call) -> str:
+    lang = CLang(call)
     params = ", ".join(p.declare() for p in call.params) or "void"
-    args = _call_args(call)
-    real = f"PMPI_{call.name[4:]}"
+    b = body(call, lang)
     out = [
-        f"extern \"C\" PETACOMM_PROF_EXPORT int {call.name}({params}) {{",
-        f"  if (!pp::enter(pp::{call.ident})) return {real}({args});",
+        f'extern "C" PETACOMM_PROF_EXPORT int {call.name}({params}) {{',
+        f"  const int prof_mode = pp::enter(pp::{call.ident});",
+        f"  if (prof_mode == pp::kPass) return {lang.forward({})};",
     ]
-    out += ["  " + line for line in body(call, fortran=False)]
+    out += ["  " + line for line in b.before]
+    out += [
+        f"  const uint64_t prof_t0 = pp::call_begin(prof_mode, pp::{call.ident});",
+        f"  const int prof_rc = {lang.forward(b.replace)};",
+        "  const uint64_t prof_dt = pp::call_end(prof_mode, prof_t0);",
+    ]
+    out += ["  " + line for line in b.after]
     out += ["  pp::leave();", "  return prof_rc;", "}", ""]
     return "\n".join(out)
 
@@ -428,8 +489,6 @@ def c_wrapper(call: Call) -> str:
 # ---------------------------------------------------------------------------------------
 # Fortran wrappers
 # ---------------------------------------------------------------------------------------
-
-FORTRAN_SCALARS = {"MPI_Aint", "MPI_Offset", "MPI_Count"}
 
 
 def fortran_supported(call: Call) -> str | None:
@@ -451,20 +510,16 @@ def fortran_type(p: Param) -> str:
     return "MPI_Fint *"
 
 
-def fortran_param(p: Param) -> str:
-    return f"{fortran_type(p)}{p.name}_f"
-
-
-def fortran_locals(call: Call, used: set[str]) -> tuple[list[str], list[str]]:
-    """C-typed locals named like the arguments: (before the call, after the call)."""
-    before, after = [], []
+def fortran_conversions(call: Call) -> tuple[list[str], list[str]]:
+    """C values named like the arguments, for those the attribute expressions use:
+    (statements before the call, statements after it for handles the call returns)."""
     a = call.attrs
-    outputs = set()
-    for key in ("request", "newcomm", "message"):
-        if key in a:
-            outputs.add(a[key])
+    exprs = " ".join(v for k, v in a.items() if k not in ("complete", "start", "flag"))
+    used = {p.name for p in call.params if re.search(rf"\b{re.escape(p.name)}\b", exprs)}
+    outputs = {a[k] for k in ("request", "newcomm", "message") if k in a}
     if "newwin" in a:
         outputs.add(_parse_fn(a["newwin"])[0])
+    before, after = [], []
     for p in call.params:
         if p.name not in used:
             continue
@@ -474,24 +529,21 @@ def fortran_locals(call: Call, used: set[str]) -> tuple[list[str], list[str]]:
         elif base == "int" and not p.indirect:
             before.append(f"const int {p.name} = static_cast<int>(*{p.name}_f);")
         elif base == "int":
-            before.append(
-                f"int *{p.name} = reinterpret_cast<int *>({p.name}_f);"
-                " static_assert(sizeof(MPI_Fint) == sizeof(int), \"MPI_Fint is not int\");"
-            )
+            before.append(f"const int *{p.name} = reinterpret_cast<const int *>({p.name}_f);")
         elif base in FORTRAN_SCALARS and not p.indirect:
             before.append(f"const {base} {p.name} = *{p.name}_f;")
         elif base in HANDLE_F2C:
             f2c = HANDLE_F2C[base]
             if p.name in outputs:
-                after.append(f"{base} {p.name}[1] = {{ {f2c}(*{p.name}_f) }};")
+                after.append(f"{base} {p.name}[1] = {{{f2c}(*{p.name}_f)}};")
             elif p.array:
                 before.append(f"const MPI_Fint *{p.name} = {p.name}_f;")
-            elif p.indirect:
-                before.append(f"{base} {p.name}[1] = {{ {f2c}(*{p.name}_f) }};")
+            elif p.indirect:  # an in-out handle (freed, consumed): its value before the call
+                before.append(f"{base} {p.name}[1] = {{{f2c}(*{p.name}_f)}};")
             else:
                 before.append(f"const {base} {p.name} = {f2c}(*{p.name}_f);")
         elif base == "MPI_Status":
-            pass
+            pass  # statuses go through FStatusOut / FCompletions
         else:
             raise SpecError(f"{call.name}: cannot convert Fortran argument {p.name} ({p.ctype})")
     return before, after
@@ -501,130 +553,93 @@ def fortran_wrapper(call: Call) -> str:
     reason = fortran_supported(call)
     if reason:
         return f"// {call.name}: no Fortran wrapper ({reason})\n"
-    a = call.attrs
-    exprs = " ".join(a.values())
-    used = {p.name for p in call.params if re.search(rf"\b{re.escape(p.name)}\b", exprs)}
-    for p in call.params:
-        if re.search(rf"\b{re.escape(p.name)}_f\b", a.get("fbytes", "")):
-            used.add(p.name)
-    fparams = ", ".join([fortran_param(p) for p in call.params] + ["MPI_Fint *ierr"])
+    lang = FortranLang(call)
+    fparams = ", ".join([f"{fortran_type(p)}{p.name}_f" for p in call.params] + ["MPI_Fint *ierr"])
     fargs = ", ".join([f"{p.name}_f" for p in call.params] + ["ierr"])
     ftypes = ", ".join([fortran_type(p) for p in call.params] + ["MPI_Fint *"])
-    # Fortran completion calls need their own request/status handling.
-    complete = a.get("complete")
-    status_arg = a.get("status")
-    lower = call.name.lower()
-    out = [f"using prof_fn_{call.ident} = void (*)({ftypes});"]
+    convert_before, convert_after = fortran_conversions(call)
+    b = body(call, lang)
     impl = f"prof_f_{call.ident}"
-    out.append(f"static void {impl}(void **prof_cache, const char *prof_symbol, {fparams}) {{")
+    out = [
+        f"using prof_fn_{call.ident} = void (*)({ftypes});",
+        f"static void {impl}(void **prof_cache, const char *prof_symbol, {fparams}) {{",
+        f"  auto prof_fn = pp::fortran_next<prof_fn_{call.ident}>(prof_cache, prof_symbol);",
+        "  if (!prof_fn) {",
+        "    *ierr = MPI_ERR_INTERN;",
+        "    return;",
+        "  }",
+        f"  const int prof_mode = pp::enter(pp::{call.ident});",
+        "  if (prof_mode == pp::kPass) {",
+        f"    {lang.forward({})};",
+        "    return;",
+        "  }",
+    ]
+    out += ["  " + line for line in convert_before + b.before]
+    out += [
+        f"  const uint64_t prof_t0 = pp::call_begin(prof_mode, pp::{call.ident});",
+        f"  {lang.forward(b.replace)};",
+        "  const int prof_rc = static_cast<int>(*ierr);",
+        "  const uint64_t prof_dt = pp::call_end(prof_mode, prof_t0);",
+    ]
+    out += ["  " + line for line in convert_after + b.after]
+    out += ["  pp::leave();", "}"]
+    for symbol in (call.name.lower() + "_", call.name.lower() + "__", call.name.lower()):
+        out.append(
+            f'extern "C" PETACOMM_PROF_EXPORT void {symbol}({fparams}) '
+            f'{{ static void *cache; {impl}(&cache, "{symbol}", {fargs}); }}'
+        )
     out.append(
-        f"  auto prof_fn = pp::fortran_next<prof_fn_{call.ident}>(prof_cache, prof_symbol);"
+        f'extern "C" PETACOMM_PROF_EXPORT void {call.name.upper()}({fparams}) '
+        f'{{ static void *cache; {impl}(&cache, "{call.name.upper()}", {fargs}); }}'
     )
-    out.append("  if (!prof_fn) { *ierr = MPI_ERR_INTERN; return; }")
-    out.append(f"  if (!pp::enter(pp::{call.ident})) {{ prof_fn({fargs}); return; }}")
-    pre_handles = []
-    for key in ("freecomm", "freewin", "freereq", "mrecv"):
-        if key in a:
-            arg = a[key]
-            ctype = next(p.base for p in call.params if p.name == arg)
-            pre_handles.append(f"  {ctype} {arg}[1] = {{ {HANDLE_F2C[ctype]}(*{arg}_f) }};")
-            used.discard(arg)
-    before, after = fortran_locals(call, used)
-    fwd_args = [f"{p.name}_f" for p in call.params]
-    if status_arg:
-        out.append("  MPI_Fint prof_fst_local[pp::kFortranStatusSize];")
-        out.append(
-            f"  MPI_Fint *prof_fst = ({status_arg}_f == MPI_F_STATUS_IGNORE) ? prof_fst_local"
-            f" : {status_arg}_f;"
-        )
-        fwd_args = ["prof_fst" if x == f"{status_arg}_f" else x for x in fwd_args]
-    if complete:
-        form, args = _parse_fn(complete)
-        if form == "one":
-            req, st = args
-            out.append(f"  MPI_Request prof_creq = PMPI_Request_f2c(*{req}_f);")
-            out.append("  pp::Snapshot prof_snap(1, &prof_creq);")
-            out.append("  MPI_Fint prof_fst_local[pp::kFortranStatusSize];")
-            out.append(
-                f"  MPI_Fint *prof_fst = ({st}_f == MPI_F_STATUS_IGNORE && prof_snap.needs_status())"
-                f" ? prof_fst_local : {st}_f;"
-            )
-            fwd_args = ["prof_fst" if x == f"{st}_f" else x for x in fwd_args]
-        elif form in ("all", "some", "any"):
-            n, reqs = args[0], args[1]
-            sts = args[-1]
-            out.append(f"  pp::FortranRequests prof_creqs(*{n}_f, {reqs}_f);")
-            out.append(f"  pp::Snapshot prof_snap(*{n}_f, prof_creqs.data());")
-            ignore = "MPI_F_STATUS_IGNORE" if form == "any" else "MPI_F_STATUSES_IGNORE"
-            count = "1" if form == "any" else f"*{n}_f"
-            out.append(
-                f"  pp::FortranStatuses prof_fsts({count}, {sts}_f == {ignore} ? nullptr :"
-                f" {sts}_f, prof_snap.needs_status(), {ignore});"
-            )
-            fwd_args = ["prof_fsts.data()" if x == f"{sts}_f" else x for x in fwd_args]
-    if "start" in a:
-        form, args = _parse_fn(a["start"])
-        if form == "all":
-            out.append(f"  pp::FortranRequests prof_creqs(*{args[0]}_f, {args[1]}_f);")
-    out += pre_handles
-    for line in before:
-        out.append("  " + line)
-    fwd = ", ".join(fwd_args + ["ierr"])
-    out.append(f"  auto prof_real = [&]() {{ prof_fn({fwd}); return static_cast<int>(*ierr); }};")
-    # The shared body, adapted: completions use the converted C requests and statuses.
-    lines = body(call, fortran=True)
-    adapted: list[str] = []
-    for line in lines:
-        if line.startswith("const uint64_t prof_t1"):
-            adapted.append(line)
-            for conv in after:
-                adapted.append(conv)
-            continue
-        adapted.append(line)
-    if complete:
-        form, _ = _parse_fn(complete)
-        fixed = []
-        for line in adapted:
-            if form == "one":
-                line = line.replace(
-                    "prof_snap.complete(0, prof_st)", "prof_snap.complete(0, prof_cstatus(prof_fst))"
-                )
-            else:
-                line = line.replace("prof_st ? prof_st + prof_i : nullptr", "prof_fsts.c(prof_i)")
-                line = line.replace("prof_snap.complete_all(prof_st)", "prof_snap.complete_all_f(prof_fsts)")
-                line = line.replace(", prof_st);", ", prof_fsts.c(0));")
-            fixed.append(line)
-        adapted = fixed
-        if form == "one":
-            out.append(
-                "  auto prof_cstatus = [&](MPI_Fint *f) { static thread_local MPI_Status s;"
-                " PMPI_Status_f2c(f, &s); return &s; };"
-            )
-    if "start" in a:
-        form, args = _parse_fn(a["start"])
-        fixed = []
-        for line in adapted:
-            if form == "one":
-                line = line.replace(
-                    f"pp::request_started(*{args[0]})",
-                    f"pp::request_started(PMPI_Request_f2c(*{args[0]}_f))",
-                )
-            else:
-                line = line.replace(
-                    f"pp::request_started({args[1]}[prof_i])",
-                    "pp::request_started(prof_creqs.data()[prof_i])",
-                )
-            fixed.append(line)
-        adapted = fixed
-    out += ["  " + line for line in adapted]
-    out.append("  pp::leave();")
-    out.append("}")
-    for symbol in (lower + "_", lower + "__", lower, call.name.upper()):
-        out.append(
-            f"extern \"C\" PETACOMM_PROF_EXPORT void {symbol}({fparams}) "
-            f"{{ static void *cache; {impl}(&cache, \"{symbol}\", {fargs}); }}"
-        )
     out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------
+# POSIX I/O wrappers
+# ---------------------------------------------------------------------------------------
+
+
+def posix_wrapper(call: Call, ident: str) -> str:
+    """A C library function: the real one found with dlsym(RTLD_NEXT), timed as I/O on the
+    threads PETACOMM_PROF_IO asks for, outside MPI calls, errno kept."""
+    a = call.attrs
+    returns = a["returns"]
+    variadic = bool(call.spec_args) and call.spec_args[-1] == "..."
+    decls = call.spec_args[:-1] if variadic else call.spec_args
+    params = [header_param(d, _arg_name(d)) for d in decls]
+    if variadic and "mode" not in a:
+        raise SpecError(f"{call.name}: a variadic posix call needs mode=")
+    declared = ", ".join([p.declare() for p in params] + (["..."] if variadic else []))
+    types = ", ".join([p.ctype + ("[]" if p.array else "") for p in params] + (["..."] if variadic else []))
+    args = [p.name for p in params] + (["mode"] if variadic else [])
+    real = f"prof_real_{call.name}"
+    ret_decl = returns if returns.endswith("*") else returns + " "
+    out = [f"using {real}_t = {returns} (*)({types});", f"{real}_t {real};"]
+    out.append(f'extern "C" PETACOMM_PROF_EXPORT {ret_decl}{call.name}({declared}) {{')
+    if variadic:
+        out += [
+            "  va_list prof_ap;",
+            f"  va_start(prof_ap, {params[-1].name});",
+            f"  const mode_t mode = pp::mode_arg({a['mode']}, prof_ap);",
+            "  va_end(prof_ap);",
+        ]
+    fallback = a.get("fallback", "pp::posix_missing<" + returns + ">(" + returns + "())")
+    out += [
+        f'  pp::posix_resolve({real}, "{call.name}");',
+        f"  auto prof_invoke = [&]() -> {returns} {{",
+        f"    return {real} ? {real}({', '.join(args)}) : static_cast<{returns}>({fallback});",
+        "  };",
+        f"  if (!pp::io_on(pp::{ident})) return prof_invoke();",
+        "  const auto [prof_result, prof_ns] = pp::io_timed(prof_invoke);",
+        "  const int prof_errno = errno;",
+        f"  pp::record_io(pp::{ident}, static_cast<uint64_t>({a.get('bytes', '0')}), prof_ns);",
+        "  errno = prof_errno;",
+        "  return prof_result;",
+        "}",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -640,17 +655,28 @@ def main(argv: list[str] | None = None) -> int:
     try:
         calls = parse_spec(args.spec)
         protos = header_prototypes(args.mpi_h.read_text(errors="replace"))
+        files = generate(calls, protos)
     except (OSError, SpecError) as err:
         print(f"generate_wrappers: error: {err}", file=sys.stderr)
         return 1
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        _write(args.out_dir / name, text)
+    return 0
 
+
+def generate(calls: list[Call], protos: dict[str, list[str]]) -> dict[str, str]:
+    """The generated files by name, for the calls of the spec that `protos` declares."""
     generated: list[Call] = []
     missing: list[str] = []
-    ids: list[tuple[str, str, str]] = []  # (ident, name, kind)
+    ids: list[tuple[str, str, str, bool]] = []  # (ident, name, kind, lifecycle)
+    idents: dict[str, str] = {}
     for call in calls:
         call.ident = "k" + re.sub(r"\W", "_", call.name)
-        if not call.wrapped:
-            ids.append((call.ident, call.name, call.kind))
+        if call.posix:
+            if "as" not in call.attrs:
+                ids.append((call.ident, call.name, call.kind, False))
+                idents[call.name] = call.ident
             continue
         decls = protos.get(call.name)
         if decls is None:
@@ -667,50 +693,84 @@ def main(argv: list[str] | None = None) -> int:
             continue
         call.params = [header_param(d, n) for d, n in zip(decls, names, strict=True)]
         generated.append(call)
-        ids.append((call.ident, call.name, call.kind))
+        ids.append((call.ident, call.name, call.kind, call.lifecycle))
         if "persistent" in call.flags:
-            ids.append((call.ident + "_start", call.name + ":start", call.kind))
+            ids.append((call.ident + "_start", call.name + ":start", call.kind, False))
 
-    out = args.out_dir
-    out.mkdir(parents=True, exist_ok=True)
+    spec_mpi = [c.name for c in calls if not c.posix]
     hpp = [
         "// Generated by generate_wrappers.py from mpi_calls.spec: do not edit.",
         "#pragma once",
         "namespace petacomm::prof {",
         "enum CallId : int {",
     ]
-    hpp += [f"  {ident} = {i}," for i, (ident, _, _) in enumerate(ids)]
-    hpp += [f"  kNumCalls = {len(ids)}", "};", "extern const char *const kCallNames[];"]
-    hpp += ["extern const char *const kCallKinds[];", "}  // namespace petacomm::prof", ""]
+    hpp += [f"  {ident} = {i}," for i, (ident, _, _, _) in enumerate(ids)]
+    hpp += [f"  kNumCalls = {len(ids)}", "};"]
+    hpp += [
+        "extern const char *const kCallNames[];",
+        "extern const char *const kCallKinds[];",
+        "// Calls that create, free, complete or start objects (followed even when not recorded).",
+        "extern const unsigned char kCallLifecycle[];",
+        "// Every MPI call of the spec, generated here or not (PETACOMM_PROF_WRAP accepts them).",
+        f"constexpr int kNumSpecCalls = {len(spec_mpi)};",
+        "extern const char *const kSpecCallNames[];",
+        "}  // namespace petacomm::prof",
+        "",
+    ]
     cpp = [
         "// Generated by generate_wrappers.py from mpi_calls.spec: do not edit.",
         '#include "prof_calls.hpp"',
         "namespace petacomm::prof {",
         "const char *const kCallNames[] = {",
     ]
-    cpp += [f'  "{name}",' for _, name, _ in ids]
+    cpp += [f'  "{name}",' for _, name, _, _ in ids]
     cpp += ["};", "const char *const kCallKinds[] = {"]
-    cpp += [f'  "{kind}",' for _, _, kind in ids]
+    cpp += [f'  "{kind}",' for _, _, kind, _ in ids]
+    cpp += ["};", "const unsigned char kCallLifecycle[] = {"]
+    cpp += [f"  {int(life)},  // {name}" for _, name, _, life in ids]
+    cpp += ["};", "const char *const kSpecCallNames[] = {"]
+    cpp += [f'  "{name}",' for name in spec_mpi]
     cpp += ["};", "}  // namespace petacomm::prof", ""]
 
     head = [
         "// Generated by generate_wrappers.py from mpi_calls.spec: do not edit.",
         '#include "runtime.hpp"',
         "namespace pp = petacomm::prof;",
-        "using namespace petacomm::prof; // the spec's expressions call the helpers unqualified",
+        "using namespace petacomm::prof;  // the spec's expressions call the helpers unqualified",
         "",
     ]
     c_text = head + [c_wrapper(call) for call in generated]
-    f_text = head + ['#include "fortran.hpp"', ""]
+    f_text = head[:2] + ['#include "fortran.hpp"'] + head[2:]
+    f_text += ['static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint is not int");', ""]
     f_text += [fortran_wrapper(call) for call in generated]
-    _write(out / "prof_calls.hpp", "\n".join(hpp))
-    _write(out / "prof_calls.cpp", "\n".join(cpp))
-    _write(out / "prof_wrappers_c.cpp", "\n".join(c_text))
-    _write(out / "prof_wrappers_f.cpp", "\n".join(f_text))
+    posix_text = [
+        "// Generated by generate_wrappers.py from mpi_calls.spec: do not edit.",
+        '#include "posix_io.hpp"',
+        "namespace pp = petacomm::prof;",
+        "using namespace petacomm::prof;  // the spec's expressions call the helpers unqualified",
+        "namespace {",
+    ]
+    posix_calls = [c for c in calls if c.posix]
+    posix_text += [posix_wrapper(c, idents[c.attrs.get("as", c.name)]) for c in posix_calls]
+    posix_text.append("}  // namespace")
+    posix_text += [
+        "",
+        "// Resolved when the library is loaded, before the program runs.",
+        "__attribute__((constructor)) static void prof_resolve_posix() {",
+    ]
+    posix_text += [f'  pp::posix_resolve(prof_real_{c.name}, "{c.name}");' for c in posix_calls]
+    posix_text += ["}", ""]
     summary = [f"generated {len(generated)} wrappers"] + [f"  {c.name}" for c in generated]
     summary += [f"not declared by this mpi.h: {len(missing)}"] + [f"  {m}" for m in missing]
-    _write(out / "prof_calls.txt", "\n".join(summary) + "\n")
-    return 0
+    summary += [f"POSIX wrappers: {len(posix_calls)}"] + [f"  {c.name}" for c in posix_calls]
+    return {
+        "prof_calls.hpp": "\n".join(hpp),
+        "prof_calls.cpp": "\n".join(cpp),
+        "prof_wrappers_c.cpp": "\n".join(c_text),
+        "prof_wrappers_f.cpp": "\n".join(f_text),
+        "prof_wrappers_posix.cpp": "\n".join(posix_text),
+        "prof_calls.txt": "\n".join(summary) + "\n",
+    }
 
 
 def _write(path: Path, text: str) -> None:

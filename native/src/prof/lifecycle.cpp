@@ -1,8 +1,7 @@
 // Start and end of profiling: MPI_Init*/MPI_Finalize/MPI_Abort/MPI_Pcontrol in C and
-// Fortran, the region API, signal/exit handlers and the periodic partial-log thread.
-#include <dlfcn.h>
+// Fortran, the region API, and what happens when a rank dies (signal and exit handlers note
+// the reason in the rank's live file, which already holds its data: live.cpp).
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -16,36 +15,26 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <string>
 
 #include "fortran.hpp"
+#include "json.hpp"
 #include "petacomm/prof.h"
 #include "state.hpp"
 
 namespace petacomm::prof {
 
-bool requests_init();
 extern thread_local bool t_main_thread;
 
 namespace {
 
 // ---- command line, host, output path ------------------------------------------------------
 
-void json_escape_into(char *out, size_t cap, size_t &len, const char *text, size_t n) {
-  for (size_t i = 0; i < n && len + 8 < cap; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out[len++] = '\\';
-      out[len++] = static_cast<char>(c);
-    } else if (c < 0x20) {
-      len += std::snprintf(out + len, cap - len, "\\u%04x", c);
-    } else {
-      out[len++] = static_cast<char>(c);
-    }
-  }
-}
-
+// The program's argv (from /proc/self/cmdline: MPI_Init may have changed argv), as JSON and
+// as shell words, and the name the default log is named after (for interpreters, the
+// script's).
 void read_command(char *exe_base, size_t exe_cap) {
-  char buf[8192];
+  static char buf[8192];
   ssize_t n = 0;
   const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY));
   if (fd >= 0) {
@@ -54,26 +43,17 @@ void read_command(char *exe_base, size_t exe_cap) {
   }
   if (n < 0) n = 0;
   buf[n] = '\0';
-  size_t len = 0;
-  char *out = g.command_json;
-  const size_t cap = sizeof(g.command_json);
-  out[len++] = '[';
-  int argi = 0;
-  const char *first = nullptr, *second = nullptr;
-  for (ssize_t i = 0; i < n && len + 16 < cap;) {
-    const char *arg = buf + i;
-    const size_t alen = std::strlen(arg);
-    if (argi == 0) first = arg;
-    if (argi == 1) second = arg;
-    if (argi++) out[len++] = ',';
-    out[len++] = '"';
-    json_escape_into(out, cap - 4, len, arg, alen);
-    out[len++] = '"';
-    i += static_cast<ssize_t>(alen) + 1;
-  }
-  out[len++] = ']';
-  out[len] = '\0';
-  // The program's name for the default log name; for interpreters, the script's.
+  if (n > 0 && buf[n - 1] == '\0') --n;  // the last word's terminator
+  const std::string json = command_json(buf, static_cast<size_t>(n));
+  const std::string shell = command_shell(buf, static_cast<size_t>(n));
+  if (json.size() < sizeof(g.command_json))
+    std::snprintf(g.command_json, sizeof(g.command_json), "%s", json.c_str());
+  else
+    std::snprintf(g.command_json, sizeof(g.command_json), "[\"(command too long)\"]");
+  std::snprintf(g.command_text, sizeof(g.command_text), "%s", shell.c_str());
+  const char *first = n > 0 ? buf : nullptr;
+  const char *second =
+      first && std::strlen(first) < static_cast<size_t>(n) ? buf + std::strlen(first) + 1 : nullptr;
   const char *name = first ? first : "program";
   const char *base = std::strrchr(name, '/');
   base = base ? base + 1 : name;
@@ -84,7 +64,7 @@ void read_command(char *exe_base, size_t exe_cap) {
   }
   std::snprintf(exe_base, exe_cap, "%s", base);
   for (char *p = exe_base; *p; ++p)
-    if (*p == '/' || *p == ' ' || *p == ':') *p = '_';
+    if (*p == '/' || *p == ' ' || *p == ':' || static_cast<unsigned char>(*p) < 0x20) *p = '_';
 }
 
 void choose_output(const char *exe_base) {
@@ -114,15 +94,17 @@ void choose_output(const char *exe_base) {
       std::snprintf(out, cap, "%s/%s", cwd, rel);
     }
   }
+  std::snprintf(g.run_id, sizeof(g.run_id), "%d-%lld", g.pid, static_cast<long long>(now));
 }
 
-// ---- signals, exit, periodic partial logs --------------------------------------------------
+// ---- signals and exit ---------------------------------------------------------------------
 
-constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT,
-                            SIGSEGV, SIGBUS, SIGFPE, SIGILL,  SIGXCPU};
+// SIGCONT is what Open MPI 5's launcher sends first when it kills a job (then SIGTERM and,
+// milliseconds later, SIGKILL): it only refreshes the time of the rank's data.
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV,
+                            SIGBUS,  SIGFPE, SIGILL, SIGXCPU, SIGCONT};
 struct sigaction g_old_actions[65];
 bool g_installed[65];
-std::atomic<bool> g_in_signal{false};
 
 const char *signal_reason(int sig) {
   switch (sig) {
@@ -147,18 +129,13 @@ const char *signal_reason(int sig) {
     case SIGXCPU:
       return "signal SIGXCPU";
     default:
-      return "signal";
+      return nullptr;
   }
 }
 
 void on_signal(int sig, siginfo_t *info, void *context) {
   const int saved_errno = errno;
-  if (g.initialised && g.settings.partial_dir[0] && !g.finalised && !g.finalising &&
-      !g_in_signal.exchange(true)) {
-    ++t_depth;
-    write_partial_log(signal_reason(sig), 0);
-    --t_depth;
-  }
+  if (g.initialised && !g.finalised) live_mark(signal_reason(sig), sig);
   errno = saved_errno;
   // Hand the signal on: to the handler that was there before us, or the default action.
   if (sig > 0 && sig < 65 && g_installed[sig]) {
@@ -172,6 +149,7 @@ void on_signal(int sig, siginfo_t *info, void *context) {
       old.sa_handler(sig);
       return;
     }
+    if (sig == SIGCONT) return;  // its default action (continue) has happened already
     sigaction(sig, &old, nullptr);
     g_installed[sig] = false;
     raise(sig);
@@ -205,62 +183,12 @@ void restore_signal_handlers() {
 }
 
 void on_exit_without_finalize() {
-  if (g.initialised && g.settings.partial_dir[0] && !g.finalising && !g.finalised) {
-    ++t_depth;
-    write_partial_log("exit without MPI_Finalize", 1);
-    --t_depth;
-  }
-}
-
-pthread_t g_periodic;
-bool g_periodic_running = false;
-pthread_mutex_t g_periodic_mutex = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t g_periodic_cond = PTHREAD_COND_INITIALIZER;
-bool g_periodic_stop = false;
-
-void *periodic_main(void *) {
-  ++t_depth;  // nothing this thread does is the program's
-  pthread_mutex_lock(&g_periodic_mutex);
-  while (!g_periodic_stop) {
-    timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += static_cast<time_t>(g.settings.partial_interval_s);
-    while (!g_periodic_stop &&
-           pthread_cond_timedwait(&g_periodic_cond, &g_periodic_mutex, &deadline) != ETIMEDOUT) {
-    }
-    if (g_periodic_stop) break;
-    pthread_mutex_unlock(&g_periodic_mutex);
-    write_partial_log("periodic", 2);
-    pthread_mutex_lock(&g_periodic_mutex);
-  }
-  pthread_mutex_unlock(&g_periodic_mutex);
-  return nullptr;
-}
-
-void start_periodic() {
-  if (g.settings.partial_interval_s == 0) return;
-  g_periodic_stop = false;
-  // Block signals in the helper so that the program's threads keep receiving them.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  g_periodic_running = pthread_create(&g_periodic, nullptr, periodic_main, nullptr) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-}
-
-void stop_periodic() {
-  if (!g_periodic_running) return;
-  pthread_mutex_lock(&g_periodic_mutex);
-  g_periodic_stop = true;
-  pthread_cond_broadcast(&g_periodic_cond);
-  pthread_mutex_unlock(&g_periodic_mutex);
-  pthread_join(g_periodic, nullptr);
-  g_periodic_running = false;
+  if (g.initialised && !g.finalising && !g.finalised) live_mark("exit without MPI_Finalize");
 }
 
 // ---- region names from MPI_Pcontrol's variadic argument --------------------------------
 
-// Copies a C string from an address that may not be valid (MPI_Pcontrol(1) is often called
+// Copies bytes from an address that may not be valid (MPI_Pcontrol(1) is often called
 // without a name, leaving garbage in the variadic slot): never faults.
 bool readable(const void *address, void *out, size_t n) {
   struct iovec local = {out, n};
@@ -278,23 +206,50 @@ bool readable(const void *address, void *out, size_t n) {
   return ok;
 }
 
+// A region name from a pointer that may be garbage: accepted only when it points to a
+// NUL-terminated string of at most kNameScan bytes without control characters (bytes that
+// are not UTF-8 are kept, and escaped in the logs); stored truncated to kRegionNameMax - 1
+// bytes, at a character boundary.
+constexpr size_t kNameScan = 256;
 bool copy_region_name(const char *name, char *out, size_t cap) {
   if (!name) return false;
+  char text[kNameScan];
   size_t n = 0;
-  while (n < cap - 1) {
+  bool terminated = false;
+  while (n < kNameScan && !terminated) {
     const uintptr_t address = reinterpret_cast<uintptr_t>(name + n);
     size_t chunk = 4096 - (address & 4095);
-    if (chunk > cap - 1 - n) chunk = cap - 1 - n;
-    if (!readable(name + n, out + n, chunk)) return false;
+    if (chunk > kNameScan - n) chunk = kNameScan - n;
+    if (!readable(name + n, text + n, chunk)) return false;
     for (size_t i = 0; i < chunk; ++i) {
-      const unsigned char c = static_cast<unsigned char>(out[n + i]);
-      if (c == 0) return n + i > 0;
-      if (c < 0x20 || c == 0x7f) return false;
+      if (text[n + i] == '\0') {
+        terminated = true;
+        n += i;
+        break;
+      }
     }
-    n += chunk;
+    if (!terminated) n += chunk;
   }
-  out[cap - 1] = '\0';  // long name: truncated
+  if (!terminated || n == 0) return false;
+  const auto *p = reinterpret_cast<const unsigned char *>(text);
+  size_t keep = 0;
+  for (size_t i = 0; i < n;) {
+    if (p[i] < 0x20 || p[i] == 0x7f) return false;
+    int len = utf8_sequence(p + i, n - i);
+    if (len == 0) len = 1;  // not UTF-8: one byte
+    if (i + static_cast<size_t>(len) <= cap - 1) keep = i + static_cast<size_t>(len);
+    i += static_cast<size_t>(len);
+  }
+  std::memcpy(out, text, keep);
+  out[keep] = '\0';
   return true;
+}
+
+// One lowest rank among those for which `mine` holds prints a message.
+bool lowest_with(bool mine, MPI_Comm comm) {
+  int candidate = mine ? g.world_rank : g.world_size, lowest = g.world_size;
+  PMPI_Allreduce(&candidate, &lowest, 1, MPI_INT, MPI_MIN, comm);
+  return mine && lowest == g.world_rank;
 }
 
 }  // namespace
@@ -310,23 +265,15 @@ void startup(uint64_t init_ns) {
   g.pid = static_cast<int>(getpid());
   PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g.world_size);
-  if (!parse_settings()) return;
-  g.init_ns = init_ns;
-  PMPI_Query_thread(&g.thread_level);
-  const bool memory_ok = table_init() && requests_init();
-  caches_init();
-  int all_ok = memory_ok ? 1 : 0;
-  PMPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!all_ok) {
-    if (g.world_rank == 0)
-      std::fprintf(stderr,
-                   "petacomm-prof: cannot allocate the call table (%llu bytes); "
-                   "profiling is off for this run\n",
-                   static_cast<unsigned long long>(g.settings.table_bytes));
-    g.initialised = true;
-    g.settings.partial_dir[0] = '\0';
-    return;
-  }
+  char error[1024];
+  const bool settings_ok = parse_settings(error, sizeof(error));
+  // All ranks profile, or none: 0 profile, 1 disabled, 2 a bad setting somewhere.
+  int mine = settings_ok ? (g.settings.disable ? 1 : 0) : 2, worst = 0;
+  PMPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (worst == 2 && lowest_with(!settings_ok, MPI_COMM_WORLD))
+    std::fprintf(stderr, "petacomm-prof: error: %s; profiling is off for this run\n", error);
+  if (worst != 0) return;
+
   PMPI_Comm_group(MPI_COMM_WORLD, &g.world_group);
   PMPI_Comm_dup(MPI_COMM_WORLD, &g.comm);
   PMPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);  // our own traffic never aborts the job
@@ -342,12 +289,17 @@ void startup(uint64_t init_ns) {
   // MPICH, which includes its whole configure line): read it whole, keep what fits the log.
   static char version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
   int len = 0;
-  version[0] = '\0';
+  std::memset(version, 0, sizeof(version));
   PMPI_Get_library_version(version, &len);
-  version[MPI_MAX_LIBRARY_VERSION_STRING] = '\0';
+  if (len < 0 || len > MPI_MAX_LIBRARY_VERSION_STRING) len = MPI_MAX_LIBRARY_VERSION_STRING;
+  version[len] = '\0';  // the count some libraries give includes the terminating NUL
   std::snprintf(g.library, sizeof(g.library), "%s", version);
   for (char *p = g.library; *p; ++p)
     if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+  for (size_t n = std::strlen(g.library); n > 0 && g.library[n - 1] == ' '; --n)
+    g.library[n - 1] = '\0';
+  PMPI_Query_thread(&g.thread_level);
+  g_hot.threaded = g.thread_level == MPI_THREAD_MULTIPLE;
   char exe_base[256];
   read_command(exe_base, sizeof(exe_base));
   // One output path for all ranks: rank 0 decides.
@@ -355,106 +307,65 @@ void startup(uint64_t init_ns) {
   int out_len = static_cast<int>(std::strlen(g.settings.output)) + 1;
   PMPI_Bcast(&out_len, 1, MPI_INT, 0, g.comm);
   PMPI_Bcast(g.settings.output, out_len, MPI_CHAR, 0, g.comm);
-  std::snprintf(g.settings.partial_dir, sizeof(g.settings.partial_dir), "%s.partial",
-                g.settings.output);
+  PMPI_Bcast(g.run_id, sizeof(g.run_id), MPI_CHAR, 0, g.comm);
+  std::snprintf(g.partial_dir, sizeof(g.partial_dir), "%s.partial", g.settings.output);
 
-  g_hot.threaded = g.thread_level == MPI_THREAD_MULTIPLE;
-  clock_calibrate();
-  g.nregions = 0;
-  g.depth = 0;
-  g.t_start = now_ns();
-  g.excl_mark = g.t_start;
-  region_begin("(program)");
-  g.cur_region = 0;
+  clock_calibrate(g.settings.tsc);
+  g.clock_at_unix[0] = now_ns();
+  g.clock_at_unix[1] = static_cast<uint64_t>(time(nullptr));
+  uint64_t entries = 16;
+  while (entries * 2 * sizeof(Entry) <= g.settings.table_bytes) entries *= 2;
+  const bool memory_ok =
+      live_create(entries, error, sizeof(error)) && requests_init() && caches_init();
+  int all_ok = memory_ok ? 1 : 0;
+  PMPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, g.comm);
+  if (!all_ok) {
+    if (lowest_with(!memory_ok, g.comm))
+      std::fprintf(stderr, "petacomm-prof: %s; profiling is off for this run\n",
+                   memory_ok ? "out of memory" : error);
+    return;
+  }
+  if (lowest_with(g.live_note[0] != '\0', g.comm))
+    std::fprintf(stderr,
+                 "petacomm-prof: warning: no partial logs (%s): a run that dies leaves no log\n",
+                 g.live_note);
+
+  Live &l = *g.live;
+  const uint64_t now = now_ns();
+  l.t_start_ns = now;
+  l.heartbeat_ns = now;
+  l.init_ns = init_ns;
+  regions_start(now);
   t_main_thread = true;
   install_signal_handlers();
   static bool exit_registered = false;
   if (!exit_registered) exit_registered = std::atexit(on_exit_without_finalize) == 0;
-  start_periodic();
+  live_heartbeat_start();
+  g_hot.tracking = true;
   g_hot.recording = true;
 }
 
 void shutdown() {
-  if (!g.initialised || g.finalising || g.finalised || !g.table) {
+  if (!g.initialised || g.finalising || g.finalised || !g.live) {
     g.finalised = true;
     return;
   }
   g.finalising = true;
   g_hot.recording = false;
-  stop_periodic();
+  g_hot.tracking = false;
+  live_heartbeat_stop();
   g.t_end = now_ns();
   regions_close_all(g.t_end);
   requests_flush_incomplete();
-  write_final_log();
-  remove_partial_log();
+  int written = write_final_log() ? 1 : 0;
+  PMPI_Bcast(&written, 1, MPI_INT, 0, g.comm);
+  live_finished(written != 0);
   PMPI_Barrier(g.comm);
-  if (g.world_rank == 0) rmdir(g.settings.partial_dir);
+  if (g.world_rank == 0 && written) rmdir(g.partial_dir);  // only when empty
   PMPI_Comm_free(&g.comm);
   PMPI_Group_free(&g.world_group);
   restore_signal_handlers();
   g.finalised = true;
-}
-
-// ---- Fortran support -----------------------------------------------------------------------
-
-namespace {
-// MPICH's Fortran bindings set their sentinels (MPI_F_STATUS_IGNORE, the addresses of the
-// Fortran MPI_IN_PLACE and MPI_BOTTOM) on their first call, when MPIR_F_NeedInit is set. The
-// wrappers compare arguments with them before forwarding: in a program whose first Fortran
-// MPI call is not MPI_INIT (MPI initialised from C), do that initialisation first, as the
-// binding would.
-void mpich_fortran_init() {
-  static std::atomic<bool> done{false};
-  if (done.load(std::memory_order_acquire)) return;
-  auto *need = static_cast<int *>(dlsym(RTLD_DEFAULT, "MPIR_F_NeedInit"));
-  auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "mpirinitf_"));
-  if (need && init && *need) {
-    init();
-    *need = 0;
-  }
-  done.store(true, std::memory_order_release);
-}
-}  // namespace
-
-void *fortran_lookup(void **cache, const char *symbol) {
-  void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-  if (!fn) {
-    mpich_fortran_init();
-    fn = dlsym(RTLD_NEXT, symbol);
-    __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
-  }
-  return fn;
-}
-
-const void *fortran_buffer(const void *buffer) {
-  struct Sentinels {
-    const void *in_place[4];
-    const void *bottom[4];
-    void *const *mpich_in_place;  // MPICH keeps the addresses in variables, set at run time
-    void *const *mpich_bottom;
-  };
-  static Sentinels s = [] {
-    Sentinels t{};
-    const char *in_place[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place",
-                              "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE"};
-    const char *bottom[] = {"mpi_fortran_bottom_", "mpi_fortran_bottom", "mpi_fortran_bottom__",
-                            "MPI_FORTRAN_BOTTOM"};
-    for (int i = 0; i < 4; ++i) {
-      t.in_place[i] = dlsym(RTLD_DEFAULT, in_place[i]);
-      t.bottom[i] = dlsym(RTLD_DEFAULT, bottom[i]);
-    }
-    t.mpich_in_place = static_cast<void *const *>(dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE"));
-    t.mpich_bottom = static_cast<void *const *>(dlsym(RTLD_DEFAULT, "MPIR_F_MPI_BOTTOM"));
-    return t;
-  }();
-  if (!buffer) return buffer;
-  for (int i = 0; i < 4; ++i) {
-    if (buffer == s.in_place[i]) return MPI_IN_PLACE;
-    if (buffer == s.bottom[i]) return MPI_BOTTOM;
-  }
-  if (s.mpich_in_place && buffer == *s.mpich_in_place) return MPI_IN_PLACE;
-  if (s.mpich_bottom && buffer == *s.mpich_bottom) return MPI_BOTTOM;
-  return buffer;
 }
 
 }  // namespace petacomm::prof
@@ -487,20 +398,18 @@ extern "C" PETACOMM_PROF_EXPORT int MPI_Finalize(void) {
   return PMPI_Finalize();
 }
 
-extern "C" PETACOMM_PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
-  if (pp::g.initialised && !pp::g.finalised && pp::g.settings.partial_dir[0]) {
-    ++pp::t_depth;
-    char reason[64];
-    std::snprintf(reason, sizeof(reason), "MPI_Abort(errorcode %d)", errorcode);
-    pp::write_partial_log(reason, 1);
-    --pp::t_depth;
-  }
-  return PMPI_Abort(comm, errorcode);
+namespace {
+void note_abort(int errorcode) {
+  if (!pp::g.initialised || pp::g.finalised) return;
+  char reason[64];
+  std::snprintf(reason, sizeof(reason), "MPI_Abort(errorcode %d)", errorcode);
+  pp::live_mark(reason);
 }
 
-namespace {
+// MPI_Pcontrol levels: 0 pauses recording; 1 with a name opens a region, -1 with a name
+// closes it; any other call (2, or 1/-1 without a readable name) resumes recording.
 void pcontrol(int level, const char *name) {
-  if (!pp::g.initialised || pp::g.finalising || pp::g.finalised || !pp::g.table) return;
+  if (!pp::g.initialised || pp::g.finalising || pp::g.finalised || !pp::g.live) return;
   if (level == 0) {
     pp::g_hot.recording = false;
     return;
@@ -515,6 +424,11 @@ void pcontrol(int level, const char *name) {
   }
 }
 }  // namespace
+
+extern "C" PETACOMM_PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
+  note_abort(errorcode);
+  return PMPI_Abort(comm, errorcode);
+}
 
 extern "C" PETACOMM_PROF_EXPORT int MPI_Pcontrol(const int level, ...) {
   const char *name = nullptr;
@@ -582,13 +496,7 @@ void f_abort(void **cache, const char *symbol, MPI_Fint *comm, MPI_Fint *errorco
     *ierr = MPI_ERR_INTERN;
     return;
   }
-  if (pp::g.initialised && !pp::g.finalised && pp::g.settings.partial_dir[0]) {
-    ++pp::t_depth;
-    char reason[64];
-    std::snprintf(reason, sizeof(reason), "MPI_Abort(errorcode %d)", static_cast<int>(*errorcode));
-    pp::write_partial_log(reason, 1);
-    --pp::t_depth;
-  }
+  note_abort(static_cast<int>(*errorcode));
   ++pp::t_depth;
   fn(comm, errorcode, ierr);
   --pp::t_depth;
@@ -597,7 +505,7 @@ void f_abort(void **cache, const char *symbol, MPI_Fint *comm, MPI_Fint *errorco
 void f_pcontrol(void **cache, const char *symbol, MPI_Fint *level) {
   // The Fortran binding takes the level only: 0 pauses recording, other levels resume it.
   auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol);
-  if (pp::t_depth == 0) pcontrol(*level == 1 || *level == -1 ? 2 : *level, nullptr);
+  if (pp::t_depth == 0) pcontrol(*level == 0 ? 0 : 2, nullptr);
   if (fn) {
     ++pp::t_depth;
     fn(level);
@@ -634,17 +542,21 @@ PETACOMM_PROF_FORTRAN4(mpi_abort, MPI_ABORT, (MPI_Fint * comm, MPI_Fint *errorco
                        f_abort, PETACOMM_ARGS(comm, errorcode, ierr))
 PETACOMM_PROF_FORTRAN4(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint * level), f_pcontrol, level)
 
-// ---- the region API (for programs that link the profiler, ctypes and Fortran) --------------
+// ---- the region API (for programs that link the profiler, Python's ctypes, Fortran) ------
 
 extern "C" PETACOMM_PROF_EXPORT int petacomm_prof_region_begin(const char *name) {
-  if (!pp::g_hot.recording || !name || pp::t_depth != 0) return -1;
-  pp::region_begin(name);
+  char copy[pp::kRegionNameMax];
+  if (!pp::g_hot.recording || pp::t_depth != 0 || !pp::copy_region_name(name, copy, sizeof(copy)))
+    return -1;
+  pp::region_begin(copy);
   return 0;
 }
 
 extern "C" PETACOMM_PROF_EXPORT int petacomm_prof_region_end(const char *name) {
-  if (!pp::g_hot.recording || !name || pp::t_depth != 0) return -1;
-  pp::region_end(name);
+  char copy[pp::kRegionNameMax];
+  if (!pp::g_hot.recording || pp::t_depth != 0 || !pp::copy_region_name(name, copy, sizeof(copy)))
+    return -1;
+  pp::region_end(copy);
   return 0;
 }
 
@@ -654,7 +566,7 @@ extern "C" PETACOMM_PROF_EXPORT int petacomm_prof_is_active(void) {
 
 namespace {
 void fortran_region(const char *name, size_t len, bool begin) {
-  char copy[pp::kRegionNameMax];
+  char copy[256];  // names longer than a region name are cut at a character boundary later
   while (len > 0 && name[len - 1] == ' ') --len;  // Fortran strings are blank-padded
   if (len >= sizeof(copy)) len = sizeof(copy) - 1;
   std::memcpy(copy, name, len);

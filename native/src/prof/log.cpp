@@ -1,11 +1,8 @@
-// The profile log: per-rank partial logs (signal-safe) and the final log written at
-// MPI_Finalize after a binomial-tree merge of every rank's data (no rank receives all tables
-// one by one). Files are written to a temporary name and renamed: readers never see half a
-// log. Schema: docs/profiler.md (schema "petacomm.profile", version kSchemaVersion).
+// The final log, written at MPI_Finalize: every rank's data merged along a binomial tree (no
+// rank receives all tables one by one), then rank 0 writes the log to a temporary name and
+// renames it, so readers never see half a log, and prints the banner. Schema:
+// docs/profiler.md (schema "petacomm.profile", version kSchemaVersion).
 #include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,105 +16,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "json.hpp"
 #include "state.hpp"
 
 namespace petacomm::prof {
 
 namespace {
 
-// ---- output with raw system calls: usable in a signal handler --------------------------
-
-long sys_write_all(int fd, const char *data, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    const long w = syscall(SYS_write, fd, data + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    done += static_cast<size_t>(w);
-  }
-  return static_cast<long>(done);
-}
-
-class Out {
- public:
-  Out(int fd, char *buffer, size_t capacity) : fd_(fd), buf_(buffer), cap_(capacity) {}
-  explicit Out(std::string *target) : str_(target) {}
-  ~Out() { flush(); }
-  Out(const Out &) = delete;
-  Out &operator=(const Out &) = delete;
-
-  void raw(const char *s, size_t n) {
-    if (str_) {
-      str_->append(s, n);
-      return;
-    }
-    while (n > 0) {
-      if (len_ == cap_) flush();
-      const size_t k = std::min(n, cap_ - len_);
-      std::memcpy(buf_ + len_, s, k);
-      len_ += k;
-      s += k;
-      n -= k;
-    }
-  }
-  Out &s(const char *text) {
-    raw(text, std::strlen(text));
-    return *this;
-  }
-  Out &u(uint64_t v) {
-    char tmp[24];
-    int i = 23;
-    tmp[i] = '\0';
-    do {
-      tmp[--i] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v);
-    raw(tmp + i, 23 - i);
-    return *this;
-  }
-  Out &i(int64_t v) {
-    if (v < 0) {
-      raw("-", 1);
-      return u(static_cast<uint64_t>(-(v + 1)) + 1);
-    }
-    return u(static_cast<uint64_t>(v));
-  }
-  Out &q(const char *text) {  // quoted, escaped JSON string
-    raw("\"", 1);
-    for (const char *p = text; *p; ++p) {
-      const unsigned char c = static_cast<unsigned char>(*p);
-      if (c == '"' || c == '\\') {
-        const char esc[2] = {'\\', static_cast<char>(c)};
-        raw(esc, 2);
-      } else if (c < 0x20) {
-        const char hex[] = "0123456789abcdef";
-        const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        raw(esc, 6);
-      } else {
-        raw(p, 1);
-      }
-    }
-    raw("\"", 1);
-    return *this;
-  }
-  void flush() {
-    if (str_ || len_ == 0) return;
-    if (sys_write_all(fd_, buf_, len_) < 0) failed_ = true;
-    len_ = 0;
-  }
-  bool failed() const { return failed_; }
-
- private:
-  int fd_ = -1;
-  char *buf_ = nullptr;
-  size_t cap_ = 0;
-  size_t len_ = 0;
-  std::string *str_ = nullptr;
-  bool failed_ = false;
-};
-
 const char *detail_name(int detail) {
-  return detail == 0 ? "summary" : detail == 2 ? "full" : "normal";
+  return detail == kDetailSummary ? "summary" : detail == kDetailFull ? "full" : "normal";
 }
 
 const char *thread_name(int level) {
@@ -135,16 +42,10 @@ const char *thread_name(int level) {
   }
 }
 
-uint64_t peak_rss_kib() {
-  struct rusage usage;
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
-  return static_cast<uint64_t>(usage.ru_maxrss);
-}
-
 const char *kRankColumns =
     "[\"rank\",\"host\",\"pid\",\"wall_ns\",\"mpi_ns\",\"io_ns\",\"rss_kib\",\"init_ns\","
     "\"events\",\"coarsened_peer\",\"coarsened_size\",\"coarsened_call\",\"requests_untracked\","
-    "\"requests_incomplete\",\"region_errors\"]";
+    "\"requests_incomplete\",\"region_errors\",\"keys\"]";
 const char *kRegionColumns =
     "[\"rank\",\"region\",\"parent\",\"entries\",\"wall_ns\",\"mpi_ns\",\"io_ns\",\"excl_wall_ns\","
     "\"excl_mpi_ns\",\"excl_io_ns\",\"lbst_ns\"]";
@@ -158,15 +59,55 @@ const char *kCallRankColumns = "[\"rank\",\"call\",\"count\",\"bytes\",\"time_ns
 const char *kPeerColumns = "[\"rank\",\"call\",\"peer\",\"count\",\"bytes\",\"time_ns\"]";
 
 const char *region_name(int r) {
-  if (r == 0xffff) return "(coarsened)";
-  return (r >= 0 && r < g.nregions) ? g.regions[r].name : "(unknown)";
+  if (r == kRegionCoarse) return "(coarsened)";
+  return (r >= 0 && r < g.live->nregions) ? g.regions[r].name : "(unknown)";
 }
 
-void put_header(Out &o, bool complete, const char *reason, uint64_t created_s) {
-  o.s("{\"schema\":\"petacomm.profile\",\"schema_version\":").u(kSchemaVersion);
-  o.s(",\"complete\":").s(complete ? "true" : "false");
-  if (!complete) o.s(",\"partial_reason\":").q(reason).s(",\"rank\":").u(g.world_rank);
-  o.s(",\"created_unix_s\":").u(created_s);
+void put_rank_row(JsonOut &o, uint64_t wall) {
+  const Live &l = *g.live;
+  o.s("[").u(g.world_rank).s(",").q(g.host).s(",").u(g.pid).s(",").u(wall).s(",").u(l.mpi_ns);
+  o.s(",").u(l.io_ns).s(",").u(peak_rss_kib()).s(",").u(l.init_ns).s(",").u(l.events);
+  o.s(",").u(l.coarsened_peer).s(",").u(l.coarsened_size).s(",").u(l.coarsened_call);
+  o.s(",").u(l.requests_untracked).s(",").u(l.requests_incomplete).s(",").u(l.region_errors);
+  o.s(",").u(l.used_keys).s("]");
+}
+
+void put_region_rows(JsonOut &o) {
+  const Live &l = *g.live;
+  for (int r = 0; r < l.nregions; ++r) {
+    const Region &reg = g.regions[r];
+    if (r) o.s(",\n");
+    o.s("[").u(g.world_rank).s(",").q(reg.name).s(",");
+    if (reg.parent >= 0)
+      o.q(g.regions[reg.parent].name);
+    else
+      o.s("null");
+    o.s(",").u(reg.entries).s(",").u(reg.wall_ns).s(",").u(reg.mpi_ns).s(",").u(reg.io_ns);
+    o.s(",").u(reg.excl_wall_ns).s(",").u(reg.excl_mpi_ns).s(",").u(reg.excl_io_ns);
+    o.s(",").u(reg.lbst_ns).s("]");
+  }
+}
+
+void put_entry(JsonOut &o, const Entry &e, bool &first) {
+  if (e.count == 0) return;
+  if (!first) o.s(",\n");
+  first = false;
+  o.s("[").u(g.world_rank).s(",").q(region_name(e.region)).s(",").u(e.call);
+  o.s(",").u(size_lower(e.size_key)).s(",").u(e.size_max).s(",").i(e.peer);
+  o.s(",").u(e.count).s(",").u(e.bytes).s(",").u(e.time_ns).s(",").u(e.min_ns);
+  o.s(",").u(e.max_ns).s("]");
+}
+
+void put_entry_rows(JsonOut &o) {
+  bool first = true;
+  for (uint64_t s = 0; s <= g.table_mask; ++s) put_entry(o, g.table[s], first);
+  for (int c = 0; c < kNumCalls; ++c) put_entry(o, g.fallback[c], first);
+}
+
+}  // namespace
+
+void put_log_header(JsonOut &o) {
+  o.s("\"schema\":\"petacomm.profile\",\"schema_version\":").u(kSchemaVersion);
   o.s(",\"command\":").s(g.command_json[0] ? g.command_json : "[]");
   o.s(",\"mpi_library\":").q(g.library);
   o.s(",\"thread_level\":").q(thread_name(g.thread_level));
@@ -174,11 +115,16 @@ void put_header(Out &o, bool complete, const char *reason, uint64_t created_s) {
   o.s(",\"profiler\":{\"version\":").q(PETACOMM_PROF_VERSION);
   o.s(",\"table_entries\":").u(g.table_mask + 1);
   o.s(",\"table_bytes\":").u((g.table_mask + 1) * sizeof(Entry));
+  o.s(",\"table_capacity\":").u(g.key_capacity);
   o.s(",\"size_exact_limit\":").u(g.settings.size_exact_limit);
   o.s(",\"size_bins_per_octave\":8");
   o.s(",\"detail\":").q(detail_name(g.settings.detail));
   o.s(",\"wrap\":").q(g.settings.wrap);
-  o.s(",\"io\":").q(g.settings.io_mode == 0 ? "off" : g.settings.io_mode == 2 ? "all" : "main");
+  o.s(",\"io\":")
+      .q(g.settings.io_mode == kIoModeOff   ? "off"
+         : g.settings.io_mode == kIoModeAll ? "all"
+                                            : "main");
+  o.s(",\"partial\":").q(g.live_is_file ? "file" : "off");
   o.s(",\"output\":").q(g.settings.output);
   o.s("},\"units\":{\"time\":\"ns\",\"bytes\":\"bytes\",\"rss\":\"KiB\"}");
   o.s(",\"peer_codes\":{\"none\":-1,\"proc_null\":-2,\"any_source\":-3,\"coarsened\":-4,"
@@ -195,110 +141,6 @@ void put_header(Out &o, bool complete, const char *reason, uint64_t created_s) {
   }
   o.s("]");
 }
-
-void put_rank_row(Out &o, uint64_t wall) {
-  o.s("[").u(g.world_rank).s(",").q(g.host).s(",").u(g.pid).s(",").u(wall).s(",").u(g.mpi_ns);
-  o.s(",").u(g.io_ns).s(",").u(peak_rss_kib()).s(",").u(g.init_ns).s(",").u(g.events);
-  o.s(",").u(g.coarsened[0]).s(",").u(g.coarsened[1]).s(",").u(g.coarsened[2]);
-  o.s(",").u(g.requests_untracked).s(",").u(g.requests_incomplete).s(",").u(g.region_errors);
-  o.s("]");
-}
-
-// Region rows; for a partial log, regions still open count up to `now`.
-void put_region_rows(Out &o, uint64_t now, bool partial) {
-  bool first = true;
-  for (int r = 0; r < g.nregions; ++r) {
-    const Region &reg = g.regions[r];
-    uint64_t wall = reg.wall_ns, mpi = reg.mpi_ns, io = reg.io_ns, excl = reg.excl_wall_ns;
-    if (partial && reg.open_depth > 0) {
-      wall += now - reg.open_t;
-      mpi += g.mpi_ns - reg.open_mpi;
-      io += g.io_ns - reg.open_io;
-      if (r == g.cur_region) excl += now - g.excl_mark;
-    }
-    if (!first) o.s(",\n");
-    first = false;
-    o.s("[").u(g.world_rank).s(",").q(reg.name).s(",");
-    if (reg.parent >= 0)
-      o.q(g.regions[reg.parent].name);
-    else
-      o.s("null");
-    o.s(",").u(reg.entries).s(",").u(wall).s(",").u(mpi).s(",").u(io).s(",").u(excl);
-    o.s(",").u(reg.excl_mpi_ns).s(",").u(reg.excl_io_ns).s(",").u(reg.lbst_ns).s("]");
-  }
-}
-
-void put_entry(Out &o, const Entry &e, bool &first) {
-  if (e.count == 0) return;
-  if (!first) o.s(",\n");
-  first = false;
-  o.s("[").u(g.world_rank).s(",").q(region_name(e.region)).s(",").u(e.call);
-  o.s(",").u(size_lower(e.size_key)).s(",").u(size_upper(e.size_key)).s(",").i(e.peer);
-  o.s(",").u(e.count).s(",").u(e.bytes).s(",").u(e.time_ns).s(",").u(e.min_ns);
-  o.s(",").u(e.max_ns).s("]");
-}
-
-void put_entry_rows(Out &o) {
-  bool first = true;
-  for (uint64_t s = 0; s <= g.table_mask; ++s) put_entry(o, g.table[s], first);
-  for (int c = 0; c < kNumCalls; ++c) put_entry(o, g.fallback[c], first);
-}
-
-char g_partial_buffers[3][1 << 16];
-
-void path_join(char *out, size_t cap, const char *dir, const char *leaf, int rank,
-               const char *suffix) {
-  std::snprintf(out, cap, "%s/%s%d.json%s", dir, leaf, rank, suffix);
-}
-
-}  // namespace
-
-void write_partial_log(const char *reason, int slot) {
-  if (!g.table || !g.settings.partial_dir[0]) return;
-  if (slot < 0 || slot > 2) slot = 0;
-  syscall(SYS_mkdirat, AT_FDCWD, g.settings.partial_dir, 0777);
-  char path[4200], tmp[4220];
-  const char *suffix[] = {".tmp-signal", ".tmp-exit", ".tmp-periodic"};
-  path_join(path, sizeof(path), g.settings.partial_dir, "rank-", g.world_rank, "");
-  path_join(tmp, sizeof(tmp), g.settings.partial_dir, "rank-", g.world_rank, suffix[slot]);
-  const int fd = static_cast<int>(
-      syscall(SYS_openat, AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd < 0) return;
-  const uint64_t now = now_ns();
-  bool ok;
-  {
-    Out o(fd, g_partial_buffers[slot], sizeof(g_partial_buffers[slot]));
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    put_header(o, false, reason, static_cast<uint64_t>(ts.tv_sec));
-    o.s(",\n\"rank_summary\":{\"columns\":").s(kRankColumns).s(",\"rows\":[\n");
-    put_rank_row(o, now - g.t_start);
-    o.s("]},\n\"region_summary\":{\"columns\":").s(kRegionColumns).s(",\"rows\":[\n");
-    put_region_rows(o, now, true);
-    o.s("]},\n\"entries\":{\"columns\":").s(kEntryColumns).s(",\"rows\":[\n");
-    put_entry_rows(o);
-    o.s("]}}\n");
-    o.flush();
-    ok = !o.failed();
-  }
-  syscall(SYS_fsync, fd);
-  syscall(SYS_close, fd);
-  if (ok)
-    syscall(SYS_renameat, AT_FDCWD, tmp, AT_FDCWD, path);
-  else
-    syscall(SYS_unlinkat, AT_FDCWD, tmp, 0);
-}
-
-void remove_partial_log() {
-  if (!g.settings.partial_dir[0]) return;
-  char path[4200];
-  path_join(path, sizeof(path), g.settings.partial_dir, "rank-", g.world_rank, "");
-  unlink(path);
-}
-
-// ---------------------------------------------------------------------------------------
-// The final log: tree merge
-// ---------------------------------------------------------------------------------------
 
 namespace {
 
@@ -455,13 +297,13 @@ bool recv_buffer(std::vector<char> &buf, int from) {
 }
 
 void build_local(Merged &m, uint64_t wall) {
-  for (int r = 0; r < g.nregions; ++r) m.region_id(g.regions[r].name);
+  for (int r = 0; r < g.live->nregions; ++r) m.region_id(g.regions[r].name);
   const uint32_t coarse_region = m.region_id("(coarsened)");
   std::vector<AggVal> by_call(kNumCalls, AggVal{});
   std::map<std::pair<int, int>, AggVal> by_peer;
   auto visit = [&](const Entry &e) {
     if (e.count == 0) return;
-    const uint32_t region = e.region == 0xffff ? coarse_region : e.region;
+    const uint32_t region = e.region == kRegionCoarse ? coarse_region : e.region;
     m.add(AggKey{region, e.call, e.size_key},
           AggVal{e.count, e.bytes, e.time_ns, e.min_ns, e.max_ns, 1, e.time_ns, e.time_ns});
     AggVal &c = by_call[e.call];
@@ -477,17 +319,16 @@ void build_local(Merged &m, uint64_t wall) {
   };
   for (uint64_t s = 0; s <= g.table_mask; ++s) visit(g.table[s]);
   for (int c = 0; c < kNumCalls; ++c) visit(g.fallback[c]);
-  // The aggregation counted a rank once per key: fix up ranks=1 per key per rank (done).
   {
-    Out o(&m.frags[kFragRanks]);
+    JsonOut o(&m.frags[kFragRanks]);
     put_rank_row(o, wall);
   }
   {
-    Out o(&m.frags[kFragRegions]);
-    put_region_rows(o, g.t_end, false);
+    JsonOut o(&m.frags[kFragRegions]);
+    put_region_rows(o);
   }
-  if (g.settings.detail >= 1) {
-    Out o(&m.frags[kFragCallRank]);
+  if (g.settings.detail != kDetailSummary) {
+    JsonOut o(&m.frags[kFragCallRank]);
     bool first = true;
     for (int c = 0; c < kNumCalls; ++c) {
       if (by_call[c].count == 0) continue;
@@ -496,7 +337,7 @@ void build_local(Merged &m, uint64_t wall) {
       o.s("[").u(g.world_rank).s(",").u(c).s(",").u(by_call[c].count).s(",");
       o.u(by_call[c].bytes).s(",").u(by_call[c].time_ns).s("]");
     }
-    Out p(&m.frags[kFragPeers]);
+    JsonOut p(&m.frags[kFragPeers]);
     first = true;
     for (const auto &[key, v] : by_peer) {
       if (!first) p.s(",\n");
@@ -505,8 +346,8 @@ void build_local(Merged &m, uint64_t wall) {
       p.s(",").u(v.bytes).s(",").u(v.time_ns).s("]");
     }
   }
-  if (g.settings.detail >= 2) {
-    Out o(&m.frags[kFragEntries]);
+  if (g.settings.detail == kDetailFull) {
+    JsonOut o(&m.frags[kFragEntries]);
     put_entry_rows(o);
   }
 }
@@ -525,10 +366,21 @@ bool write_file_atomically(const char *path, const std::string &text) {
   std::snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, g.pid);
   const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  const bool ok = sys_write_all(fd, text.data(), text.size()) >= 0 && fsync(fd) == 0;
+  size_t done = 0;
+  bool ok = true;
+  while (ok && done < text.size()) {
+    const ssize_t w = write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    ok = w > 0;
+    if (ok) done += static_cast<size_t>(w);
+  }
+  ok = ok && fsync(fd) == 0;
+  const int saved = errno;
   close(fd);
   if (!ok || rename(tmp, path) != 0) {
+    const int why = ok ? errno : saved;
     unlink(tmp);
+    errno = why;
     return false;
   }
   return true;
@@ -547,14 +399,13 @@ std::string human_bytes(double b) {
 }
 
 void print_banner(const Merged &m, const uint64_t sums[4], const uint64_t maxs[4],
-                  const std::string &path, bool written) {
+                  const std::string &path, bool written, int error) {
   const double wall_max = maxs[0] * 1e-9;
   const double total = sums[0] > 0 ? static_cast<double>(sums[0]) : 1.0;
   const double calc_mean = static_cast<double>(sums[3]) / g.world_size;
   const double imbalance = maxs[3] > 0 ? 100.0 * (maxs[3] - calc_mean) / maxs[3] : 0.0;
-  std::string cmd = g.command_json;
   FILE *err = stderr;
-  std::fprintf(err, "petacomm-prof: %s\n", cmd.c_str());
+  std::fprintf(err, "petacomm-prof: %s\n", g.command_text);
   std::fprintf(err,
                "  %d ranks on %d node%s | wall %.3f s | MPI %.1f %% | I/O %.1f %% | "
                "CALC imbalance %.1f %%\n",
@@ -572,23 +423,25 @@ void print_banner(const Merged &m, const uint64_t sums[4], const uint64_t maxs[4
     if (by_call[c].count)
       calls.emplace_back(by_call[c].time_ns, c, by_call[c].count, by_call[c].bytes);
   std::sort(calls.rbegin(), calls.rend());
-  const double mpi_total = sums[1] > 0 ? static_cast<double>(sums[1]) : 1.0;
+  double in_calls = 0;  // summed over calls (and threads): the share of each call
+  for (const auto &call : calls) in_calls += static_cast<double>(std::get<0>(call));
+  if (in_calls <= 0) in_calls = 1;
   for (size_t i = 0; i < calls.size() && i < 5; ++i) {
     const auto &[t, c, n, b] = calls[i];
     std::fprintf(err, "  %-24s %10.4f s  %5.1f %% of MPI  %12llu calls  %s\n", kCallNames[c],
-                 t * 1e-9, 100.0 * t / mpi_total, static_cast<unsigned long long>(n),
+                 t * 1e-9, 100.0 * t / in_calls, static_cast<unsigned long long>(n),
                  human_bytes(static_cast<double>(b)).c_str());
   }
   if (written)
     std::fprintf(err, "  log: %s\n", path.c_str());
   else
-    std::fprintf(err, "  log: could not write %s (%s)\n", path.c_str(), std::strerror(errno));
+    std::fprintf(err, "  log: could not write %s (%s)\n", path.c_str(), std::strerror(error));
 }
 
 }  // namespace
 
-void write_final_log() {
-  const uint64_t wall = g.t_end - g.t_start;
+bool write_final_log() {
+  const uint64_t wall = g.t_end - g.live->t_start_ns;
   Merged m;
   bool ok = true;
   try {
@@ -630,26 +483,26 @@ void write_final_log() {
     }
   }
   // Totals for the banner: wall, MPI, I/O, CALC per rank.
-  const uint64_t calc = wall > g.mpi_ns + g.io_ns ? wall - g.mpi_ns - g.io_ns : 0;
-  uint64_t mine[4] = {wall, g.mpi_ns, g.io_ns, calc}, sums[4] = {0}, maxs[4] = {0};
+  const Live &l = *g.live;
+  const uint64_t calc = wall > l.mpi_ns + l.io_ns ? wall - l.mpi_ns - l.io_ns : 0;
+  uint64_t mine[4] = {wall, l.mpi_ns, l.io_ns, calc}, sums[4] = {0}, maxs[4] = {0};
   PMPI_Reduce(mine, sums, 4, MPI_UINT64_T, MPI_SUM, 0, g.comm);
   PMPI_Reduce(mine, maxs, 4, MPI_UINT64_T, MPI_MAX, 0, g.comm);
   int all_ok = ok ? 1 : 0, merged_ok = 0;
   PMPI_Reduce(&all_ok, &merged_ok, 1, MPI_INT, MPI_MIN, 0, g.comm);
-  if (rank != 0) return;
+  if (rank != 0) return false;
   std::string text;
-  bool written = false;
   try {
-    Out o(&text);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    put_header(o, true, "", static_cast<uint64_t>(ts.tv_sec));
+    JsonOut o(&text);
+    o.s("{");
+    put_log_header(o);
+    o.s(",\"complete\":true,\"created_unix_s\":").u(static_cast<uint64_t>(time(nullptr)));
     if (!merged_ok) o.s(",\"merge_errors\":true");
     o.s(",\n\"wall_ns\":").u(maxs[0]);
     o.s(",\n\"rank_summary\":{\"columns\":").s(kRankColumns).s(",\"rows\":[\n");
-    o.s(m.frags[kFragRanks].c_str()).s("]}");
+    o.s(m.frags[kFragRanks]).s("]}");
     o.s(",\n\"region_summary\":{\"columns\":").s(kRegionColumns).s(",\"rows\":[\n");
-    o.s(m.frags[kFragRegions].c_str()).s("]}");
+    o.s(m.frags[kFragRegions]).s("]}");
     o.s(",\n\"call_summary\":{\"columns\":").s(kCallColumns).s(",\"rows\":[\n");
     bool first = true;
     for (const auto &[k, v] : m.agg) {
@@ -661,26 +514,28 @@ void write_final_log() {
       o.s(",").u(v.rank_max_ns).s("]");
     }
     o.s("]}");
-    if (g.settings.detail >= 1) {
+    if (g.settings.detail != kDetailSummary) {
       o.s(",\n\"call_by_rank\":{\"columns\":").s(kCallRankColumns).s(",\"rows\":[\n");
-      o.s(m.frags[kFragCallRank].c_str()).s("]}");
+      o.s(m.frags[kFragCallRank]).s("]}");
       o.s(",\n\"peer_summary\":{\"columns\":").s(kPeerColumns).s(",\"rows\":[\n");
-      o.s(m.frags[kFragPeers].c_str()).s("]}");
+      o.s(m.frags[kFragPeers]).s("]}");
     }
-    if (g.settings.detail >= 2) {
+    if (g.settings.detail == kDetailFull) {
       o.s(",\n\"entries\":{\"columns\":").s(kEntryColumns).s(",\"rows\":[\n");
-      o.s(m.frags[kFragEntries].c_str()).s("]}");
+      o.s(m.frags[kFragEntries]).s("]}");
     }
     o.s("}\n");
   } catch (...) {
     text.clear();
   }
-  if (!text.empty()) written = write_file_atomically(g.settings.output, text);
+  const bool written = !text.empty() && write_file_atomically(g.settings.output, text);
+  const int error = text.empty() ? ENOMEM : errno;
   if (g.settings.banner)
-    print_banner(m, sums, maxs, g.settings.output, written);
+    print_banner(m, sums, maxs, g.settings.output, written, error);
   else if (!written)
     std::fprintf(stderr, "petacomm-prof: could not write %s (%s)\n", g.settings.output,
-                 std::strerror(errno));
+                 std::strerror(error));
+  return written;
 }
 
 }  // namespace petacomm::prof

@@ -1,5 +1,6 @@
 // The profiler runtime as seen by the generated wrappers: the pass-through test, the clock,
-// recording into the table, partner translation, byte counts and request tracking.
+// time accounting, recording into the table, partner translation, byte counts and request
+// tracking.
 //
 // Nothing here throws or aborts: every helper returns a neutral value (0 bytes, no partner)
 // when it cannot answer, so the host program behaves exactly as without the profiler.
@@ -33,22 +34,42 @@ constexpr int kPeerOutside = -5;   // a rank outside MPI_COMM_WORLD (spawned/con
 constexpr unsigned kReqPersistent = 1u;
 constexpr unsigned kReqRecv = 2u;
 
+// What a wrapper does with one call.
+enum Mode : int {
+  kPass = 0,    // straight through: not profiling, or a call made from inside a wrapper
+  kTrack = 1,   // not recorded (paused, or not in PETACOMM_PROF_WRAP), but the objects it
+                // creates, frees or completes are followed so that later records stay right
+  kRecord = 2,  // recorded
+};
+
+struct Live;
+struct Region;
+
 // Fields read on every call, kept together on one cache line.
 struct alignas(64) HotState {
   volatile bool recording;  // initialised, not finalised, not paused by MPI_Pcontrol(0)
+  volatile bool tracking;   // initialised and not finalised (even when paused)
   bool threaded;            // MPI_THREAD_MULTIPLE: bookkeeping takes a lock
+  Live *live;               // the per-rank counters (see state.hpp)
+  Region *regions;
   unsigned char enabled[kNumCalls];
 };
 extern HotState g_hot;
 extern thread_local int t_depth;  // >0 while inside a wrapper (or the profiler itself)
 
-// True when this call is to be recorded; then leave() must follow. Calls made from inside
-// another wrapper (MPI internals, Fortran bindings routed through C) are passed through,
-// which is what makes every call count exactly once.
-inline bool enter(int call) {
-  if (__builtin_expect(!g_hot.recording || t_depth != 0 || !g_hot.enabled[call], 0)) return false;
-  ++t_depth;
-  return true;
+// The mode of this call; unless kPass, leave() must follow. Calls made from inside another
+// wrapper (MPI internals, Fortran bindings routed through C) are passed through, which is
+// what makes every call count exactly once.
+inline int enter(int call) {
+  if (__builtin_expect(g_hot.recording && t_depth == 0 && g_hot.enabled[call], 1)) {
+    ++t_depth;
+    return kRecord;
+  }
+  if (t_depth == 0 && g_hot.tracking && kCallLifecycle[call]) {
+    ++t_depth;
+    return kTrack;
+  }
+  return kPass;
 }
 inline void leave() { --t_depth; }
 
@@ -78,7 +99,23 @@ inline uint64_t now_ns() {
 #endif
   return monotonic_ns();
 }
-void clock_calibrate();
+void clock_calibrate(bool use_tsc);
+
+// MPI time of a rank is the time during which at least one of its threads is inside a
+// recorded MPI call (so it never exceeds the wall time); the call in flight is visible to
+// the partial logs. call_begin/call_end bracket the real call.
+void busy_begin(int call, uint64_t t0);
+void busy_end(uint64_t t0, uint64_t t1);
+inline uint64_t call_begin(int mode, int call) {
+  const uint64_t t0 = now_ns();
+  if (mode == kRecord) busy_begin(call, t0);
+  return t0;
+}
+inline uint64_t call_end(int mode, uint64_t t0) {
+  const uint64_t t1 = now_ns();
+  if (mode == kRecord) busy_end(t0, t1);
+  return t1 - t0;
+}
 
 // One completed call: msg_bytes decides the size key, moved_bytes is added to the bytes.
 void record(int call, uint64_t msg_bytes, uint64_t moved_bytes, int peer, uint64_t ns);
@@ -104,7 +141,7 @@ int commsize(MPI_Comm comm);  // local size
 int myrank(MPI_Comm comm);
 int outdeg(MPI_Comm comm);  // neighbourhood out-degree of a topology communicator
 
-// Object lifetimes.
+// Object lifetimes (followed in kTrack mode too).
 void comm_created(MPI_Comm comm);
 void comm_freeing(MPI_Comm comm);
 void win_created(MPI_Win win, MPI_Comm comm);
@@ -115,52 +152,100 @@ MPI_Comm message_comm(MPI_Message message);
 // Requests: non-blocking calls are recorded when they complete.
 void request_posted(int call, int start_call, MPI_Request request, uint64_t bytes, int peer,
                     uint64_t post_ns, unsigned flags, MPI_Comm comm);
-void request_started(MPI_Request request);
+// A persistent request activated; `counted`: the activation is recorded when it completes.
+void request_started(MPI_Request request, bool counted);
 void request_freeing(MPI_Request request);
 
+// The status a receive-like call writes: the caller's, or a private one when the caller
+// passed MPI_STATUS_IGNORE (the profiler needs the source and the size).
+class StatusOut {
+ public:
+  explicit StatusOut(MPI_Status *user) : user_(user) {}
+  MPI_Status *arg() { return user_ == MPI_STATUS_IGNORE ? &own_ : user_; }
+  const MPI_Status *get() { return arg(); }
+
+ private:
+  MPI_Status *user_;
+  MPI_Status own_;
+};
+
+// A request array of a start call (C: the caller's array).
+class RequestArray {
+ public:
+  RequestArray(int, MPI_Request *requests) : requests_(requests) {}
+  MPI_Request get(int i) const { return requests_[i]; }
+
+ private:
+  MPI_Request *requests_;
+};
+
+// What the profiler keeps about one pending request (the postings of equal handle values
+// are told apart by `serial`).
 struct RequestInfo {
-  uintptr_t key;
+  uintptr_t key;  // the handle value (0: free slot)
+  uint64_t serial;
   MPI_Comm comm;
   uint64_t bytes;
   uint64_t post_ns;
   int call;
   int start_call;
   int peer;
-  unsigned short region;
+  unsigned short region;  // where it was posted (or, persistent, last started)
   unsigned char flags;
-  unsigned char active;  // persistent: started and not yet completed
+  unsigned char active;   // persistent: started (counted) and not yet completed
+  unsigned char claimed;  // a completion call in progress holds it
 };
 
-class FortranStatuses;
-
-// The tracked requests among the ones a completion call is given, captured before the call
-// (which overwrites completed handles with MPI_REQUEST_NULL).
-class Snapshot {
+// The tracked requests among those a completion call is given. The constructor claims them
+// (one tracked posting per array slot, even when several slots hold the same handle value,
+// as Open MPI's shared handle of requests that completed at once), finish() records one that
+// completed, and the destructor releases the claims of those that did not complete.
+class RequestClaims {
  public:
-  Snapshot(int count, const MPI_Request *requests);
-  ~Snapshot();
-  Snapshot(const Snapshot &) = delete;
-  Snapshot &operator=(const Snapshot &) = delete;
+  RequestClaims(int count, const MPI_Request *requests);
+  ~RequestClaims();
+  RequestClaims(const RequestClaims &) = delete;
+  RequestClaims &operator=(const RequestClaims &) = delete;
+  // A tracked receive is among them: its status gives the bytes and the source.
   bool needs_status() const { return needs_status_; }
-  // The status array to pass to MPI: the caller's, or a private one when the caller passed
-  // MPI_STATUSES_IGNORE but a tracked receive needs its status.
-  MPI_Status *statuses(MPI_Status *user);
-  void complete(int index, const MPI_Status *status);
-  void complete_all(const MPI_Status *statuses);
-  void complete_all_f(FortranStatuses &statuses);
+  // Request `index` of the array completed with `status` (null when none).
+  void finish(int index, const MPI_Status *status);
+  int tracked() const { return tracked_; }
+  int index_of(int item) const { return items_[item].index; }
 
  private:
-  static constexpr int kInline = 4;
   struct Item {
     int index;
+    bool done;
     RequestInfo info;
   };
-  Item inline_items_[kInline];
-  Item *items_ = inline_items_;
+  static constexpr int kInline = 4;
+  Item inline_[kInline];
+  Item *items_ = inline_;
   int tracked_ = 0;
-  int count_ = 0;
   bool needs_status_ = false;
-  MPI_Status *own_statuses_ = nullptr;
+};
+
+// Completion calls of C: the claims plus the status argument to give MPI (the caller's, or a
+// private one when the caller ignores statuses but a tracked receive needs one).
+class Completions {
+ public:
+  // `statuses`: the caller's status (an array when `array`), or MPI_STATUS(ES)_IGNORE.
+  Completions(int count, const MPI_Request *requests, MPI_Status *statuses, bool array);
+  ~Completions();
+  Completions(const Completions &) = delete;
+  Completions &operator=(const Completions &) = delete;
+  MPI_Status *arg() { return pass_; }
+  // Request `index` completed; its status is at `position` of the status argument.
+  void finish(int index, int position);
+  void finish_all();
+
+ private:
+  RequestClaims claims_;
+  MPI_Status *pass_;
+  MPI_Status *own_ = nullptr;  // private statuses of an array call
+  MPI_Status one_;             // the private status of a single-request call
+  bool array_;
 };
 
 }  // namespace petacomm::prof

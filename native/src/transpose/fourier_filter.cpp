@@ -189,7 +189,6 @@ void FourierFilter::apply_array(const petacomm_transpose_array *in,
 void FourierFilter::filter(const double *in, double *out) {
   const double start = MPI_Wtime();
   auto *lines = reinterpret_cast<Complex *>(lines_.data());
-  auto *modes = reinterpret_cast<Complex *>(modes_.data());
   const std::int64_t phi_lines = s_count_ * chi_count_;
   // 1. Along phi: r2c packed, or the complexified field's c2c.
   double t = MPI_Wtime();

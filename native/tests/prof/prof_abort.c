@@ -4,7 +4,9 @@
  *   prof_abort nofinalize  every rank does 3 MPI_Allreduce and returns without
  *                          MPI_Finalize
  *   prof_abort hang        every rank does 3 MPI_Allreduce and waits forever in MPI_Recv
- *                          (the test kills it with a signal) */
+ *                          (the test kills it with a signal)
+ *   prof_abort segv        every rank does 3 MPI_Allreduce, then rank 1 (0 when alone)
+ *                          dereferences a null pointer while the others wait in MPI_Recv */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +34,11 @@ int main(int argc, char **argv) {
     MPI_Recv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0) MPI_Abort(MPI_COMM_WORLD, 3);
+  if (strcmp(mode, "segv") == 0 && rank == (size > 1 ? 1 : 0)) {
+    volatile int *null = NULL;
+    *null = 1;
+  }
+  if (strcmp(mode, "abort") == 0 && rank == 0) MPI_Abort(MPI_COMM_WORLD, 3);
   int x;
   MPI_Recv(&x, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   MPI_Finalize();

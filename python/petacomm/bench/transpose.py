@@ -145,19 +145,10 @@ def _toolchain(args) -> tuple[str, str, str]:
     return os.path.abspath(mpicc), shutil.which(mpiexec), python
 
 
-# What the build needs from a source tree: the top-level project, the core, this family, the
-# netbench program native/CMakeLists.txt always builds, and the mini-app (installed as
-# share/petacomm-src by native/src/transpose/CMakeLists.txt).
-SOURCE_PARTS = (
-    "CMakeLists.txt",
-    "cmake",
-    "native/CMakeLists.txt",
-    "native/include",
-    "native/src/core",
-    "native/src/netbench",
-    "native/src/transpose",
-    "native/apps/fftfilter",
-)
+# What the build needs from a source tree: the top-level project and the native tree (the
+# tests are not built; installed as share/petacomm-src by native/src/transpose/CMakeLists.txt).
+SOURCE_PARTS = ("CMakeLists.txt", "cmake", "native")
+SKIPPED = shutil.ignore_patterns("tests", "__pycache__")
 
 
 def _source_tree() -> Path:
@@ -183,7 +174,7 @@ def _source_tree() -> Path:
     shutil.rmtree(staged, ignore_errors=True)
     for part in SOURCE_PARTS:
         if (root / part).is_dir():
-            shutil.copytree(root / part, staged / part)
+            shutil.copytree(root / part, staged / part, ignore=SKIPPED)
         else:
             (staged / part).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / part, staged / part)
@@ -215,7 +206,11 @@ def build_for(mpicc: str, log=print) -> Path:
         mpicc,
         _source_tree(),
         _build_cache(),
-        defines=("-DPETACOMM_FAMILIES=transpose", "-DPETACOMM_BUILD_TESTS=OFF"),
+        defines=(
+            "-DPETACOMM_FAMILIES=transpose",
+            "-DPETACOMM_BUILD_TESTS=OFF",
+            "-DPETACOMM_FORTRAN=OFF",
+        ),
         collect=collect,
         record_name="native.json",
         log=log,

@@ -6,7 +6,9 @@ and an unweighted fit would let the largest messages decide everything. Coeffici
 constrained to be non-negative (a negative latency or per-byte time is not physical).
 R^2 is reported in the same weighted sense: 1 - sum(w r^2) / sum(w (t - mean_w t)^2).
 The number of pieces (1 to ``max_pieces``) is chosen by the Bayesian information
-criterion, so a breakpoint is only kept when the data clearly ask for it.
+criterion, so a breakpoint is only kept when the data clearly ask for it. Relative errors
+below ``RESOLUTION`` (0.1 %) count as that much: timers do not resolve better, and without
+this floor nearly exact data (a simulator's) would be split at the first ns of difference.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from petacomm.errors import PetacommError
+
+RESOLUTION = 1e-3  # relative timing error the fit's model choice does not try to explain
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ def fit_piecewise(nbytes, seconds, *, max_pieces: int = 3, min_points: int = 3) 
             fits = [fit_line(n[a:b], t[a:b]) for a, b in itertools.pairwise(bounds)]
             sse = sum(f.weighted_sse for f in fits)
             parameters = 3 * pieces - 1  # two per line plus each breakpoint
-            score = count * math.log(max(sse / count, 1e-300)) + parameters * math.log(count)
+            score = count * math.log(max(sse / count, RESOLUTION**2)) + parameters * math.log(count)
             if best is None or score < best[0] - 1e-9:
                 best = (score, fits)
     assert best is not None

@@ -18,9 +18,17 @@ from pathlib import Path
 from petacomm.errors import PetacommError
 from petacomm.files import write_text_atomically
 from petacomm.model import collectives
-from petacomm.model.fit import LineFit, piece_for
 
 SCHEMA_NAME = "petacomm.machine-model"
+
+
+def piece_for(pieces, nbytes: float):
+    """The piece covering ``nbytes`` (petacomm.model.fit.piece_for, without loading numpy)."""
+    from petacomm.model.fit import piece_for as choose
+
+    return choose(pieces, nbytes)
+
+
 SCHEMA_VERSION = 1
 
 # Generic point-to-point parameters when nothing was measured: 1.5 us latency and
@@ -41,7 +49,8 @@ class Piece:
     points: int
 
     @classmethod
-    def from_fit(cls, fit: LineFit) -> Piece:
+    def from_fit(cls, fit) -> Piece:
+        """From a petacomm.model.fit.LineFit."""
         return cls(fit.from_bytes, fit.to_bytes, fit.alpha, fit.beta, fit.r2, fit.points)
 
     @property
@@ -94,9 +103,39 @@ class MachineModel:
                 return name
         return None
 
+    def point_to_point_pieces(self) -> list[Piece]:
+        """The point-to-point fit, piece by piece (ordered by size): the ping-pong that best
+        represents the network, or the built-in defaults when none was measured. Planners
+        that cost messages of many sizes use these (or :meth:`message_time`)."""
+        name = self.point_to_point_operation()
+        if name is None:
+            return list(default_model().operations["pingpong"].pieces)
+        return list(self.operations[name].pieces)
+
+    def message_time(self, nbytes):
+        """Seconds of one point-to-point message of ``nbytes`` (a number or an array of
+        sizes): ``alpha + beta n`` with the fit piece covering each size, so an 8 B message
+        gets the small-message latency and a 64 MiB one the large-message bandwidth."""
+        import numpy as np
+
+        n = np.asarray(nbytes, dtype=np.float64)
+        if np.any(n < 0) or not np.all(np.isfinite(n)):
+            raise PetacommError("nbytes: message sizes must be finite and non-negative")
+        pieces = self.point_to_point_pieces()
+        starts = np.array([p.from_bytes for p in pieces], dtype=np.float64)
+        index = np.clip(np.searchsorted(starts, n, side="right") - 1, 0, len(pieces) - 1)
+        alpha = np.array([p.alpha_s for p in pieces])[index]
+        beta = np.array([p.beta_s_per_byte for p in pieces])[index]
+        seconds = alpha + beta * n
+        return float(seconds) if seconds.ndim == 0 else seconds
+
     def alpha_beta(self, op: str = "pingpong", nbytes: float | None = None) -> tuple[float, float]:
         """(alpha seconds, beta seconds/byte) of point-to-point transfers, or the effective
-        parameters of a fitted collective, for the protocol piece covering ``nbytes``."""
+        parameters of a fitted collective, for the protocol piece covering ``nbytes``.
+
+        Give ``nbytes``: without it the piece covering 1 MiB is used (the large-message
+        regime), whose alpha is not the latency of small messages. For messages of many
+        sizes use :meth:`message_time` or :meth:`point_to_point_pieces`."""
         size = 1 << 20 if nbytes is None else nbytes
         name = self._resolve(op)
         if name is not None:
@@ -252,19 +291,30 @@ def load(path: str | os.PathLike | None = None) -> MachineModel:
     """Reads a machine model file (default: the one netbench last wrote)."""
     file = Path(path) if path is not None else default_model_path()
     try:
-        text = file.read_text()
+        text = file.read_bytes().decode("utf-8")
     except FileNotFoundError as err:
         hint = "" if path is not None else " (run 'petacomm netbench' to measure this machine)"
         raise PetacommError(f"machine model: {file} not found{hint}") from err
+    except IsADirectoryError as err:
+        raise PetacommError(f"machine model: {file} is a directory, not a model file") from err
     except OSError as err:
         raise PetacommError(f"machine model: cannot read {file}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise PetacommError(f"machine model: {file} is not a JSON text file") from err
+    except ValueError as err:  # a NUL byte in the file name
+        raise PetacommError(f"machine model: cannot read {file}: {err}") from err
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as err:
         raise PetacommError(
             f"machine model: {file} is not valid JSON ({err.msg}, line {err.lineno})"
         ) from err
     return MachineModel.from_dict(data, origin=str(file))
+
+
+def _refuse_constant(name: str):
+    # Python's json reads NaN and Infinity, which JSON does not have and no time can be.
+    raise json.JSONDecodeError(f"{name} is not a number", name, 0)
 
 
 def load_or_default(path: str | os.PathLike | None = None) -> MachineModel:
@@ -285,8 +335,9 @@ def default_model() -> MachineModel:
     )
 
 
-def save(model: MachineModel, path: str | os.PathLike) -> Path:
-    """Writes atomically (temp file + rename): an existing file survives any failure."""
+def save(model: MachineModel, path: str | os.PathLike, inputs=()) -> Path:
+    """Writes atomically (temp file + rename): an existing file survives any failure; never
+    over one of ``inputs`` ((option, path) pairs, see petacomm.files)."""
     data = model.to_dict()
     validate(data, origin=str(path))
-    return write_text_atomically(path, json.dumps(data, indent=1) + "\n", "--output")
+    return write_text_atomically(path, json.dumps(data, indent=1) + "\n", "--output", inputs)

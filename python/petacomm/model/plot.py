@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from petacomm.errors import PetacommError
+from petacomm.files import atomic_output
 from petacomm.model.machine import MachineModel
 
 
@@ -56,9 +57,8 @@ def plot_model(model: MachineModel, path: str | os.PathLike) -> Path:
     fig.tight_layout()
     out = Path(path)
     try:
-        fig.savefig(out, dpi=110)
-    except OSError as err:
-        raise PetacommError(f"--plot: cannot write {out}: {err.strerror}") from err
+        with atomic_output(out, "--plot", binary=True) as stream:
+            fig.savefig(stream, format=out.suffix.lstrip(".").lower() or "png", dpi=110)
     finally:
         plt.close(fig)
     return out

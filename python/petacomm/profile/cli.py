@@ -20,54 +20,40 @@ def register(subparsers) -> None:
 
 
 def _register_profile(subparsers) -> None:
+    from petacomm.profile import settings
+
     p = subparsers.add_parser(
         "profile",
         help="run an MPI program with the communication profiler preloaded on every rank",
         description=(
             "Runs COMMAND (usually an mpiexec line) with libpetacomm-prof preloaded on every "
             "rank, and prints where the log went. Example: petacomm profile -- mpiexec -n 4 "
-            "./app input.dat"
+            "./app input.dat. Each option sets a PETACOMM_PROF_* variable (docs/profiler.md); "
+            "values are checked before the launch. Exits non-zero when no complete log was "
+            "written (then it names the partial logs)."
         ),
     )
-    p.add_argument("-o", "--output", help="log file (or directory) [./petacomm-prof.*.json]")
+    settings.add_arguments(p)
     p.add_argument(
-        "--detail",
-        choices=("summary", "normal", "full"),
-        help="summary: per-call and per-region totals; normal (default): + per rank and per "
-        "partner; full: + every rank's whole table",
-    )
-    p.add_argument(
-        "--wrap",
-        help="what to record: comma-separated kinds or call names, '-' removes "
-        "(e.g. 'all,-posix' or 'p2p,coll'); kinds: send recv sendrecv probe coll rma io "
-        "posix req comm misc",
-    )
-    p.add_argument("--table-size", help="call table size per rank, e.g. 4M (default 4 MiB)")
-    p.add_argument("--size-exact", help="message sizes recorded exactly up to this (default 4K)")
-    p.add_argument(
-        "--partial-interval",
+        "--timeout",
         type=float,
         metavar="SECONDS",
-        help="also write per-rank partial logs every SECONDS (for runs that may hang)",
-    )
-    p.add_argument("--io", choices=("off", "main", "all"), help="POSIX I/O threads to record")
-    p.add_argument("--no-banner", action="store_true", help="no summary on stderr at the end")
-    p.add_argument(
-        "--lbst-barrier",
-        action="store_true",
-        help="end every region with a barrier on MPI_COMM_WORLD to measure load imbalance "
-        "(only for programs whose ranks all close regions together)",
+        help="stop the run after SECONDS (SIGTERM to the launcher, as for a signal to this "
+        "command) and keep what the ranks recorded",
     )
     p.add_argument("--profiler-lib", help="the libpetacomm-prof.so to preload")
     p.add_argument("--mpicc", help="build (once, cached) and use the profiler for this MPI's mpicc")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    # Its own dest: `command` is the sub-command's name in the top-level parser.
+    p.add_argument(
+        "program", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="-- COMMAND [ARGS...]"
+    )
     p.set_defaults(func=_profile)
 
 
 def _profile(args) -> int:
     from petacomm.profile import run
 
-    command = list(args.command)
+    command = list(args.program)
     if command and command[0] == "--":
         command = command[1:]
     return run.run(command, args)

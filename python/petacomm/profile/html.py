@@ -60,6 +60,7 @@ document.querySelectorAll('[data-toggle]').forEach(function(b){b.addEventListene
   function(e){e.style.display=e.dataset.show===b.dataset.show?'':'none';});
   document.querySelectorAll('[data-toggle="'+g+'"]').forEach(function(o){
   o.classList.toggle('on',o===b);});});});
+document.body.dataset.ready='1';
 """
 
 
@@ -102,6 +103,32 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
     return [10.0**e for e in range(a, b + 1)]
 
 
+def _byte_ticks(lo: float, hi: float, most: int = 9) -> list[float]:
+    """Powers of two between lo and hi (1 B, 16 B, 256 B, 4 KiB...): exact byte labels."""
+    a, b = max(math.floor(math.log2(lo)), 0), math.ceil(math.log2(hi))
+    step = max(1, math.ceil((b - a + 1) / most))
+    return [2.0**e for e in range(a, b + 1) if e % step == 0]
+
+
+TEXT_PX = 6.4  # width of one character of the 11 px labels, for spacing them
+
+
+def _label_step(labels: list[str], slot_px: float) -> int:
+    """Every how many slots a label fits without overlapping its neighbours."""
+    longest = max((len(s) for s in labels), default=1)
+    return max(1, math.ceil((longest * TEXT_PX + 6) / max(slot_px, 1e-9)))
+
+
+def _nice_step(n: int, most: int) -> int:
+    """A round step (1, 2, 5, 10, 20, ...) giving at most `most` ticks over n items."""
+    raw = max(1.0, n / most)
+    exp = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if raw <= m * exp:
+            return int(m * exp)
+    return int(10 * exp)
+
+
 # ---- sections ---------------------------------------------------------------------------
 
 
@@ -136,11 +163,19 @@ def _warnings(p: Profile) -> str:
         )
         if p.missing_ranks:
             notes.append(f"No log from {len(p.missing_ranks)} ranks.")
+        for rank, f in sorted(p.in_flight.items())[:8]:
+            notes.append(
+                f"Rank {rank} was inside {esc(f['call'])} (region {esc(f['region'])}) for "
+                f"{esc(units.seconds(f['ns'] * analysis.NS))} when it stopped (counted as MPI)."
+            )
+    notes += [esc(n) for n in p.notes]
     coarsened = p.coarsened_events
     if coarsened:
+        capacity = p.profiler.get("table_capacity")
+        held = f" (it holds {capacity:,} keys per rank)" if capacity else ""
         notes.append(
-            f"The call table overflowed: {coarsened:,} events kept with coarser keys "
-            "(raise PETACOMM_PROF_TABLE_SIZE)."
+            f"The call table overflowed{held}: {coarsened:,} events kept with coarser keys "
+            "(raise --table-size / PETACOMM_PROF_TABLE_SIZE)."
         )
     if not notes:
         return ""
@@ -151,24 +186,23 @@ def rank_chart(p: Profile) -> str:
     rt = analysis.rank_times(p)
     if not rt:
         return ""
-    ordered = sorted(rt, key=lambda t: (-t.mpi, t.rank))
-    group = max(1, math.ceil(len(ordered) / MAX_BARS))
-    bars = []
-    for i in range(0, len(ordered), group):
-        chunk = ordered[i : i + group]
+    group = max(1, math.ceil(len(rt) / MAX_BARS))
+    bars = []  # (first rank, last rank, calc, mpi, io): consecutive ranks, means per group
+    for i in range(0, len(rt), group):
+        chunk = rt[i : i + group]
         n = len(chunk)
-        calc = sum(t.calc for t in chunk) / n
-        mpi = sum(t.mpi for t in chunk) / n
-        io = sum(t.io for t in chunk) / n
-        label = (
-            f"rank {chunk[0].rank} ({chunk[0].host})"
-            if n == 1
-            else f"{n} ranks ({chunk[0].rank}...)"
+        bars.append(
+            (
+                chunk[0].rank,
+                chunk[-1].rank,
+                sum(t.calc for t in chunk) / n,
+                sum(t.mpi for t in chunk) / n,
+                sum(t.io for t in chunk) / n,
+            )
         )
-        bars.append((label, calc, mpi, io))
-    width, height, left, bottom, top = 1100, 300, 60, 36, 14
+    width, height, left, bottom, top = 1100, 300, 60, 48, 14
     plot_w, plot_h = width - left - 20, height - bottom - top
-    ymax = _nice_max(max(c + m + i for _, c, m, i in bars))
+    ymax = _nice_max(max(c + m + i for _, _, c, m, i in bars))
     bw = plot_w / len(bars)
     body = ['<g class="grid">']
     for k in range(6):
@@ -179,30 +213,45 @@ def rank_chart(p: Profile) -> str:
             f"{esc(units.seconds(ymax * k / 5))}</text>"
         )
     body.append("</g>")
-    for idx, (label, calc, mpi, io) in enumerate(bars):
+    for idx, (first, last, calc, mpi, io) in enumerate(bars):
         x = left + idx * bw
         y = top + plot_h
+        label = f"rank {first}" if first == last else f"ranks {first}-{last} (mean)"
+        host = f" ({rt[idx].host})" if first == last else ""
         for name, v in (("CALC", calc), ("MPI", mpi), ("I/O", io)):
             h = plot_h * v / ymax
             y -= h
             body.append(
                 f'<rect x="{x:.2f}" y="{y:.2f}" width="{max(bw - (1 if bw > 3 else 0), 0.5):.2f}" '
-                f'height="{h:.2f}" fill="{COLOURS[name]}"><title>{esc(label)}: {name} '
+                f'height="{h:.2f}" fill="{COLOURS[name]}"><title>{esc(label + host)}: {name} '
                 f"{esc(units.seconds(v))}</title></rect>"
             )
+    # Rank numbers on the axis: round values, as many as fit.
+    step = _nice_step(len(rt), min(20, max(1, int(plot_w / (TEXT_PX * 6)))))
+    for rank in range(0, len(rt), step):
+        x = left + (rank // group + 0.5) * bw
+        body.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + plot_h}" y2="{top + plot_h + 4}" '
+            'stroke="#666"/>'
+        )
+        body.append(f'<text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{rank}</text>')
     walls = [t.wall for t in rt]
     mean_wall = sum(walls) / len(walls)
     calcs = [t.calc for t in rt]
-    for value, name, dash in ((mean_wall, "mean wall", "6,4"), (max(walls), "max wall", "2,3")):
+    # Mean and maximum wall: the maximum's label above its line, the mean's below.
+    for value, name, dash, dy in (
+        (mean_wall, "mean wall", "6,4", 13),
+        (max(walls), "max wall", "2,3", -4),
+    ):
         y = top + plot_h - plot_h * value / ymax
         body.append(
             f'<line x1="{left}" x2="{width - 20}" y1="{y:.1f}" y2="{y:.1f}" stroke="#222" '
-            f'stroke-dasharray="{dash}"/><text x="{width - 22}" y="{y - 4:.1f}" '
+            f'stroke-dasharray="{dash}"/><text x="{width - 22}" y="{y + dy:.1f}" '
             f'text-anchor="end">{name} {esc(units.seconds(value))}</text>'
         )
     body.append(
-        f'<text x="{left}" y="{height - 8}">ranks sorted by MPI time, highest first'
-        f"{esc(f' (bars are means of {group} ranks)' if group > 1 else '')}</text>"
+        f'<text x="{left}" y="{height - 6}">rank &#8594;'
+        f"{esc(f'  (bars are means of {group} consecutive ranks)' if group > 1 else '')}</text>"
     )
     svg = _svg(width, height, body, "time per rank")
     t = analysis.totals(p)
@@ -214,7 +263,7 @@ def rank_chart(p: Profile) -> str:
         + f'<div class="note">Load imbalance (max - mean)/max: CALC '
         f"{units.percent(t.calc_imbalance)} (per-rank CALC from {spread}), MPI "
         f"{units.percent(t.mpi_imbalance)}. Time a rank waits in MPI for slower ranks shows "
-        f"as MPI time.</div></section>"
+        f"as MPI time. Hover over a bar for its rank and figures.</div></section>"
     )
 
 
@@ -236,7 +285,12 @@ def region_section(p: Profile) -> str:
         while parent and parent in names and depth < 8:
             depth += 1
             parent = names[parent].parent
-        body.append(f'<text x="{8 + 12 * depth}" y="{y + 15}">{esc(r.name)}</text>')
+        room = int((left - 14 - 12 * depth) / TEXT_PX)
+        shown = r.name if len(r.name) <= room else r.name[: max(room - 3, 1)] + "..."
+        body.append(
+            f'<text x="{8 + 12 * depth}" y="{y + 15}"><title>{esc(r.name)}</title>'
+            f"{esc(shown)}</text>"
+        )
         for name, v in (("CALC", r.calc_mean), ("MPI", r.mpi_mean), ("I/O", r.io_mean)):
             w = plot_w * v / xmax
             body.append(
@@ -346,19 +400,21 @@ def histogram_section(p: Profile) -> str:
         plot_w, plot_h = width - left - 10, height - bottom - 22
         cmax = max(n for _, n, _ in hist) or 1
         bw = plot_w / len(hist)
+        step = _label_step([units.size_class(lo) for lo, _, _ in hist], bw)
         body = [f'<text x="{left}" y="13" style="font-weight:600">{esc(c.call)}</text>']
         for i, (lo, n, b) in enumerate(hist):
             h = plot_h * n / cmax
             x = left + i * bw
             body.append(
                 f'<rect x="{x + 1:.1f}" y="{22 + plot_h - h:.1f}" width="{max(bw - 2, 1):.1f}" '
-                f'height="{h:.1f}" fill="{COLOURS["MPI"]}"><title>{esc(units.size(lo))} and up: '
-                f"{n:,} calls, {esc(units.size(b))}</title></rect>"
+                f'height="{h:.1f}" fill="{COLOURS["MPI"]}"><title>'
+                f"{esc(units.size_class(lo))} and up: {n:,} calls, {esc(units.size(b))}"
+                "</title></rect>"
             )
-            if len(hist) <= 8 or i % max(1, len(hist) // 6) == 0:
+            if i % step == 0:
                 body.append(
                     f'<text x="{x + bw / 2:.1f}" y="{height - 24}" text-anchor="middle">'
-                    f"{esc(units.size(lo))}</text>"
+                    f"{esc(units.size_class(lo))}</text>"
                 )
         body.append(f'<text x="{left - 4}" y="28" text-anchor="end">{cmax:,}</text>')
         body.append(f'<text x="{left}" y="{height - 6}">message size (power-of-two classes)</text>')
@@ -383,6 +439,18 @@ def _heat(v: float, vmax: float) -> str:
     return "#{:02x}{:02x}{:02x}".format(*rgb)
 
 
+def _colour_ticks(vmax: float, base: int) -> list[float]:
+    """Tick values of the logarithmic colour bar: 0 and powers of `base` (1024 for bytes,
+    10 for counts; 2 when that gives too few) up to vmax, at most about 7."""
+    if vmax <= 0:
+        return [0.0]
+    ticks = [float(base) ** e for e in range(0, int(math.log(vmax, base) + 1e-9) + 1)]
+    if len(ticks) < 3:
+        ticks = [2.0**e for e in range(0, int(math.log2(max(vmax, 1)) + 1e-9) + 1)]
+    step = max(1, math.ceil(len(ticks) / 6))
+    return [0.0] + ticks[::step]
+
+
 def matrix_section(p: Profile) -> str:
     m = analysis.matrix(p)
     if m is None:
@@ -399,12 +467,22 @@ def matrix_section(p: Profile) -> str:
     size = 560
     cell = size / n
     labels = m.labels()
+    # Rows and columns are labelled with rank numbers (a block's first rank), at round steps.
+    first_rank = [i * m.block for i in range(n)]
+    step = _nice_step(n, min(n, 16))
+    ticks = list(range(0, n, step))
+    longest = max(len(str(first_rank[k])) for k in ticks)
+    left = int(longest * TEXT_PX) + 30  # room for the row labels and the axis title
+    top = 20
+    bottom = int(longest * TEXT_PX * 0.8) + 40  # rotated column labels and the axis title
+    bar_x = left + size + 24
     groups = []
-    for what, data, fmt in (
-        ("bytes", m.bytes, units.size),
-        ("messages", m.counts, lambda v: f"{int(v):,}"),
+    for what, data, fmt, base in (
+        ("bytes", m.bytes, units.size, 1024),
+        ("messages", m.counts, lambda v: f"{int(v):,}", 10),
     ):
         vmax = float(data.max())
+        tick_text = units.size_class if what == "bytes" else fmt
         body = []
         for i in range(n):
             for j in range(n):
@@ -412,38 +490,55 @@ def matrix_section(p: Profile) -> str:
                 if v <= 0:
                     continue
                 body.append(
-                    f'<rect x="{60 + j * cell:.2f}" y="{20 + i * cell:.2f}" '
+                    f'<rect x="{left + j * cell:.2f}" y="{top + i * cell:.2f}" '
                     f'width="{max(cell, 0.6):.2f}" height="{max(cell, 0.6):.2f}" '
                     f'fill="{_heat(v, vmax)}"><title>{esc(labels[i])} &#8594; {esc(labels[j])}: '
                     f"{esc(fmt(v))}</title></rect>"
                 )
         body.append(
-            f'<rect x="60" y="20" width="{size}" height="{size}" fill="none" stroke="#999"/>'
+            f'<rect x="{left}" y="{top}" width="{size}" height="{size}" fill="none" stroke="#999"/>'
         )
-        step = max(1, n // 8)
-        for k in range(0, n, step):
+        for k in ticks:
+            y = top + (k + 0.5) * cell
+            x = left + (k + 0.5) * cell
             body.append(
-                f'<text x="56" y="{20 + (k + 0.5) * cell + 4:.1f}" text-anchor="end">'
-                f"{esc(labels[k])}</text>"
+                f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{first_rank[k]}</text>'
             )
             body.append(
-                f'<text x="{60 + (k + 0.5) * cell:.1f}" y="{size + 36}" text-anchor="middle">'
-                f"{esc(labels[k])}</text>"
+                f'<text x="{x:.1f}" y="{top + size + 10}" text-anchor="end" '
+                f'transform="rotate(-60 {x:.1f} {top + size + 10})">{first_rank[k]}</text>'
             )
-        body.append(f'<text x="60" y="{size + 56}">receiver &#8594;   (rows: sender)</text>')
-        # Colour bar.
+        body.append(
+            f'<text x="{left + size / 2}" y="{top + size + bottom - 8}" text-anchor="middle">'
+            "receiver rank &#8594;</text>"
+        )
+        body.append(
+            f'<text x="12" y="{top + size / 2}" text-anchor="middle" '
+            f'transform="rotate(-90 12 {top + size / 2})">sender rank &#8594;</text>'
+        )
+        # Colour bar (logarithmic, as the cells), with ticks.
         for s in range(40):
             v = vmax ** (s / 39) if vmax > 1 else vmax * s / 39
             body.append(
-                f'<rect x="{size + 90}" y="{20 + size - (s + 1) * size / 40:.1f}" width="16" '
+                f'<rect x="{bar_x}" y="{top + size - (s + 1) * size / 40:.1f}" width="16" '
                 f'height="{size / 40 + 0.5:.1f}" fill="{_heat(v, vmax)}"/>'
             )
-        body.append(f'<text x="{size + 112}" y="28">{esc(fmt(vmax))}</text>')
-        body.append(f'<text x="{size + 112}" y="{20 + size}">0</text>')
+        body.append(
+            f'<rect x="{bar_x}" y="{top}" width="16" height="{size}" fill="none" stroke="#999"/>'
+        )
+        for v in _colour_ticks(vmax, base):
+            f = math.log1p(v) / math.log1p(vmax) if vmax > 0 else 0
+            y = top + size - f * size
+            body.append(
+                f'<line x1="{bar_x + 16}" x2="{bar_x + 21}" y1="{y:.1f}" y2="{y:.1f}" '
+                'stroke="#333"/>'
+            )
+            body.append(f'<text x="{bar_x + 24}" y="{y + 4:.1f}">{esc(tick_text(int(v)))}</text>')
+        body.append(f'<text x="{bar_x}" y="{top - 6}">max {esc(fmt(vmax))}</text>')
         display = "" if what == "bytes" else "display:none"
         groups.append(
             f'<div data-group="matrix" data-show="{what}" style="{display}">'
-            + _svg(size + 200, size + 64, body, f"communication matrix ({what})")
+            + _svg(bar_x + 110, top + size + bottom, body, f"communication matrix ({what})")
             + "</div>"
         )
     block = (
@@ -502,12 +597,12 @@ def scaling_section(p: Profile, model=None) -> str:
         )
 
     body = ['<g class="grid">']
-    for t in _log_ticks(x_lo, x_hi):
+    for t in _byte_ticks(x_lo, x_hi):
         if x_lo <= t <= x_hi:
             body.append(f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{top}" y2="{top + plot_h}"/>')
             body.append(
                 f'<text x="{px(t):.1f}" y="{top + plot_h + 16}" text-anchor="middle">'
-                f"{esc(units.size(t))}</text>"
+                f"{esc(units.size_class(int(t)))}</text>"
             )
     for t in _log_ticks(y_lo, y_hi):
         if y_lo <= t <= y_hi:

@@ -1,5 +1,6 @@
-"""Reading profile logs: the final log of a run, or the per-rank partial logs of a run that
-never reached ``MPI_Finalize`` (a directory ``LOG.partial/`` of ``rank-N.json`` files).
+"""Reading profile logs: the final log of a run, or the per-rank data of a run that never
+reached ``MPI_Finalize`` (a directory ``LOG.partial/`` of ``rank-N.live`` files, read by
+:mod:`petacomm.profile.live`).
 
 Every log is validated against ``profile-log.schema.json`` (schema ``petacomm.profile``,
 version :data:`SCHEMA_VERSION`) and its tables are checked for the columns this reader needs;
@@ -65,6 +66,9 @@ class Profile:
     partial_reasons: dict[int, str] = field(default_factory=dict)
     missing_ranks: list[int] = field(default_factory=list)
     merge_errors: bool = False
+    # Partial logs: rank -> the MPI call it was blocked in when it stopped (call, region, ns).
+    in_flight: dict[int, dict] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def coarsened_events(self) -> int:
@@ -126,9 +130,11 @@ def validate(data: object, origin: str) -> None:
 
 def _read_json(path: Path) -> dict:
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError as err:
         raise PetacommError(f"{path}: no such file") from err
+    except IsADirectoryError as err:
+        raise PetacommError(f"{path}: a directory, not a profile log") from err
     except OSError as err:
         raise PetacommError(f"{path}: cannot read ({err.strerror})") from err
     try:
@@ -245,33 +251,55 @@ def summarise_entries(entries: list[dict]) -> tuple[list[dict], list[dict], list
     return list(calls.values()), list(by_rank.values()), list(peers.values())
 
 
-_RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
+_RANK_FILE = re.compile(r"^rank-(\d+)\.live$")
 
 
 def _load_partial_dir(directory: Path) -> Profile:
+    from petacomm.profile import live
+
     files = sorted(
         (int(m.group(1)), p)
         for p in directory.iterdir()
         if (m := _RANK_FILE.match(p.name)) and p.is_file()
     )
     if not files:
-        raise PetacommError(f"{directory}: no partial logs (rank-N.json) in this directory")
+        raise PetacommError(f"{directory}: no partial logs (rank-N.live) in this directory")
+    runs: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
+    notes = []
+    for _, path in files:
+        try:
+            data = live.read(path)
+        except PetacommError as err:
+            notes.append(f"skipped {err}")
+            continue
+        if data["finished"]:
+            notes.append(f"skipped {path.name}: its rank reached MPI_Finalize (see the final log)")
+            continue
+        validate(data, str(path))
+        runs[data["run"]].append((path, data))
+    if not runs:
+        raise PetacommError(f"{directory}: no readable partial logs ({'; '.join(notes)})")
+    # Files of earlier runs written to the same log name: the newest run is the one.
+    newest = max(runs, key=lambda r: max(d["created_unix_s"] for _, d in runs[r]))
+    if len(runs) > 1:
+        others = sum(len(v) for k, v in runs.items() if k != newest)
+        notes.append(f"ignored {others} partial logs of earlier runs in {directory}")
     first: Profile | None = None
     ranks_rows, region_rows, entries = [], [], []
     reasons: dict[int, str] = {}
-    for _, path in files:
-        data = _read_json(path)
-        if data["complete"]:
-            raise PetacommError(f"{path}: a complete log inside a partial-log directory")
+    in_flight: dict[int, dict] = {}
+    for path, data in runs[newest]:
         profile = _profile(data, path)
         if first is None:
             first = profile
         elif profile.ranks != first.ranks:
             raise PetacommError(
-                f"{path}: from a run of {profile.ranks} ranks, but {files[0][1]} is from a run "
-                f"of {first.ranks}: partial logs of different runs are mixed"
+                f"{path}: from a run of {profile.ranks} ranks, but another file of the same "
+                f"run says {first.ranks}: the partial logs are damaged"
             )
         reasons[int(data["rank"])] = data["partial_reason"]
+        if data.get("in_flight"):
+            in_flight[int(data["rank"])] = data["in_flight"]
         ranks_rows += profile.rank_rows
         region_rows += profile.region_rows
         entries += profile.entry_rows or []
@@ -298,12 +326,14 @@ def _load_partial_dir(directory: Path) -> Profile:
         entry_rows=entries,
         partial_reasons=reasons,
         missing_ranks=missing,
+        in_flight=in_flight,
+        notes=notes,
     )
 
 
 def load(path: str | Path) -> Profile:
-    """Reads a final log, a partial-log directory, one partial rank log, or the final log's
-    path when only its partial logs exist (the run never reached MPI_Finalize)."""
+    """Reads a final log, a partial-log directory, or the final log's path when only its
+    partial logs exist (the run never reached MPI_Finalize)."""
     path = Path(path)
     if path.is_dir():
         return _load_partial_dir(path)
@@ -312,16 +342,10 @@ def load(path: str | Path) -> Profile:
         if partial.is_dir():
             return _load_partial_dir(partial)
         raise PetacommError(f"{path}: no such profile log (nor partial logs in {partial.name}/)")
+    if _RANK_FILE.match(path.name):
+        return _load_partial_dir(path.parent)
     data = _read_json(path)
     profile = _profile(data, path)
     if not profile.complete:
-        call_rows, call_rank_rows, peer_rows = summarise_entries(profile.entry_rows or [])
-        profile.call_rows, profile.call_rank_rows, profile.peer_rows = (
-            call_rows,
-            call_rank_rows,
-            peer_rows,
-        )
-        profile.partial_reasons = {int(data["rank"]): data["partial_reason"]}
-        profile.missing_ranks = sorted(set(range(profile.ranks)) - {int(data["rank"])})
-        profile.wall_ns = max((r["wall_ns"] for r in profile.rank_rows), default=0)
+        raise PetacommError(f"{path}: a partial log; give its directory ({path.parent})")
     return profile

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.files import write_text_atomically
 
 TARGET_SLOWDOWN_PERCENT = 2.0
 TARGET_NS_PER_CALL = 100.0
@@ -49,12 +50,19 @@ def _check(args) -> None:
         raise PetacommError(f"--reps: at most 101, got {args.reps}")
     if args.compute_us < 0:
         raise PetacommError(f"--compute-us: must be non-negative, got {args.compute_us}")
+    from petacomm.profile.run import check_library, check_writable
+
+    if args.profiler_lib:
+        check_library(Path(args.profiler_lib))
+    if args.json:
+        check_writable(Path(args.json).resolve(), "--json")
 
 
 def measure(args) -> dict:
     from petacomm.launch import find_mpiexec
     from petacomm.native import program_path
     from petacomm.profile import run as profile_run
+    from petacomm.profile import settings
 
     _check(args)
     program = program_path("petacomm-prof-overhead")
@@ -75,19 +83,15 @@ def measure(args) -> dict:
         ],
     )
     with tempfile.TemporaryDirectory() as tmp:
+        # Every profiler setting at its default (prof-settings.json), no banner.
         options = argparse.Namespace(
+            **settings.namespace_defaults(),
             profiler_lib=args.profiler_lib,
             mpicc=None,
-            output=str(Path(tmp) / "overhead.json"),
-            detail=None,
-            wrap=None,
-            table_size=None,
-            size_exact=None,
-            partial_interval=None,
-            io=None,
-            no_banner=True,
-            lbst_barrier=False,
+            timeout=None,
         )
+        options.output = str(Path(tmp) / "overhead.json")
+        options.no_banner = True
         plan = profile_run.prepare(command, options)
         done = subprocess.run(
             plan.argv, env=plan.env, capture_output=True, text=True, timeout=3600, check=False
@@ -157,6 +161,6 @@ def run(args) -> int:
         f"(target <= {TARGET_NS_PER_CALL:g} ns: {verdict})"
     )
     if args.json:
-        Path(args.json).write_text(json.dumps(r, indent=2) + "\n")
+        write_text_atomically(args.json, json.dumps(r, indent=2) + "\n", "--json")
         print(f"figures written to {args.json}")
     return 0

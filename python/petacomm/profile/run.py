@@ -5,6 +5,11 @@ The profiler reaches the ranks through the launcher's own way of passing environ
 variables (Open MPI ``-x NAME=VALUE``, MPICH/Intel ``-genv NAME VALUE``), so the launcher
 itself never loads it; without a known launcher (a singleton run, srun, ...) the variables
 are set in the environment the command inherits.
+
+Everything that can be checked is checked before the launch (the settings, the profiler
+library, that the log can be written). A signal to this command (SIGTERM, SIGINT, SIGHUP)
+or ``--timeout`` is passed on to the launcher; the ranks' data is then in their partial
+logs, which this command finds and names, and it exits non-zero.
 """
 
 from __future__ import annotations
@@ -13,13 +18,15 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from petacomm.errors import PetacommError
 from petacomm.launch import describe_launcher
-from petacomm.profile import builder
+from petacomm.profile import builder, settings
 
 LAUNCHERS = {
     "mpiexec",
@@ -33,6 +40,10 @@ LAUNCHERS = {
     "mpirun.mpich",
     "srun",
 }
+# After the launcher was signalled: how long it may take to stop the ranks before it is
+# killed (seconds).
+GRACE_SECONDS = 30.0
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 @dataclass
@@ -42,6 +53,10 @@ class ProfileRun:
     log: Path
     library: Path
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def partial(self) -> Path:
+        return self.log.with_name(self.log.name + ".partial")
 
 
 def _executable(token: str) -> Path | None:
@@ -69,43 +84,61 @@ def default_log_path(command: list[str], program: Path | None) -> Path:
     return Path.cwd() / f"petacomm-prof.{name}.{stamp}.{os.getpid()}.json"
 
 
-def settings_env(args) -> dict[str, str]:
-    env = {}
-    if args.detail:
-        env["PETACOMM_PROF_DETAIL"] = args.detail
-    if args.wrap:
-        env["PETACOMM_PROF_WRAP"] = args.wrap
-    if args.table_size:
-        env["PETACOMM_PROF_TABLE_SIZE"] = args.table_size
-    if args.size_exact:
-        env["PETACOMM_PROF_SIZE_EXACT"] = args.size_exact
-    if args.partial_interval is not None:
-        if args.partial_interval < 0:
-            raise PetacommError(
-                f"--partial-interval: must be a non-negative number of seconds, got "
-                f"{args.partial_interval}"
-            )
-        env["PETACOMM_PROF_PARTIAL_INTERVAL"] = str(args.partial_interval)
-    if args.io:
-        env["PETACOMM_PROF_IO"] = args.io
-    if args.no_banner:
-        env["PETACOMM_PROF_BANNER"] = "0"
-    if args.lbst_barrier:
-        env["PETACOMM_PROF_LBST_BARRIER"] = "1"
-    return env
+def check_library(path: Path) -> None:
+    """`path` is a shared library (ELF, type ET_DYN) this command can preload."""
+    if not path.is_file():
+        raise PetacommError(f"--profiler-lib: '{path}' is not a file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+    except OSError as err:
+        raise PetacommError(f"--profiler-lib: cannot read '{path}' ({err.strerror})") from err
+    if len(head) < 18 or head[:4] != b"\x7fELF":
+        raise PetacommError(f"--profiler-lib: '{path}' is not a shared library (not ELF)")
+    order = "little" if head[5] == 1 else "big"
+    if int.from_bytes(head[16:18], order) != 3:  # ET_DYN
+        raise PetacommError(f"--profiler-lib: '{path}' is not a shared library (ELF, not ET_DYN)")
+
+
+def check_writable(path: Path, argument: str) -> None:
+    """A file can be created beside `path` (tried, as permissions alone do not tell: root,
+    read-only mounts, /proc); PetacommError naming `argument` otherwise."""
+    where = path.parent
+    if not where.is_dir():
+        raise PetacommError(f"{argument}: directory '{where}' does not exist")
+    if path.exists() and not path.is_file():
+        raise PetacommError(f"{argument}: '{path}' exists and is not a regular file")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=where)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as err:
+        raise PetacommError(f"{argument}: cannot write in '{where}' ({err.strerror})") from err
+
+
+def check_output(log: Path) -> None:
+    """The log (and its partial-log directory) can be written: checked before the launch."""
+    check_writable(log, "--output")
+    partial = log.with_name(log.name + ".partial")
+    if partial.exists() and not partial.is_dir():
+        raise PetacommError(f"--output: '{partial}' (for partial logs) is not a directory")
 
 
 def prepare(command: list[str], args) -> ProfileRun:
     if not command:
         raise PetacommError("no command given: petacomm profile [options] -- mpiexec -n 4 ./app")
+    settings.check_environment(dict(os.environ))
+    prof_settings = settings.env_from_args(args)
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and not timeout > 0:
+        raise PetacommError(f"--timeout: must be a positive number of seconds, got {timeout}")
     first = Path(command[0]).name
     is_launcher = first in LAUNCHERS
     program = target_program(command) if is_launcher else _executable(command[0])
     notes: list[str] = []
     if args.profiler_lib:
         lib = Path(args.profiler_lib)
-        if not lib.is_file():
-            raise PetacommError(f"--profiler-lib: '{lib}' is not a file")
+        check_library(lib)
     elif args.mpicc:
         lib = builder.build(args.mpicc, log=lambda m: notes.append(m)).library
     else:
@@ -119,9 +152,8 @@ def prepare(command: list[str], args) -> ProfileRun:
         log = chosen / default_log_path(command, program).name if is_dir else chosen
     else:
         log = default_log_path(command, program)
-    if not log.parent.is_dir():
-        raise PetacommError(f"--output: directory '{log.parent}' does not exist")
-    prof_env = {"PETACOMM_PROF_OUTPUT": str(log), **settings_env(args)}
+    check_output(log)
+    prof_env = {"PETACOMM_PROF_OUTPUT": str(log), **prof_settings}
     preload = str(lib.resolve())
     existing = os.environ.get("LD_PRELOAD", "")
     preload_value = f"{preload}:{existing}" if existing else preload
@@ -156,38 +188,108 @@ def prepare(command: list[str], args) -> ProfileRun:
     return ProfileRun(argv, env, log, lib, notes)
 
 
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+class _Supervisor:
+    """Runs the command; a signal to this process (or the time limit) is passed on to it,
+    and if it does not stop within GRACE_SECONDS it is killed."""
+
+    def __init__(self, child: subprocess.Popen):
+        self.child = child
+        self.stopped_by: str | None = None
+        self.signal_number: int | None = None
+
+    def _forward(self, signum, _frame) -> None:
+        if self.stopped_by is None:
+            self.stopped_by = signal.Signals(signum).name
+            self.signal_number = signum
+        if self.child.poll() is None:
+            self.child.send_signal(signum)
+
+    def wait(self, timeout: float | None) -> int:
+        previous = {s: signal.signal(s, self._forward) for s in FORWARDED}
+        try:
+            limit = None if timeout is None else time.monotonic() + timeout
+            kill_at = None
+            while True:
+                try:
+                    return self.child.wait(timeout=0.2)  # slices: signals are noticed
+                except subprocess.TimeoutExpired:
+                    pass
+                now = time.monotonic()
+                if self.stopped_by is None and limit is not None and now >= limit:
+                    self.stopped_by = f"--timeout {timeout:g} s"
+                    self.signal_number = signal.SIGTERM
+                    self.child.send_signal(signal.SIGTERM)
+                if self.stopped_by is not None:
+                    if kill_at is None:
+                        kill_at = now + GRACE_SECONDS
+                    elif now >= kill_at:
+                        self.child.kill()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 def run(command: list[str], args, out=print) -> int:
     plan = prepare(command, args)
     for note in plan.notes:
         out(f"petacomm profile: {note}")
-    partial = plan.log.with_name(plan.log.name + ".partial")
+    before = _mtime(plan.log)
+    started = time.time_ns()
     try:
         child = subprocess.Popen(plan.argv, env=plan.env)
     except OSError as err:
         raise PetacommError(f"cannot run '{plan.argv[0]}': {err.strerror}") from err
-    try:
-        code = child.wait()
-    except KeyboardInterrupt:
-        child.send_signal(signal.SIGINT)
-        try:
-            code = child.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            code = child.wait()
-    if plan.log.exists():
+    supervisor = _Supervisor(child)
+    code = supervisor.wait(getattr(args, "timeout", None))
+    wrote_log = _mtime(plan.log) not in (None, before)
+    partial_logs = [
+        p for p in plan.partial.glob("rank-*.live") if (_mtime(p) or 0) >= started - 10**9
+    ]
+    stopped = supervisor.stopped_by
+    if wrote_log and stopped is None:
         out(f"petacomm profile: log written to {plan.log}")
         out(f"petacomm profile: read it with: petacomm report {plan.log}")
-    elif partial.is_dir() and any(partial.glob("rank-*.json")):
-        n = len(list(partial.glob("rank-*.json")))
-        out(
-            f"petacomm profile: the program did not reach MPI_Finalize (exit code {code}); "
-            f"partial logs of {n} rank{'s' if n != 1 else ''} are in {partial}"
-        )
+        return code
+    why = (
+        f"stopped by {stopped} (passed on to the launcher)"
+        if stopped
+        else f"the program did not reach MPI_Finalize ({_exit_text(code)})"
+    )
+    if partial_logs:
+        n = len(partial_logs)
+        out(f"petacomm profile: {why}; partial logs of {n} rank{'s' if n != 1 else ''} are in")
+        out(f"    {plan.partial}")
         out(f"petacomm profile: read them with: petacomm report {plan.log}")
-    else:
-        out(
-            "petacomm profile: no profile was written: the program never initialised MPI "
-            "through the profiler (is it statically linked, or built against another MPI? "
-            f"the profiler used is {plan.library})"
+    elif wrote_log:
+        out(f"petacomm profile: {why}; the log was written to {plan.log}")
+    elif stopped:
+        print(
+            f"petacomm profile: error: no profile was written: {why} before any rank had "
+            "started profiling",
+            file=sys.stderr,
         )
-    return code
+    else:
+        raise PetacommError(
+            f"no profile was written ({why.replace('the program did not reach MPI_Finalize ', '')})"
+            ": the program never initialised MPI through the profiler (is it statically linked, "
+            f"or built against another MPI? the profiler used is {plan.library})"
+        )
+    if supervisor.signal_number is not None:
+        return 128 + int(supervisor.signal_number)
+    return code if code > 0 else (128 - code if code < 0 else 1)

@@ -8,21 +8,53 @@ from petacomm.profile import analysis, units
 from petacomm.profile.compare import Comparison, relative_change
 from petacomm.profile.log import Profile
 
+WIDTH = 100  # terminal tables and lines fit this many columns
 
-def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
+
+
+def _table(
+    headers: list[str], rows: list[list[str]], right: set[int] | None = None, width: int = WIDTH
+) -> list[str]:
+    """A text table within ``width`` columns: the widest left-aligned (name) columns are cut
+    with '...' when the table would be wider."""
     right = right if right is not None else set(range(1, len(headers)))
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    while excess > 0:
+        names = [i for i in range(len(widths)) if i not in right and widths[i] > 8]
+        if not names:
+            break
+        widest = max(names, key=lambda i: widths[i])
+        cut = min(excess, widths[widest] - 8)
+        widths[widest] -= cut
+        excess -= cut
 
     def fmt(cells: list[str]) -> str:
-        parts = [
-            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)
-        ]
+        parts = []
+        for i, c in enumerate(cells):
+            cut = _fit(c, widths[i])
+            parts.append(cut.rjust(widths[i]) if i in right else cut.ljust(widths[i]))
         return "  ".join(parts).rstrip()
 
     return [fmt(headers), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+
+
+def _wrap(prefix: str, items: list[str], width: int = WIDTH) -> list[str]:
+    """`prefix` then the items separated by two spaces, continued on indented lines."""
+    lines, line = [], prefix
+    for item in items:
+        if len(line) + 2 + len(item) > width and line.strip():
+            lines.append(line.rstrip())
+            line = " " * len(prefix)
+        line += item + "  "
+    lines.append(line.rstrip())
+    return lines
 
 
 def short_library(text: str) -> str:
@@ -36,7 +68,7 @@ def header_lines(p: Profile) -> list[str]:
     status = "complete" if p.complete else "PARTIAL (the run did not reach MPI_Finalize)"
     lines = [
         f"profile: {p.source}  [{status}]",
-        f"command: {shlex.join(p.command) if p.command else '(unknown)'}",
+        _fit(f"command: {shlex.join(p.command) if p.command else '(unknown)'}", WIDTH),
         f"MPI:     {short_library(p.mpi_library)}  thread level {p.thread_level or '?'}",
         f"ranks {t.ranks} on {t.nodes} node{'s' if t.nodes != 1 else ''}  |  "
         f"wall {units.seconds(t.wall)}  |  MPI {units.percent(t.mpi_percent)}  |  "
@@ -53,11 +85,24 @@ def header_lines(p: Profile) -> list[str]:
             shown = ", ".join(str(r) for r in p.missing_ranks[:20])
             more = " ..." if len(p.missing_ranks) > 20 else ""
             lines.append(f"no log from ranks {shown}{more}")
+        for rank, f in sorted(p.in_flight.items())[:8]:
+            lines.append(
+                _fit(
+                    f"rank {rank} was inside {f['call']} (region {f['region']}) for "
+                    f"{units.seconds(f['ns'] * analysis.NS)} when it stopped (counted as MPI)",
+                    WIDTH,
+                )
+            )
+        if len(p.in_flight) > 8:
+            lines.append(f"... and {len(p.in_flight) - 8} more ranks inside an MPI call")
+        lines += [_fit(f"note: {n}", WIDTH) for n in p.notes]
     coarsened = p.coarsened_events
     if coarsened:
+        capacity = p.profiler.get("table_capacity")
+        held = f" (it holds {capacity:,} keys)" if capacity else ""
+        lines.append(f"note: the call table overflowed{held}: {coarsened:,} events were kept")
         lines.append(
-            f"note: the call table overflowed: {coarsened:,} events were kept with coarser keys "
-            "(raise PETACOMM_PROF_TABLE_SIZE for full detail)"
+            "      with coarser keys (raise --table-size / PETACOMM_PROF_TABLE_SIZE for detail)"
         )
     if p.merge_errors:
         lines.append("note: some ranks' data could not be merged (out of memory at finalize)")
@@ -145,8 +190,8 @@ def size_lines(p: Profile, limit: int = 6) -> list[str]:
     moved = [c for c in analysis.calls(p, include_posix=False) if c.bytes > 0][:limit]
     for c in moved:
         hist = analysis.log2_histogram(analysis.sizes(p, c.call))
-        cells = "  ".join(f"{units.size(lo)}+:{units.count(n)}" for lo, n, _ in hist)
-        out.append(f"  {c.call:<24} {cells}")
+        cells = [f"{units.size_class(lo)}+:{units.count(n)}" for lo, n, _ in hist]
+        out += _wrap(f"  {_fit(c.call, 24):<24} ", cells)
     return out if moved else []
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from petacomm.units import format_bytes
+from petacomm.units import format_bytes, format_exact_size
 
 
 def seconds(value: float) -> str:
@@ -20,6 +20,11 @@ def seconds(value: float) -> str:
 def size(value: float) -> str:
     """Bytes with binary units: '512 B', '4.0 KiB', '1.5 GiB'."""
     return format_bytes(value, decimals=1)
+
+
+def size_class(value: int) -> str:
+    """The lower bound of a power-of-two size class, exactly: '0 B', '512 B', '4 KiB'."""
+    return format_exact_size(value)
 
 
 def size_range(lo: int, hi: int) -> str:

@@ -22,6 +22,7 @@ Host names come from a list (node id i -> hosts[i]) or a template such as ``nid{
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 
 import numpy as np
@@ -34,14 +35,34 @@ FORMATS = ("rankfile", "slurm", "cray", "bgp", "bgq", "csv")
 CSV_VERSION = 1
 
 
-def write_atomically(path, text: str) -> None:
+def write_atomically(path, text: str, inputs=()) -> None:
     """Write a launcher file atomically; its directory must exist (a typo in a path should
-    not silently create directories next to a job script)."""
+    not silently create directories next to a job script). ``inputs`` ((option, path)
+    pairs) are never overwritten."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise ValueError(f"output {path}: directory {directory} does not exist")
-    write_text_atomically(path, text, "--output")
+    write_text_atomically(path, text, "--output", inputs)
+
+
+def check_host_template(template: str) -> None:
+    """A template must name the node ({node} or a formatted {node:05d}), or every node would
+    get the same host name; ValueError otherwise."""
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as err:
+        raise ValueError(f"host template {template!r}: {err}") from None
+    if "node" not in fields:
+        raise ValueError(
+            f"host template {template!r}: must contain {{node}} (the node id), e.g. "
+            "nid{node:05d}; otherwise every node gets the same host name"
+        )
+    unknown = [name for name in fields if name != "node"]
+    if unknown:
+        raise ValueError(
+            f"host template {template!r}: unknown field {{{unknown[0]}}} (only {{node}})"
+        )
 
 
 def host_names(network, hosts=None, template: str = "node{node}") -> list[str]:
@@ -54,6 +75,7 @@ def host_names(network, hosts=None, template: str = "node{node}") -> list[str]:
                 "node, in node-id order)"
             )
         return hosts[: network.num_nodes]
+    check_host_template(template)
     try:
         return [template.format(node=i) for i in range(network.num_nodes)]
     except (KeyError, IndexError, ValueError) as err:
@@ -152,7 +174,14 @@ def format_mapping(
 
 
 def write_mapping(
-    path, mapping: Mapping, network, fmt: str, hosts=None, host_template: str = "node{node}"
+    path,
+    mapping: Mapping,
+    network,
+    fmt: str,
+    hosts=None,
+    host_template: str = "node{node}",
+    inputs=(),
 ) -> None:
-    """Write ``mapping`` to ``path`` in format ``fmt``, atomically."""
-    write_atomically(path, format_mapping(mapping, network, fmt, hosts, host_template))
+    """Write ``mapping`` to ``path`` in format ``fmt``, atomically; never over one of the
+    ``inputs`` ((option, path) pairs)."""
+    write_atomically(path, format_mapping(mapping, network, fmt, hosts, host_template), inputs)

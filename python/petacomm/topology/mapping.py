@@ -141,14 +141,13 @@ def cyclic_mapping(network, nranks: int) -> Mapping:
 
 
 def tile_shapes(grid: LogicalGrid, cores_per_node: int) -> list[tuple[int, ...]]:
-    """Tile shapes of ``cores_per_node`` ranks that divide the grid evenly."""
-    shapes = []
-    for shape in itertools.product(*(range(1, d + 1) for d in grid.dims)):
-        if math.prod(shape) == cores_per_node and all(
-            d % t == 0 for d, t in zip(grid.dims, shape, strict=True)
-        ):
-            shapes.append(shape)
-    return shapes
+    """Tile shapes of ``cores_per_node`` ranks that divide the grid evenly, in lexicographic
+    order. Built from the divisors of the core count (a few), never by scanning the grid."""
+    divisors = [d for d in range(1, cores_per_node + 1) if cores_per_node % d == 0]
+    shapes: list[tuple[int, ...]] = [()]
+    for size in grid.dims:
+        shapes = [s + (t,) for s in shapes for t in divisors if size % t == 0]
+    return [s for s in shapes if math.prod(s) == cores_per_node]
 
 
 def tiled_mapping(

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from petacomm.errors import PetacommError
+from petacomm.files import read_bytes_file
 from petacomm.topology.pattern import CommPattern, Phase, matrix_messages
 
 _SRC_NAMES = ("src", "source", "rank", "sender", "from")
@@ -33,14 +35,22 @@ def _pick(names: list[str], wanted: tuple[str, ...], path, what: str) -> int:
     )
 
 
+# Rank numbers above this cannot be MPI ranks (int) and would not fit any network here.
+MAX_RANK = (1 << 31) - 1
+
+
 def _from_triplets(src, dst, nbytes, nranks, path) -> CommPattern:
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
+    src = np.asarray(src, dtype=np.float64)
+    dst = np.asarray(dst, dtype=np.float64)
     nbytes = np.asarray(nbytes, dtype=np.float64)
-    if src.size and (src.min() < 0 or dst.min() < 0):
-        raise ValueError(f"{path}: ranks must be >= 0")
-    if np.any(nbytes < 0):
-        raise ValueError(f"{path}: byte counts must be >= 0")
+    for name, ranks in (("source", src), ("destination", dst)):
+        if not np.all(np.isfinite(ranks)) or np.any(ranks != np.round(ranks)):
+            raise ValueError(f"{path}: {name} ranks must be whole numbers")
+        if ranks.size and (ranks.min() < 0 or ranks.max() > MAX_RANK):
+            raise ValueError(f"{path}: {name} ranks must be in 0..{MAX_RANK}")
+    src, dst = src.astype(np.int64), dst.astype(np.int64)
+    if not np.all(np.isfinite(nbytes)) or np.any(nbytes < 0):
+        raise ValueError(f"{path}: byte counts must be finite and >= 0")
     inferred = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1)
     if nranks is None:
         nranks = inferred
@@ -57,10 +67,19 @@ def _from_triplets(src, dst, nbytes, nranks, path) -> CommPattern:
 def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) -> CommPattern:
     """Read a measured matrix from ``.npy`` or ``.csv`` (see module docstring)."""
     path = Path(path)
-    if not path.exists():
-        raise ValueError(f"{path}: no such file")
+    if path.suffix.lower() not in (".npy", ".csv"):
+        raise ValueError(f"{path}: unknown matrix file type (expected .csv or .npy)")
+    try:
+        data = read_bytes_file(path, "matrix")
+    except PetacommError as err:
+        raise ValueError(str(err).removeprefix("matrix: ")) from None
     if path.suffix.lower() == ".npy":
-        arr = np.load(path, allow_pickle=False)
+        try:
+            arr = np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as err:
+            raise ValueError(f"{path}: not a NumPy .npy array file ({err})") from None
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iuf":
+            raise ValueError(f"{path}: expected an array of numbers")
         if triplets:
             if arr.ndim != 2 or arr.shape[1] != 3:
                 raise ValueError(f"{path}: expected an (n, 3) array of src, dst, bytes")
@@ -69,9 +88,12 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
         return CommPattern(
             nranks or arr.shape[0], [Phase("measured", src, dst, nb)], f"matrix from {path}"
         )
-    if path.suffix.lower() != ".csv":
-        raise ValueError(f"{path}: unknown matrix file type (expected .csv or .npy)")
-    text = path.read_text()
+    if b"\0" in data:
+        raise ValueError(f"{path}: a binary file, not CSV text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 CSV text") from None
     rows = [
         (lineno, row)
         for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1)
@@ -94,6 +116,12 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
         si = _pick(first, _SRC_NAMES, path, "source")
         di = _pick(first, _DST_NAMES, path, "destination")
         bi = _pick(first, _BYTES_NAMES, path, "bytes")
+        for lineno, row in rows[1:]:
+            if len(row) != len(first):
+                raise ValueError(
+                    f"{path}: line {lineno}: expected {len(first)} values like the header, "
+                    f"got {len(row)}"
+                )
         data = np.array(
             [[number(ln, i, row[i]) for i in (si, di, bi)] for ln, row in rows[1:]]
         ).reshape(-1, 3)
@@ -134,14 +162,17 @@ def read_profile_log(path, nranks: int | None = None) -> CommPattern:
     communication matrix: bytes sent from each rank to each partner (world ranks).
     Collectives have no partner and are not part of the matrix. The log must carry
     per-partner records, i.e. the profiler ran with ``PETACOMM_PROF_DETAIL`` ``normal``
-    (the default) or ``full``.
+    (the default) or ``full``. Bytes the log holds without a known partner (coarsened when
+    the profiler's call table was full, an unresolved ``MPI_ANY_SOURCE``, a partner outside
+    ``MPI_COMM_WORLD``) cannot be placed: the pattern's ``notes`` say how many there are.
     """
-    from petacomm.errors import PetacommError
     from petacomm.profile import analysis, log
 
     try:
         profile = log.load(path)
-    except PetacommError as err:
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a profile log (not UTF-8 JSON text)") from None
+    except (PetacommError, OSError, ValueError) as err:
         raise ValueError(str(err)) from None
     measured = analysis.matrix(profile, max_cells=max(profile.ranks, 1))
     if measured is None:
@@ -154,4 +185,37 @@ def read_profile_log(path, nranks: int | None = None) -> CommPattern:
     src, dst = np.nonzero(measured.bytes)
     pattern = _from_triplets(src, dst, measured.bytes[src, dst], nranks or profile.ranks, path)
     pattern.description = f"profile {path} ({measured.source})"
+    note = unplaced_bytes_note(profile, measured)
+    if note:
+        pattern.notes.append(note)
     return pattern
+
+
+def unplaced_bytes_note(profile, measured) -> str:
+    """What the matrix leaves out: bytes of the same calls recorded without a partner rank
+    (the profiler's partner codes), as a sentence; '' when nothing is left out."""
+    from petacomm.profile import analysis, log
+
+    kinds = analysis.RECV_KINDS if measured.source.startswith("receives") else analysis.SEND_KINDS
+    reasons = {
+        log.PEER_COARSE: "coarsened (the profiler's call table was full)",
+        log.PEER_ANY: "MPI_ANY_SOURCE never resolved",
+        log.PEER_OUTSIDE: "partner outside MPI_COMM_WORLD",
+    }
+    lost: dict[str, float] = {}
+    for row in profile.peer_rows or []:
+        if profile.kind(row["call"]) in kinds and row["peer"] in reasons:
+            reason = reasons[row["peer"]]
+            lost[reason] = lost.get(reason, 0.0) + float(row["bytes"])
+    missing = sum(lost.values())
+    if missing <= 0:
+        return ""
+    placed = float(measured.bytes.sum())
+    share = 100.0 * missing / (placed + missing)
+    from petacomm.units import format_bytes
+
+    details = ", ".join(f"{format_bytes(b)} {reason}" for reason, b in lost.items())
+    return (
+        f"{share:.1f} % of the profile's point-to-point bytes ({format_bytes(missing)} of "
+        f"{format_bytes(placed + missing)}) have no known partner and are not mapped: {details}"
+    )

@@ -10,9 +10,10 @@ Definitions (all over the whole pattern: every phase, times its repeat count):
 * dilation: hops of a message (0 inside a node); ``avg`` over messages, ``max`` over messages;
 * intra-/inter-node bytes: bytes of messages whose ends share / do not share a node;
 * predicted time: phases run one after another; a phase costs the busiest sender's
-  alpha-beta time (alpha x messages + beta x bytes it sends, from the machine model's
-  ``pingpong`` parameters) plus the most loaded link's bytes x link beta (seconds per byte
-  of one link; defaults to the model's beta).
+  alpha-beta time (the sum over the messages it sends of alpha + beta x bytes, alpha and beta
+  taken from the machine model's ``pingpong`` fit piece that covers each message's size)
+  plus the most loaded link's bytes x link beta (seconds per byte of one link; defaults to
+  the model's large-message beta).
 """
 
 from __future__ import annotations
@@ -31,28 +32,81 @@ _USED_LINK_TOLERANCE = 1e-9
 @dataclass(frozen=True)
 class CostParameters:
     """alpha (s per message), beta (s per byte at an endpoint), link_beta (s per byte on a
-    network link)."""
+    network link).
+
+    ``pieces`` (optional) makes alpha and beta depend on the message size, as a machine
+    model's piecewise point-to-point fit does: ``(from_bytes, alpha, beta)`` triples ordered
+    by size; a message of n bytes uses the last piece with ``from_bytes <= n`` (the first
+    piece below it). Without pieces, ``alpha`` and ``beta`` apply to every size.
+    """
 
     alpha: float
     beta: float
     link_beta: float
+    pieces: tuple[tuple[float, float, float], ...] = ()
 
     def __post_init__(self):
-        for name in ("alpha", "beta", "link_beta"):
-            if not np.isfinite(getattr(self, name)) or getattr(self, name) < 0:
-                raise ValueError(f"cost {name}: expected a finite value >= 0")
+        values = [("alpha", self.alpha), ("beta", self.beta), ("link_beta", self.link_beta)]
+        values += [
+            (f"piece {i} {n}", v)
+            for i, p in enumerate(self.pieces)
+            for n, v in zip(("from_bytes", "alpha", "beta"), p, strict=True)
+        ]
+        for name, value in values:
+            if not np.isfinite(value) or value < 0:
+                raise ValueError(f"cost {name}: expected a finite value >= 0, got {value!r}")
+        starts = [p[0] for p in self.pieces]
+        if starts != sorted(starts):
+            raise ValueError("cost pieces: expected increasing from_bytes")
+
+    def alpha_beta_for(self, nbytes) -> tuple[np.ndarray, np.ndarray]:
+        """Arrays (alpha, beta) for each message size in ``nbytes``."""
+        n = np.asarray(nbytes, dtype=np.float64)
+        if not self.pieces:
+            return np.full(n.shape, self.alpha), np.full(n.shape, self.beta)
+        starts = np.array([p[0] for p in self.pieces])
+        index = np.clip(np.searchsorted(starts, n, side="right") - 1, 0, len(self.pieces) - 1)
+        alphas = np.array([p[1] for p in self.pieces])
+        betas = np.array([p[2] for p in self.pieces])
+        return alphas[index], betas[index]
+
+    def message_seconds(self, nbytes) -> np.ndarray:
+        """alpha + beta n of each message, with the piece covering its size n."""
+        n = np.asarray(nbytes, dtype=np.float64)
+        alpha, beta = self.alpha_beta_for(n)
+        return alpha + beta * n
+
+    def pieces_for_sizes(self, sizes) -> list[tuple[float, float, float, float]]:
+        """(smallest size, largest size, alpha, beta) per piece that covers some of ``sizes``."""
+        n = np.unique(np.asarray(sizes, dtype=np.float64))
+        if n.size == 0:
+            return []
+        alpha, beta = self.alpha_beta_for(n)
+        out = []
+        for a, b in dict.fromkeys(zip(alpha.tolist(), beta.tolist(), strict=True)):
+            chosen = n[(alpha == a) & (beta == b)]
+            out.append((float(chosen.min()), float(chosen.max()), a, b))
+        return out
 
 
 def cost_parameters_from_model(model=None, link_beta: float | None = None) -> CostParameters:
-    """alpha/beta from a machine model object (anything with ``alpha_beta(op=...)``); with
-    ``model=None`` petacomm's built-in default model."""
+    """Size-dependent alpha/beta from a machine model's point-to-point fit (anything with
+    ``point_to_point_pieces()``, else ``alpha_beta(op, nbytes)`` at 1 MiB); with
+    ``model=None`` petacomm's built-in default model. ``alpha``/``beta`` are the large-message
+    piece's; the link beta defaults to that piece's beta (the asymptotic bandwidth)."""
     if model is None:
         from petacomm.model import default_model  # lazy: the model package is optional here
 
         model = default_model()
     alpha, beta = model.alpha_beta(op="pingpong")
+    pieces: tuple = ()
+    if hasattr(model, "point_to_point_pieces"):
+        pieces = tuple(
+            (float(p.from_bytes), float(p.alpha_s), float(p.beta_s_per_byte))
+            for p in model.point_to_point_pieces()
+        )
     return CostParameters(
-        float(alpha), float(beta), float(beta if link_beta is None else link_beta)
+        float(alpha), float(beta), float(beta if link_beta is None else link_beta), pieces
     )
 
 
@@ -180,9 +234,9 @@ def evaluate_mapping(
             totals["hop_sum"] += float((pcount * hops).sum()) * rep
             max_hops = max(max_hops, float(hops.max()))
         if cost is not None:
-            sent_bytes = np.bincount(src, weights=nb, minlength=pattern.nranks)
-            sent_msgs = np.bincount(src, minlength=pattern.nranks)
-            endpoint = float((cost.alpha * sent_msgs + cost.beta * sent_bytes).max(initial=0.0))
+            # Each message costs alpha + beta n with the fit piece covering its size n.
+            sent = np.bincount(src, weights=cost.message_seconds(nb), minlength=pattern.nranks)
+            endpoint = float(sent.max(initial=0.0))
             phase_times.append(endpoint + phase_max_link * cost.link_beta)
     scale = max(1.0, float(np.abs(link_flows).max(initial=0.0)))
     used = link_flows > _USED_LINK_TOLERANCE * scale

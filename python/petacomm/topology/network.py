@@ -13,16 +13,21 @@ Text forms (``parse_network``)::
     dragonfly:9,4,2,2        GROUPS,ROUTERS,NODES,GLOBAL (or g=9,a=4,p=2,h=2)
 
 Any form takes ``:t=N`` (or ``:cores=N``) for the cores per node (default 1).
+
+Kinds are registered in ``NETWORK_KINDS`` (one :class:`NetworkKind` line each, at the end of
+this module); ``parse_network`` reads the registry, so a new kind is a class and a line
+(docs/topology.md, "Adding a network kind"). Sizes are bounded (``MAX_NODES``,
+``MAX_LINKS``, ``MAX_CORES_PER_NODE``) so that one evaluation fits in memory.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-KINDS = ("torus", "mesh", "fattree", "dragonfly")
 _TORUS_LETTERS_3D = "XYZ"
 _TORUS_LETTERS = "ABCDEFGHIJKLMNOPQRS"  # no T: T is the core dimension in permutation strings
 
@@ -306,7 +311,8 @@ class DragonflyNetwork:
     ``nodes`` per router, ``global_links`` per router to other groups.
 
     Global port ``q = r*h + k`` of group i (router r, port k) connects to group
-    ``(i + 1 + q mod (g-1)) mod g``; requires ``routers*global_links`` to be a multiple of
+    ``(i + 1 + q mod (g-1)) mod g``, the k-th port of group i towards group j (in port
+    order) to the k-th port of j towards i; requires ``routers*global_links`` to be a multiple of
     ``groups-1`` so every group pair has the same number of parallel global links.
     Links: local link router r -> router r' (same group) has id ``r*(a-1) + j`` where j is r''s
     index among the other routers of the group; global port (r, k) has id
@@ -429,21 +435,158 @@ class DragonflyNetwork:
 
 Network = TorusNetwork | FatTreeNetwork | DragonflyNetwork
 
+# Bounds on what one evaluation may allocate: per-link load arrays are (rows, num_links)
+# float64, so 2^25 links keep them near a quarter GiB; the largest machines built have
+# ~10^5 nodes.
+MAX_NODES = 1 << 22
+MAX_LINKS = 1 << 25
+MAX_CORES_PER_NODE = 1 << 16
+
+
+# --------------------------------------------------------------------------------------------
+# The registry of network kinds: one entry per kind, read by parse_network, the command's
+# help, the default candidate mappings and the docs' table (checked by a test).
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NetworkKind:
+    """How one kind of network is written and built.
+
+    ``parse(kind, shape, options, text)`` builds the network (1 core per node) from the text
+    after ``KIND:`` up to the first option (``shape``) and the ``key=value`` options, popping
+    the options it understands (the rest are refused); it raises ValueError naming ``text``.
+    ``default_candidates`` is the ``--candidates`` list used when none is given.
+    """
+
+    name: str
+    parse: Callable[[str, str, dict[str, str], str], Network]
+    example: str
+    summary: str
+    default_candidates: str = "block,cyclic,greedy,bisection"
+
+
+NETWORK_KINDS: dict[str, NetworkKind] = {}
+
+
+def register_network_kind(kind: NetworkKind) -> NetworkKind:
+    """Adds a kind (or replaces the one of the same name); returns it."""
+    NETWORK_KINDS[kind.name] = kind
+    return kind
+
 
 def _int_list(text: str, what: str) -> tuple[int, ...]:
     parts = text.split(",")
     return tuple(_positive_int(p.strip(), what) for p in parts)
 
 
+def _parse_torus(kind: str, shape: str, options: dict[str, str], text: str) -> Network:
+    if not shape:
+        raise ValueError(f"network {text!r}: missing dimensions, e.g. {kind}:8x16x32")
+    dims = tuple(_positive_int(d.strip(), f"network {text!r}: dimension") for d in shape.split("x"))
+    dimension_letters(len(dims))  # refuses more dimensions than letters
+    wrap = (kind == "torus",) * len(dims)
+    if "wrap" in options:
+        flags = options.pop("wrap").split(",")
+        if len(flags) != len(dims) or any(f not in ("0", "1") for f in flags):
+            raise ValueError(f"network {text!r}: wrap= needs {len(dims)} comma-separated 0/1 flags")
+        wrap = tuple(f == "1" for f in flags)
+    return TorusNetwork(dims, wrap)
+
+
+def _parse_fattree(kind: str, shape: str, options: dict[str, str], text: str) -> Network:
+    fields = shape.split(";")
+    if len(fields) != 4:
+        raise ValueError(
+            f"network {text!r}: fattree expects LEVELS;DOWN;UP;PARALLEL, e.g. fattree:2;4,4;1,2;1,2"
+        )
+    levels = _positive_int(fields[0], f"network {text!r}: levels")
+    down = _int_list(fields[1], f"network {text!r}: down links")
+    up = _int_list(fields[2], f"network {text!r}: up links")
+    par = _int_list(fields[3], f"network {text!r}: parallel links")
+    if not (len(down) == len(up) == len(par) == levels):
+        raise ValueError(
+            f"network {text!r}: LEVELS is {levels} but DOWN/UP/PARALLEL have "
+            f"{len(down)}/{len(up)}/{len(par)} values"
+        )
+    return FatTreeNetwork(down, up, par)
+
+
+def _parse_dragonfly(kind: str, shape: str, options: dict[str, str], text: str) -> Network:
+    names = {"g": "groups", "a": "routers", "p": "nodes", "h": "global_links"}
+    long_names = {"groups": "g", "routers": "a", "nodes": "p", "global": "h"}
+    values: dict[str, int] = {}
+    items = [s.strip() for s in shape.split(",")]
+    if all("=" not in s for s in items):
+        if len(items) != 4:
+            raise ValueError(
+                f"network {text!r}: dragonfly expects GROUPS,ROUTERS,NODES,GLOBAL, e.g. "
+                "dragonfly:9,4,2,2"
+            )
+        values = dict(
+            zip("gaph", (_positive_int(s, f"network {text!r}") for s in items), strict=True)
+        )
+    else:
+        for s in items:
+            key, _, value = s.partition("=")
+            key = long_names.get(key.strip().lower(), key.strip().lower())
+            if key not in names:
+                raise ValueError(
+                    f"network {text!r}: unknown dragonfly field {key!r} "
+                    "(expected g/groups, a/routers, p/nodes, h/global)"
+                )
+            values[key] = _positive_int(value, f"network {text!r}: {names[key]}")
+        missing = [names[k] for k in "gaph" if k not in values]
+        if missing:
+            raise ValueError(f"network {text!r}: missing dragonfly field(s) {missing}")
+    return DragonflyNetwork(values["g"], values["a"], values["p"], values["h"])
+
+
+_PERMUTATIONS = "permutations"
+register_network_kind(
+    NetworkKind(
+        "torus",
+        _parse_torus,
+        "torus:8x16x32",
+        "N-d torus; :wrap=1,1,0 per dimension",
+        _PERMUTATIONS,
+    )
+)
+register_network_kind(
+    NetworkKind("mesh", _parse_torus, "mesh:4x4", "N-d mesh (no wrap-around links)", _PERMUTATIONS)
+)
+register_network_kind(
+    NetworkKind("fattree", _parse_fattree, "fattree:2;4,4;1,2;1,2", "XGFT fat tree")
+)
+register_network_kind(
+    NetworkKind("dragonfly", _parse_dragonfly, "dragonfly:9,4,2,2", "canonical dragonfly")
+)
+
+
+def check_network_size(network, text: str = "") -> None:
+    """Refuses networks whose per-link arrays would not fit in memory (ValueError)."""
+    what = f"network {text!r}" if text else f"network {network.to_text()!r}"
+    if network.num_nodes > MAX_NODES:
+        raise ValueError(f"{what}: {network.num_nodes:,} nodes exceed the limit of {MAX_NODES:,}")
+    if network.num_links > MAX_LINKS:
+        raise ValueError(f"{what}: {network.num_links:,} links exceed the limit of {MAX_LINKS:,}")
+
+
 def parse_network(text: str) -> Network:
     """Parse the one-line network form (see the module docstring); ValueError on bad input."""
     if not isinstance(text, str) or ":" not in text:
         raise ValueError(
-            f"network {text!r}: expected KIND:SHAPE, e.g. torus:8x16x32, mesh:4x4, "
-            "fattree:2;4,4;1,2;1,2, dragonfly:9,4,2,2"
+            f"network {text!r}: expected KIND:SHAPE, e.g. "
+            + ", ".join(kind.example for kind in NETWORK_KINDS.values())
         )
-    kind, _, rest = text.strip().partition(":")
-    kind = kind.strip().lower()
+    kind_name, _, rest = text.strip().partition(":")
+    kind_name = kind_name.strip().lower()
+    kind = NETWORK_KINDS.get(kind_name)
+    if kind is None:
+        raise ValueError(
+            f"network {text!r}: unknown network kind {kind_name!r} "
+            f"(expected {', '.join(NETWORK_KINDS)})"
+        )
     parts = rest.split(":")
     shape, options = parts[0].strip(), {}
     for opt in parts[1:]:
@@ -455,70 +598,13 @@ def parse_network(text: str) -> Network:
     for key in ("t", "cores"):
         if key in options:
             cores = _positive_int(options.pop(key), f"network {text!r}: cores per node")
-    if kind in ("torus", "mesh"):
-        if not shape:
-            raise ValueError(f"network {text!r}: missing dimensions, e.g. {kind}:8x16x32")
-        dims = tuple(
-            _positive_int(d.strip(), f"network {text!r}: dimension") for d in shape.split("x")
-        )
-        wrap = (kind == "torus",) * len(dims)
-        if "wrap" in options:
-            flags = options.pop("wrap").split(",")
-            if len(flags) != len(dims) or any(f not in ("0", "1") for f in flags):
-                raise ValueError(
-                    f"network {text!r}: wrap= needs {len(dims)} comma-separated 0/1 flags"
-                )
-            wrap = tuple(f == "1" for f in flags)
-        network: Network = TorusNetwork(dims, wrap, cores)
-    elif kind == "fattree":
-        fields = shape.split(";")
-        if len(fields) != 4:
-            raise ValueError(
-                f"network {text!r}: fattree expects LEVELS;DOWN;UP;PARALLEL, e.g. "
-                "fattree:2;4,4;1,2;1,2"
-            )
-        levels = _positive_int(fields[0], f"network {text!r}: levels")
-        down = _int_list(fields[1], f"network {text!r}: down links")
-        up = _int_list(fields[2], f"network {text!r}: up links")
-        par = _int_list(fields[3], f"network {text!r}: parallel links")
-        if not (len(down) == len(up) == len(par) == levels):
-            raise ValueError(
-                f"network {text!r}: LEVELS is {levels} but DOWN/UP/PARALLEL have "
-                f"{len(down)}/{len(up)}/{len(par)} values"
-            )
-        network = FatTreeNetwork(down, up, par, cores)
-    elif kind == "dragonfly":
-        names = {"g": "groups", "a": "routers", "p": "nodes", "h": "global_links"}
-        long_names = {"groups": "g", "routers": "a", "nodes": "p", "global": "h"}
-        values: dict[str, int] = {}
-        items = [s.strip() for s in shape.split(",")]
-        if all("=" not in s for s in items):
-            if len(items) != 4:
-                raise ValueError(
-                    f"network {text!r}: dragonfly expects GROUPS,ROUTERS,NODES,GLOBAL, e.g. "
-                    "dragonfly:9,4,2,2"
-                )
-            values = dict(
-                zip("gaph", (_positive_int(s, f"network {text!r}") for s in items), strict=True)
-            )
-        else:
-            for s in items:
-                key, _, value = s.partition("=")
-                key = long_names.get(key.strip().lower(), key.strip().lower())
-                if key not in names:
-                    raise ValueError(
-                        f"network {text!r}: unknown dragonfly field {key!r} "
-                        "(expected g/groups, a/routers, p/nodes, h/global)"
-                    )
-                values[key] = _positive_int(value, f"network {text!r}: {names[key]}")
-            missing = [names[k] for k in "gaph" if k not in values]
-            if missing:
-                raise ValueError(f"network {text!r}: missing dragonfly field(s) {missing}")
-        network = DragonflyNetwork(values["g"], values["a"], values["p"], values["h"], cores)
-    else:
-        raise ValueError(
-            f"network {text!r}: unknown network kind {kind!r} (expected {', '.join(KINDS)})"
-        )
+    # Sizes are checked from the shape alone before any per-node array is built.
+    network = kind.parse(kind_name, shape, options, text)
     if options:
         raise ValueError(f"network {text!r}: unknown option(s) {sorted(options)}")
-    return network
+    check_network_size(network, text)
+    if cores > MAX_CORES_PER_NODE:
+        raise ValueError(
+            f"network {text!r}: {cores:,} cores per node exceed the limit of {MAX_CORES_PER_NODE:,}"
+        )
+    return network.with_cores(cores) if cores != 1 else network

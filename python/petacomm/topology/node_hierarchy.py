@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+MAX_CORES = 1 << 16  # = network.MAX_CORES_PER_NODE
+
 
 @dataclass(frozen=True)
 class NodeHierarchy:
@@ -32,6 +34,11 @@ class NodeHierarchy:
         for name, count in self.levels:
             if count < 1:
                 raise ValueError(f"node hierarchy level {name!r}: count must be >= 1")
+        if self.cores_per_node > MAX_CORES:
+            raise ValueError(
+                f"node hierarchy: {self.cores_per_node:,} cores per node exceed the limit of "
+                f"{MAX_CORES:,}"
+            )
 
     @property
     def cores_per_node(self) -> int:
@@ -75,12 +82,22 @@ def parse_synthetic(text: str) -> NodeHierarchy:
 
 
 def load_hwloc_xml(path) -> NodeHierarchy:
-    """Levels package / numa / core from an hwloc XML topology (regular nodes only)."""
+    """Levels package / numa / core from an hwloc XML topology file (regular nodes only)."""
     path = Path(path)
     try:
-        root = ET.parse(path).getroot()
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read ({err.strerror})") from None
+    return hwloc_from_xml(data, path)
+
+
+def hwloc_from_xml(data: bytes, path="hwloc XML") -> NodeHierarchy:
+    """Levels package / numa / core from the bytes of an hwloc XML topology; ``path`` only
+    names the source in errors."""
+    try:
+        root = ET.fromstring(data)
     except ET.ParseError as err:
         line, col = err.position
         raise ValueError(f"{path}: line {line}, column {col}: invalid XML") from None

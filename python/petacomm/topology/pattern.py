@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Patterns larger than this many messages are refused: they would not fit in memory as arrays.
-MAX_MESSAGES = 400_000_000
+# Patterns larger than this many messages are refused: routing them needs several arrays of
+# this length (~1.2 GB each 24 bytes per message) and they would not fit in memory.
+MAX_MESSAGES = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,8 @@ class Phase:
         ).copy()
         if not (self.src.shape == self.dst.shape == self.nbytes.shape):
             raise ValueError("phase: src, dst and nbytes must have the same length")
-        if np.any(self.nbytes < 0):
-            raise ValueError(f"phase {self.name!r}: message sizes must be >= 0")
+        if np.any(self.nbytes < 0) or not np.all(np.isfinite(self.nbytes)):
+            raise ValueError(f"phase {self.name!r}: message sizes must be finite and >= 0")
         if int(self.repeat) < 1:
             raise ValueError(f"phase {self.name!r}: repeat must be >= 1, got {self.repeat}")
 
@@ -117,6 +118,9 @@ class CommPattern:
     phases: list[Phase] = field(default_factory=list)
     description: str = ""
     grid: LogicalGrid | None = None
+    # What the pattern leaves out of the communication it was made from (e.g. a profile's
+    # bytes without a known partner); commands print these with their results.
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if int(self.nranks) < 1:
@@ -135,6 +139,12 @@ class CommPattern:
     @property
     def num_messages(self) -> int:
         return sum(ph.num_messages * ph.repeat for ph in self.phases)
+
+    def message_sizes(self) -> np.ndarray:
+        """The distinct message sizes (bytes) of all phases, self-messages included."""
+        if not self.phases:
+            return np.zeros(0)
+        return np.unique(np.concatenate([ph.nbytes for ph in self.phases]))
 
     def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All phases folded into one list of (src, dst, total bytes), self-messages dropped,

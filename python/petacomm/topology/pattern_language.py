@@ -43,6 +43,9 @@ from petacomm.topology.measured import load_matrix_file, read_profile_log
 from petacomm.units import parse_size
 
 GRID_WORDS = ("grid", "grid1d", "grid2d", "grid3d")
+# Larger messages than this are typing errors (1e30), not patterns: they would only print
+# meaningless figures.
+MAX_MESSAGE_BYTES = 1 << 50
 TRAFFIC_WORDS = (
     "star",
     "box",
@@ -117,6 +120,7 @@ class _Parser:
         self.nranks: int | None = None
         self.phases: list[dict] = []
         self.current: dict | None = None
+        self.notes: list[str] = []
 
     # -- token helpers ------------------------------------------------------------------------
     def peek(self) -> Token:
@@ -140,9 +144,12 @@ class _Parser:
     def size(self) -> float:
         tok = self.word("a message size (e.g. 1MiB, 64KiB, 8)")
         try:
-            return parse_size(tok.text)
+            value = parse_size(tok.text)
         except ValueError:
             self.fail(tok, "a message size (e.g. 1MiB, 64KiB, 8)")
+        if not 1 <= value <= MAX_MESSAGE_BYTES:
+            self.fail(tok, "a message size from 1 B to 1 PiB")
+        return value
 
     def integer(self, expected: str) -> int:
         tok = self.word(expected)
@@ -347,6 +354,7 @@ class _Parser:
                 )
             except ValueError as err:
                 self.fail(tok, f"a readable {low} file ({err})")
+            self.notes.extend(loaded.notes)
             ph = loaded.phases[0]
             return (ph.src, ph.dst, ph.nbytes), loaded.nranks
         raise AssertionError(low)
@@ -364,7 +372,7 @@ class _Parser:
             dst = np.concatenate([m[1] for m in p["parts"]])
             nb = np.concatenate([m[2] for m in p["parts"]])
             phases.append(pat.Phase(p["name"], src, dst, nb, p["repeat"]))
-        return pat.CommPattern(self.nranks, phases, grid=self.grid)
+        return pat.CommPattern(self.nranks, phases, grid=self.grid, notes=self.notes)
 
 
 def parse_pattern(

@@ -13,16 +13,13 @@ import math
 import time
 from dataclasses import dataclass
 
-from petacomm.topology import mapping as mp
-from petacomm.topology.mapping_search import (
-    bisection_mapping,
-    communication_graph,
-    greedy_mapping,
-    refine_by_swaps,
-)
-from petacomm.topology.metrics import MappingMetrics, evaluate_mapping
-from petacomm.topology.network import TorusNetwork
+import numpy as np
 
+from petacomm.topology import mapping as mp
+from petacomm.topology.metrics import MappingMetrics, evaluate_mapping
+from petacomm.topology.network import NETWORK_KINDS, TorusNetwork
+
+# Metric names of --rank-by and the MappingMetrics attribute each orders by.
 RANK_KEYS = {
     "time": "predicted_time_s",
     "max-contention": "max_contention_flows",
@@ -46,13 +43,39 @@ class RankedMapping:
 
 
 def default_candidates(network) -> str:
-    return "permutations" if isinstance(network, TorusNetwork) else "block,cyclic,greedy,bisection"
+    """The candidate list used when none is given: the network kind's registry entry."""
+    return NETWORK_KINDS[network.kind].default_candidates
+
+
+def permutation_candidates(network, limit: int, seed: int = 0) -> tuple[list[str], int]:
+    """At most ``limit`` permutation strings and how many exist ((d+1)! on a d-D torus).
+
+    All of them, in lexicographic order, when they fit; otherwise the two launchers'
+    defaults (T first, then the dimensions in order; the reverse) and a sample drawn with
+    ``seed``, so a 7-D torus (40,320 strings) costs ``limit`` evaluations, not all."""
+    letters = mp.permutation_letters(network)
+    total = math.factorial(len(letters))
+    if total <= limit:
+        return mp.all_permutations(network), total
+    chosen = dict.fromkeys([letters, letters[1:] + "T"][:limit])
+    rng = np.random.default_rng(seed)
+    while len(chosen) < limit:
+        chosen["".join(letters[i] for i in rng.permutation(len(letters)))] = None
+    return list(chosen), total
 
 
 def candidate_mappings(
-    spec: str, network, pattern, time_budget: float = 10.0, seed: int = 0
+    spec: str,
+    network,
+    pattern,
+    time_budget: float = 10.0,
+    seed: int = 0,
+    max_permutations: int | None = None,
+    notes: list[str] | None = None,
 ) -> list[mp.Mapping]:
-    """Build the candidate mappings named by ``spec`` (module docstring)."""
+    """Build the candidate mappings named by ``spec`` (module docstring). ``permutations``
+    yields at most ``max_permutations`` strings (all when None); when it samples, a line
+    saying so is appended to ``notes``."""
     items = [s.strip() for s in spec.split(",") if s.strip()]
     if not items:
         raise ValueError("candidates: empty list (expected e.g. permutations or block,greedy)")
@@ -82,7 +105,15 @@ def candidate_mappings(
                 raise ValueError(
                     f"candidates: permutations need a torus or mesh network, not {network.kind}"
                 )
-            for perm in mp.all_permutations(network):
+            limit = max_permutations if max_permutations is not None else math.inf
+            perms, total = permutation_candidates(network, limit, seed)
+            if len(perms) < total and notes is not None:
+                notes.append(
+                    f"permutations: {len(perms):,} of the {total:,} permutation strings "
+                    f"evaluated (T{network.letters}, {network.letters}T and a sample drawn with "
+                    "--seed; --max-candidates sets how many)"
+                )
+            for perm in perms:
                 add(mp.permutation_mapping(perm, network, pattern.nranks))
         elif low == "block":
             add(mp.block_mapping(network, pattern.nranks))
@@ -102,6 +133,14 @@ def candidate_mappings(
             for shape in shapes:
                 add(mp.tiled_mapping(pattern.grid, shape, network))
         elif low in ("greedy", "bisection"):
+            # scipy (sparse graphs) is loaded only when an optimiser is asked for.
+            from petacomm.topology.mapping_search import (
+                bisection_mapping,
+                communication_graph,
+                greedy_mapping,
+                refine_by_swaps,
+            )
+
             if graph is None:
                 graph = communication_graph(pattern)
             build = greedy_mapping if low == "greedy" else bisection_mapping
@@ -121,19 +160,30 @@ def candidate_mappings(
 
 
 def rank_mappings(
-    network, routing, pattern, mappings, cost=None, rank_by: str = "time", hierarchy=None
+    network,
+    routing,
+    pattern,
+    mappings,
+    cost=None,
+    rank_by: str = "time",
+    hierarchy=None,
+    progress=None,
 ) -> list[RankedMapping]:
     """Evaluate every mapping and sort by ``rank_by`` (ties: max then average contention,
-    hop-bytes, name); ratio_to_best = metric / best metric."""
+    hop-bytes, name); ratio_to_best = metric / best metric. ``progress(detail=name)`` is
+    called after each evaluation."""
     if rank_by not in RANK_KEYS:
         raise ValueError(f"rank by {rank_by!r}: expected one of {', '.join(RANK_KEYS)}")
     if rank_by == "time" and cost is None:
         raise ValueError("rank by time needs machine cost parameters")
     key = RANK_KEYS[rank_by]
-    evaluated = [
-        (m, evaluate_mapping(network, routing, pattern, m, cost=cost, hierarchy=hierarchy))
-        for m in mappings
-    ]
+    evaluated = []
+    for m in mappings:
+        evaluated.append(
+            (m, evaluate_mapping(network, routing, pattern, m, cost=cost, hierarchy=hierarchy))
+        )
+        if progress is not None:
+            progress(detail=m.name)
 
     def tolerant(value: float) -> float:
         # Fractional routing sums differ in the last bits between equal mappings; compare
@@ -160,46 +210,46 @@ def rank_mappings(
 
 _MIB = 1024.0**2
 
+
+def _time_ms(m) -> str:
+    return "n/a" if m.predicted_time_s is None else f"{m.predicted_time_s * 1e3:.3f}"
+
+
+# Terminal columns (name, unit, value); the JSON form has every metric. Intra-node bytes
+# are total minus inter-node; the mapping's name comes last so that a long one (an
+# optimiser's) does not widen the figures.
 TABLE_COLUMNS = (
-    # header, unit, getter
-    ("max contention", "flows", lambda m: f"{m.max_contention_flows:.2f}"),
-    ("avg contention", "flows", lambda m: f"{m.avg_contention_flows:.2f}"),
-    ("max link load", "MiB", lambda m: f"{m.max_link_bytes / _MIB:.2f}"),
+    ("max cont.", "flows", lambda m: f"{m.max_contention_flows:.2f}"),
+    ("avg cont.", "flows", lambda m: f"{m.avg_contention_flows:.2f}"),
+    ("max link", "MiB", lambda m: f"{m.max_link_bytes / _MIB:.2f}"),
     ("hop-bytes", "MiB*hop", lambda m: f"{m.hop_bytes / _MIB:.1f}"),
-    ("avg dilation", "hops", lambda m: f"{m.avg_dilation_hops:.3f}"),
-    ("max dilation", "hops", lambda m: f"{m.max_dilation_hops:.2f}"),
+    ("dil. avg/max", "hops", lambda m: f"{m.avg_dilation_hops:.2f}/{m.max_dilation_hops:.2f}"),
     ("inter-node", "MiB", lambda m: f"{m.inter_node_bytes / _MIB:.1f}"),
-    ("intra-node", "MiB", lambda m: f"{m.intra_node_bytes / _MIB:.1f}"),
-    (
-        "predicted time",
-        "ms",
-        lambda m: "n/a" if m.predicted_time_s is None else f"{m.predicted_time_s * 1e3:.3f}",
-    ),
+    ("predicted", "ms", _time_ms),
 )
 
 
 def format_table(ranked: list[RankedMapping], rank_by: str) -> str:
-    """Fixed-width table; every figure's unit is in its column header."""
-    headers = ["#", "mapping"] + [f"{h} ({u})" for h, u, _ in TABLE_COLUMNS]
-    headers.append(f"ratio to best ({rank_by})")
+    """Fixed-width table, two header lines: names, then units (every figure's unit is in its
+    column's second header line). Fits 100 columns for mapping names up to 10 characters."""
+    names = ["#"] + [h for h, _, _ in TABLE_COLUMNS] + ["ratio", "mapping"]
+    units = [""] + [f"({u})" for _, u, _ in TABLE_COLUMNS] + [f"({rank_by})", ""]
     rows = [
-        [str(r.rank), r.mapping.name]
+        [str(r.rank)]
         + [get(r.metrics) for _, _, get in TABLE_COLUMNS]
-        + [f"{r.ratio_to_best:.3f}x"]
+        + [f"{r.ratio_to_best:.3f}x", r.mapping.name]
         for r in ranked
     ]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
-    lines = [
-        "  ".join(
-            h.rjust(w) if i != 1 else h.ljust(w)
-            for i, (h, w) in enumerate(zip(headers, widths, strict=True))
-        )
+    last = len(names) - 1
+    widths = [
+        max(len(n), len(u), *(len(row[i]) for row in rows))
+        for i, (n, u) in enumerate(zip(names, units, strict=True))
     ]
-    for row in rows:
-        lines.append(
-            "  ".join(
-                c.rjust(w) if i != 1 else c.ljust(w)
-                for i, (c, w) in enumerate(zip(row, widths, strict=True))
-            )
-        )
-    return "\n".join(lines)
+
+    def line(cells) -> str:
+        return "  ".join(
+            c.ljust(w) if i == last else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(names), line(units)] + [line(row) for row in rows])

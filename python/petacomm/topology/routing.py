@@ -20,24 +20,21 @@ Models and their text names (``parse_routing``):
   or an even split over all up-ports and parallel cables (ECMP).
 * ``minimal`` / ``valiant`` - dragonfly: minimal (local, global, local; an even split over the
   parallel global links between two groups), or Valiant through every other group evenly.
+
+Each name is registered in ``ROUTING_KINDS`` with the network kinds it applies to (one
+:class:`RoutingKind` line each, at the end of this module); ``parse_routing`` reads it.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from petacomm.topology.network import DragonflyNetwork, FatTreeNetwork, TorusNetwork
-
-ROUTING_NAMES = {
-    "torus": ("dor", "adaptive"),
-    "mesh": ("dor", "adaptive"),
-    "fattree": ("dmodk", "ecmp"),
-    "dragonfly": ("minimal", "valiant"),
-}
 
 
 def _as_weights(weights, n: int) -> np.ndarray:
@@ -521,40 +518,129 @@ class DragonflyRouting:
 Routing = DimensionOrderRouting | MinimalAdaptiveRouting | FatTreeRouting | DragonflyRouting
 
 
-def parse_routing(text: str | None, network) -> Routing:
+# --------------------------------------------------------------------------------------------
+# The registry of routing models: one entry per name, read by parse_routing, the command's
+# help and the docs' table (checked by a test).
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoutingKind:
+    """A routing model's text name, the network kinds it applies to, and how to build it:
+    ``build(argument, network)`` gets the text after ``NAME:`` ('' when absent) and raises
+    ValueError naming what is wrong."""
+
+    name: str
+    networks: tuple[str, ...]
+    build: Callable[[str, object], object]
+    syntax: str
+    summary: str
+
+
+ROUTING_KINDS: dict[str, RoutingKind] = {}
+
+
+def register_routing(kind: RoutingKind) -> RoutingKind:
+    """Adds a routing model (or replaces the one of the same name); returns it."""
+    ROUTING_KINDS[kind.name] = kind
+    return kind
+
+
+def routings_for(network_kind: str) -> list[str]:
+    """Names of the routing models that apply to a network kind, in registration order."""
+    return [k.name for k in ROUTING_KINDS.values() if network_kind in k.networks]
+
+
+def _no_argument(name: str, routing):
+    def build(arg: str, network):
+        if arg:
+            raise ValueError(f"routing '{name}:{arg}': {name} takes no ':' argument")
+        return routing
+
+    return build
+
+
+def _build_dor(arg: str, network) -> DimensionOrderRouting:
+    if not arg:
+        return DimensionOrderRouting()
+    letters = network.letters
+    order = []
+    for ch in arg.upper():
+        if ch not in letters:
+            raise ValueError(
+                f"routing 'dor:{arg}': unknown dimension letter {ch!r} (expected {letters})"
+            )
+        order.append(letters.index(ch))
+    if sorted(order) != list(range(network.ndim)):
+        raise ValueError(f"routing 'dor:{arg}': the order must name each of {letters} exactly once")
+    return DimensionOrderRouting(tuple(order))
+
+
+def _build_adaptive(arg: str, network) -> MinimalAdaptiveRouting:
+    if arg not in ("", "hop", "paths"):
+        raise ValueError(
+            f"routing 'adaptive:{arg}': expected adaptive, adaptive:hop or adaptive:paths"
+        )
+    return MinimalAdaptiveRouting("path" if arg == "paths" else "hop")
+
+
+_GRIDS = ("torus", "mesh")
+register_routing(
+    RoutingKind("dor", _GRIDS, _build_dor, "dor, dor:ZYX", "dimension-ordered, static")
+)
+register_routing(
+    RoutingKind(
+        "adaptive",
+        _GRIDS,
+        _build_adaptive,
+        "adaptive, adaptive:paths",
+        "minimal adaptive, split per hop (or per path)",
+    )
+)
+register_routing(
+    RoutingKind(
+        "dmodk", ("fattree",), _no_argument("dmodk", FatTreeRouting("dmodk")), "dmodk", "D-mod-K"
+    )
+)
+register_routing(
+    RoutingKind(
+        "ecmp", ("fattree",), _no_argument("ecmp", FatTreeRouting("ecmp")), "ecmp", "even split"
+    )
+)
+register_routing(
+    RoutingKind(
+        "minimal",
+        ("dragonfly",),
+        _no_argument("minimal", DragonflyRouting(False)),
+        "minimal",
+        "local, global, local",
+    )
+)
+register_routing(
+    RoutingKind(
+        "valiant",
+        ("dragonfly",),
+        _no_argument("valiant", DragonflyRouting(True)),
+        "valiant",
+        "through every other group",
+    )
+)
+
+
+def parse_routing(text: str | None, network):
     """Routing model from its text name (module docstring); ``None`` = the network's default."""
     kind = network.kind
+    if text is not None and not text.strip():
+        raise ValueError(
+            "routing: empty name (expected one of " + ", ".join(routings_for(kind)) + ")"
+        )
     name = (text or network.default_routing).strip()
     base, _, arg = name.partition(":")
     base = base.lower()
-    allowed = ROUTING_NAMES[kind]
+    allowed = routings_for(kind)
     if base not in allowed:
         raise ValueError(
             f"routing {name!r} does not apply to a {kind} network (expected one of "
             f"{', '.join(allowed)})"
         )
-    if base == "dor":
-        if not arg:
-            return DimensionOrderRouting()
-        letters = network.letters
-        order = []
-        for ch in arg.upper():
-            if ch not in letters:
-                raise ValueError(
-                    f"routing {name!r}: unknown dimension letter {ch!r} (expected {letters})"
-                )
-            order.append(letters.index(ch))
-        if sorted(order) != list(range(network.ndim)):
-            raise ValueError(
-                f"routing {name!r}: the order must name each of {letters} exactly once"
-            )
-        return DimensionOrderRouting(tuple(order))
-    if base == "adaptive":
-        if arg not in ("", "hop", "paths"):
-            raise ValueError(f"routing {name!r}: expected adaptive, adaptive:hop or adaptive:paths")
-        return MinimalAdaptiveRouting("path" if arg == "paths" else "hop")
-    if arg:
-        raise ValueError(f"routing {name!r}: {base} takes no ':' argument")
-    if base in ("dmodk", "ecmp"):
-        return FatTreeRouting(base)
-    return DragonflyRouting(valiant=base == "valiant")
+    return ROUTING_KINDS[base].build(arg, network)

@@ -1,0 +1,464 @@
+"""Bad input to the around-the-job commands: netbench, map, bench map, doctor's options, the
+top-level command and bench sparse-reduce's checks before launching.
+
+Every case must end the way cli_harness.expect_clean_error checks: exit status non-zero, one
+line on standard error naming the argument, no traceback, no hang, every input file byte for
+byte as it was. Classes of bad input: files (missing, empty, wrong schema, binary, a
+directory), garbage patterns and network strings, zero / negative / NaN / huge numbers and
+sizes, outputs that are inputs or cannot be written, options that conflict or do not apply.
+None of these cases starts an MPI job: the arguments are checked before anything launches
+(the few that must launch are marked mpi).
+"""
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cli_harness import expect_clean_error
+
+RAW_OK = {
+    "tool": "petacomm-netbench",
+    "ranks": 2,
+    "series": [
+        {
+            "op": "pingpong.intra",
+            "participants": 2,
+            "points": [
+                {"bytes": n, "iterations": 10, "seconds": [1e-6 + n * 1e-9] * 3}
+                for n in (8, 64, 512, 4096)
+            ],
+        }
+    ],
+}
+
+
+def _raw(**changes) -> str:
+    raw = json.loads(json.dumps(RAW_OK))
+    for path, value in changes.items():
+        target = raw
+        keys = path.split("__")
+        for key in keys[:-1]:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        last = keys[-1]
+        if isinstance(target, list):
+            target[int(last)] = value
+        else:
+            target[last] = value
+    return json.dumps(raw)
+
+
+FILES = {
+    "empty.csv": b"",
+    "binary.csv": b"\x00\x01\x02\xff binary",
+    "latin1.txt": "grid2d 4x4 box 1KiB  # caf\xe9".encode("latin-1"),
+    "dense.csv": b"0,100\n100,0\n",
+    "nan.csv": b"src,dst,bytes\n0,1,nan\n1,0,5\n",
+    "inf.csv": b"src,dst,bytes\n0,1,inf\n",
+    "negative.csv": b"0,-5\n5,0\n",
+    "rank_huge.csv": b"src,dst,bytes\n0,1e12,5\n",
+    "rank_fraction.csv": b"src,dst,bytes\n0,1.5,5\n",
+    "short_row.csv": b"src,dst,bytes\n0,1\n",
+    "not_square.csv": b"0,1,2\n3,4\n",
+    "no_bytes_column.csv": b"src,dst,size_in_elephants\n0,1,5\n",
+    "words.csv": b"a,b\nc,d\n",
+    "matrix.txt": b"0,1\n1,0\n",
+    "empty.npy": b"",
+    "pickle.npy": b"\x93NUMPY\x01\x00v\x00{'descr': '|O', 'fortran_order': False, 'shape': (2,), }"
+    + b" " * 40
+    + b"\n",
+    "not_json.json": b"{ this is not json",
+    "array.json": b"[1, 2, 3]",
+    "other_schema.json": b'{"schema": "something.else", "schema_version": 1}',
+    "model_v99.json": b'{"schema": "petacomm.machine-model", "schema_version": 99}',
+    "model_nan.json": b'{"schema": "petacomm.machine-model", "schema_version": 1, "a": NaN}',
+    "raw_other_tool.json": b'{"tool": "osu_latency"}',
+    "raw_no_series.json": _raw(series=None).encode(),
+    "raw_bad_op.json": _raw(series__0__op="allsum").encode(),
+    "raw_negative_time.json": _raw(series__0__points__0__seconds=[-1.0]).encode(),
+    "raw_bad_bytes.json": _raw(series__0__points__0__bytes="eight").encode(),
+    "raw_zero_ranks.json": _raw(ranks=0).encode(),
+    "raw_ok.json": json.dumps(RAW_OK).encode(),
+    "pattern_garbage.txt": b"grid2d 4x4 hexagon 1KiB\n",
+    "hosts.txt": b"node-a\nnode-b\n",
+    "hwloc_bad.xml": b"<topology><object",
+    "hwloc_no_cores.xml": b'<topology><object type="Machine"/></topology>',
+}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("bad-input")
+    for name, data in FILES.items():
+        (d / name).write_bytes(data)
+    np.save(d / "three_d.npy", np.zeros((2, 2, 2)))
+    np.save(d / "nan.npy", np.array([[0.0, np.nan], [1.0, 0.0]]))
+    (d / "a_directory.csv").mkdir()
+    (d / "a_directory.json").mkdir()
+    (d / "file_not_dir").write_text("x")
+    return d
+
+
+def inputs(d: Path) -> list[Path]:
+    return sorted(p for p in d.iterdir() if p.is_file())
+
+
+def check(workdir, args, names, timeout=120):
+    expect_clean_error(
+        *args,
+        names=names,
+        inputs=inputs(workdir),
+        cwd=workdir,
+        timeout=timeout,
+        env={"PETACOMM_MODEL": str(workdir / "no-model-here.json")},
+    )
+
+
+MAP = ["map", "--network", "torus:4x4"]
+MAP_RING = [*MAP, "--pattern", "ranks 16; ring 1KiB"]
+NETBENCH = ["netbench", "-o", "written-model.json"]
+
+CASES = [
+    # ---- map: files ----------------------------------------------------------------------
+    ([*MAP, "--matrix", "missing.csv"], ("--matrix", "no such file")),
+    ([*MAP, "--matrix", "empty.csv"], ("--matrix", "empty")),
+    ([*MAP, "--matrix", "binary.csv"], ("--matrix", "binary")),
+    ([*MAP, "--matrix", "a_directory.csv"], ("--matrix", "directory")),
+    ([*MAP, "--matrix", "matrix.txt"], ("--matrix", "unknown matrix file type")),
+    ([*MAP, "--matrix", "nan.csv"], ("--matrix", "finite")),
+    ([*MAP, "--matrix", "inf.csv"], ("--matrix", "finite")),
+    ([*MAP, "--matrix", "negative.csv"], ("--matrix", "finite and >= 0")),
+    ([*MAP, "--matrix", "rank_huge.csv"], ("--matrix", "ranks must be in")),
+    ([*MAP, "--matrix", "rank_fraction.csv"], ("--matrix", "integers")),
+    ([*MAP, "--matrix", "short_row.csv"], ("--matrix", "line 2")),
+    ([*MAP, "--matrix", "not_square.csv"], ("--matrix", "line 2")),
+    ([*MAP, "--matrix", "no_bytes_column.csv"], ("--matrix", "no bytes column")),
+    ([*MAP, "--matrix", "words.csv"], ("--matrix", "no source column")),
+    ([*MAP, "--matrix", "empty.npy"], ("--matrix", "empty")),
+    ([*MAP, "--matrix", "pickle.npy"], ("--matrix", "not a NumPy .npy array")),
+    ([*MAP, "--matrix", "three_d.npy"], ("--matrix", "square matrix")),
+    ([*MAP, "--matrix", "nan.npy"], ("--matrix", "finite")),
+    ([*MAP, "--pattern-file", "missing.txt"], ("--pattern-file", "no such file")),
+    ([*MAP, "--pattern-file", "empty.csv"], ("--pattern-file", "empty")),
+    ([*MAP, "--pattern-file", "binary.csv"], ("--pattern-file", "binary")),
+    ([*MAP, "--pattern-file", "latin1.txt"], ("--pattern-file", "UTF-8")),
+    ([*MAP, "--pattern-file", "a_directory.csv"], ("--pattern-file", "directory")),
+    ([*MAP, "--pattern-file", "pattern_garbage.txt"], ("--pattern-file", "line 1, column 12")),
+    ([*MAP, "--from-profile", "missing.json"], ("--from-profile", "no such profile log")),
+    ([*MAP, "--from-profile", "empty.csv"], ("--from-profile", "not JSON")),
+    ([*MAP, "--from-profile", "binary.csv"], ("--from-profile",)),
+    ([*MAP, "--from-profile", "not_json.json"], ("--from-profile", "not JSON")),
+    ([*MAP, "--from-profile", "array.json"], ("--from-profile", "not a valid")),
+    ([*MAP, "--from-profile", "other_schema.json"], ("--from-profile", "not a valid")),
+    ([*MAP, "--from-profile", "a_directory.json"], ("--from-profile", "no partial logs")),
+    ([*MAP_RING, "--model", "missing.json"], ("--model", "not found")),
+    ([*MAP_RING, "--model", "empty.csv"], ("--model", "not valid JSON")),
+    ([*MAP_RING, "--model", "binary.csv"], ("--model",)),
+    ([*MAP_RING, "--model", "a_directory.json"], ("--model", "directory")),
+    ([*MAP_RING, "--model", "other_schema.json"], ("--model", "not a petacomm machine model")),
+    ([*MAP_RING, "--model", "model_v99.json"], ("--model", "schema_version 99")),
+    ([*MAP_RING, "--model", "model_nan.json"], ("--model", "NaN is not a number")),
+    ([*MAP_RING, "--hwloc", "missing.xml"], ("--hwloc", "no such file")),
+    ([*MAP_RING, "--hwloc", "a_directory.csv"], ("--hwloc", "directory")),
+    ([*MAP_RING, "--hwloc", "hwloc_bad.xml"], ("--hwloc", "invalid XML")),
+    ([*MAP_RING, "--hwloc", "hwloc_no_cores.xml"], ("--hwloc", "no Core objects")),
+    ([*MAP_RING, "--hosts", "missing.txt"], ("--hosts", "no such file")),
+    ([*MAP_RING, "--hosts", "binary.csv"], ("--hosts", "binary")),
+    ([*MAP_RING, "--hosts", "hosts.txt"], ("--hosts", "2 host names for 16 nodes")),
+    # ---- map: patterns -----------------------------------------------------------------------
+    ([*MAP, "--pattern", ""], ("--pattern", "at least one traffic statement")),
+    ([*MAP, "--pattern", "grid2d 4x4 hexagon 1KiB"], ("--pattern", "column 12")),
+    ([*MAP, "--pattern", "grid2d 4xfour box 1KiB"], ("--pattern", "grid dimensions")),
+    ([*MAP, "--pattern", "grid2d 0x4 box 1KiB"], ("--pattern", "grid dimensions")),
+    ([*MAP, "--pattern", "grid3d 4x4 box 1KiB"], ("--pattern", "3 dimensions")),
+    ([*MAP, "--pattern", "box 1KiB"], ("--pattern", "a 'grid' statement")),
+    ([*MAP, "--pattern", "ranks 16; ring 0"], ("--pattern", "from 1 B to 1 PiB")),
+    ([*MAP, "--pattern", "ranks 16; ring -5"], ("--pattern", "message size")),
+    ([*MAP, "--pattern", "ranks 16; ring nan"], ("--pattern", "message size")),
+    ([*MAP, "--pattern", "ranks 16; ring 1e400"], ("--pattern", "message size")),
+    ([*MAP, "--pattern", "ranks 16; ring 1e30"], ("--pattern", "from 1 B to 1 PiB")),
+    ([*MAP, "--pattern", "ranks 16; ring 1MiX"], ("--pattern", "message size")),
+    ([*MAP, "--pattern", "ranks 0; ring 1"], ("--pattern", "positive rank count")),
+    ([*MAP, "--pattern", "grid2d 4x4 box 1; phase x0"], ("--pattern", "repeat count")),
+    ([*MAP, "--pattern", "grid2d 4x4 line 7 1KiB"], ("--pattern", "an axis in 0..1")),
+    ([*MAP, "--pattern", "grid2d 4x4 offsets (1) 1KiB"], ("--pattern", "2 component")),
+    ([*MAP, "--pattern", "grid2d 100000x100000 box 1"], ("--pattern", "exceed the limit")),
+    ([*MAP, "--pattern", "grid2d 8x8 box 1"], ("the pattern has 64 ranks", "16 slots")),
+    ([*MAP, "--pattern", "matrix missing.csv"], ("--pattern", "no such file")),
+    ([*MAP, "--pattern", "matrix binary.csv"], ("--pattern", "binary")),
+    ([*MAP, "--pattern", "profile not_json.json"], ("--pattern", "not JSON")),
+    ([*MAP], ("give exactly one of --pattern",)),
+    ([*MAP_RING, "--matrix", "dense.csv"], ("give exactly one of", "--matrix")),
+    # ---- map: networks and machine -------------------------------------------------------------
+    (["map", "--pattern", "ranks 4; ring 1"], ("--network", "required")),
+    (["map", "--network", "", "--pattern", "ranks 4; ring 1"], ("--network", "required")),
+    (["map", "--network", "tours:8x8", "--pattern", "ring 1"], ("--network", "unknown network")),
+    (["map", "--network", "torus", "--pattern", "ring 1"], ("--network", "KIND:SHAPE")),
+    (["map", "--network", "torus:", "--pattern", "ring 1"], ("--network", "missing dimensions")),
+    (["map", "--network", "torus:8x0", "--pattern", "ring 1"], ("--network", "positive integer")),
+    (["map", "--network", "torus:-4", "--pattern", "ring 1"], ("--network", "positive integer")),
+    (["map", "--network", "torus:4.5", "--pattern", "ring 1"], ("--network", "positive integer")),
+    (
+        ["map", "--network", "torus:100000x100000x100000", "--pattern", "ranks 4; ring 1"],
+        ("--network", "exceed the limit"),
+    ),
+    (
+        ["map", "--network", "torus:" + "x".join(["2"] * 25), "--pattern", "ring 1"],
+        ("--network", "dimensions"),
+    ),
+    (["map", "--network", "torus:4x4:t=0", "--pattern", "ring 1"], ("--network", "positive")),
+    (
+        ["map", "--network", "torus:4x4:t=99999999999", "--pattern", "ring 1"],
+        ("--network", "cores per node exceed"),
+    ),
+    (["map", "--network", "torus:4x4:wrap=1", "--pattern", "ring 1"], ("--network", "wrap=")),
+    (["map", "--network", "torus:4x4:colour=red", "--pattern", "ring 1"], ("--network", "colour")),
+    (["map", "--network", "fattree:2;4,4;1,2", "--pattern", "ring 1"], ("--network", "LEVELS")),
+    (
+        ["map", "--network", "fattree:2;99999,99999;99999,99999;1,1", "--pattern", "ring 1"],
+        ("--network", "exceed the limit"),
+    ),
+    (["map", "--network", "dragonfly:10,4,2,2", "--pattern", "ring 1"], ("--network", "multiple")),
+    (["map", "--network", "dragonfly:g=9,a=4", "--pattern", "ring 1"], ("--network", "missing")),
+    ([*MAP_RING, "--cores-per-node", "0"], ("--cores-per-node", "positive integer")),
+    ([*MAP_RING, "--cores-per-node", "-2"], ("--cores-per-node", "positive integer")),
+    ([*MAP_RING, "--cores-per-node", "two"], ("--cores-per-node", "positive integer")),
+    ([*MAP_RING, "--cores-per-node", "99999999"], ("--cores-per-node", "exceeds the limit")),
+    ([*MAP_RING, "--node", "core8"], ("--node", "name:count")),
+    ([*MAP_RING, "--node", "core:0"], ("--node", "name:count")),
+    ([*MAP_RING, "--node", "core:99999999"], ("--node", "exceed the limit")),
+    ([*MAP_RING, "--node", "core:2", "--cores-per-node", "4"], ("--cores-per-node", "disagrees")),
+    ([*MAP_RING, "--node", "core:2", "--hwloc", "hwloc_bad.xml"], ("--node and --hwloc",)),
+    ([*MAP_RING, "--routing", ""], ("--routing", "empty")),
+    ([*MAP_RING, "--routing", "ecmp"], ("--routing", "does not apply")),
+    ([*MAP_RING, "--routing", "dor:XQ"], ("--routing", "dimension letter")),
+    ([*MAP_RING, "--routing", "adaptive:sometimes"], ("--routing", "adaptive:paths")),
+    ([*MAP_RING, "--link-bandwidth", "0"], ("--link-bandwidth", "> 0")),
+    ([*MAP_RING, "--link-bandwidth", "-1GB"], ("--link-bandwidth", "byte size")),
+    ([*MAP_RING, "--link-bandwidth", "nan"], ("--link-bandwidth", "byte size")),
+    ([*MAP_RING, "--link-bandwidth", "1e400"], ("--link-bandwidth", "too large")),
+    ([*MAP_RING, "--link-bandwidth", "fast"], ("--link-bandwidth", "byte size")),
+    # ---- map: search and output options -------------------------------------------------------
+    ([*MAP_RING, "--top", "0"], ("--top", "positive integer")),
+    ([*MAP_RING, "--top", "-1"], ("--top", "positive integer")),
+    ([*MAP_RING, "--top", "all"], ("--top", "positive integer")),
+    ([*MAP_RING, "--max-candidates", "0"], ("--max-candidates", "positive integer")),
+    ([*MAP_RING, "--time-budget", "0"], ("--time-budget", "> 0")),
+    ([*MAP_RING, "--time-budget", "-5"], ("--time-budget", "> 0")),
+    ([*MAP_RING, "--time-budget", "nan"], ("--time-budget", "finite")),
+    ([*MAP_RING, "--time-budget", "inf"], ("--time-budget", "finite")),
+    ([*MAP_RING, "--seed", "-1"], ("--seed", ">= 0")),
+    ([*MAP_RING, "--rank-by", "speed"], ("--rank-by", "invalid choice")),
+    ([*MAP_RING, "--candidates", ""], ("--candidates", "empty list")),
+    ([*MAP_RING, "--candidates", "best"], ("--candidates", "unknown candidate 'best'")),
+    ([*MAP_RING, "--candidates", "TXYZ"], ("--candidates", "unknown candidate 'TXYZ'")),
+    ([*MAP_RING, "--candidates", "tiles"], ("--candidates", "logical grid")),
+    ([*MAP_RING, "--choose", "nosuch"], ("--choose", "no candidate named")),
+    ([*MAP_RING, "--output", "out.txt"], ("--format", "required with --output")),
+    ([*MAP_RING, "--format", "rankfile"], ("--output", "required with --format")),
+    ([*MAP_RING, "--output", "out.txt", "--format", "lsf"], ("--format", "unknown format")),
+    ([*MAP_RING, "--output", "a_directory.csv", "--format", "csv"], ("--output", "directory")),
+    ([*MAP_RING, "--output", "file_not_dir/x", "--format", "csv"], ("--output", "not a directory")),
+    ([*MAP_RING, "--output", "nodir/x.txt", "--format", "csv"], ("--output", "does not exist")),
+    ([*MAP_RING, "--output", "out.txt", "--format", "bgp"], ("--output", "3-D torus")),
+    (
+        [*MAP, "--matrix", "dense.csv", "--output", "dense.csv", "--format", "csv"],
+        ("--output", "input of --matrix"),
+    ),
+    (
+        [*MAP_RING, "--hosts", "hosts.txt", "--output", "hosts.txt", "--format", "slurm"],
+        ("--output", "input of --hosts"),
+    ),
+    (
+        [*MAP_RING, "--output", "o.txt", "--format", "rankfile", "--host-template", "fixed"],
+        ("--host-template", "must contain {node}"),
+    ),
+    (
+        [*MAP_RING, "--output", "o.txt", "--format", "rankfile", "--host-template", "n{node"],
+        ("--host-template",),
+    ),
+    (
+        [*MAP_RING, "--output", "o.txt", "--format", "rankfile", "--host-template", "{rank}"],
+        ("--host-template", "must contain {node}"),
+    ),
+    # ---- map --benchmark and bench map --------------------------------------------------------
+    (["map", "--benchmark", "--matrix", "dense.csv"], ("--matrix", "not used by --benchmark")),
+    (["map", "--benchmark", "--pattern-file", "x"], ("--pattern-file", "not used by")),
+    (["map", "--benchmark", "--output", "o", "--format", "csv"], ("--output", "not used by")),
+    (["map", "--benchmark", "--node", "core:2"], ("--node", "not used by --benchmark")),
+    (["map", "--benchmark", "--network", "torus:4x4", "--pattern", "ring 0"], ("--pattern",)),
+    (["bench", "map", "--matrix", "dense.csv"], ("unrecognized arguments", "--matrix")),
+    (["bench", "map", "--output", "o.txt"], ("unrecognized arguments", "--output")),
+    (["bench", "map", "--top", "0"], ("--top", "positive integer")),
+    (
+        ["bench", "map", "--network", "torus:4x4", "--pattern", "ranks 99; ring 1"],
+        ("--pattern", "do not fit"),
+    ),
+    (
+        [
+            *["bench", "map", "--network", "fattree:2;4,4;1,2;1,2", "--mapping", "TXYZ"],
+            *["--pattern", "ranks 8; ring 1"],
+        ],
+        ("--mapping", "torus or mesh"),
+    ),
+    (
+        [
+            "bench",
+            "map",
+            "--network",
+            "torus:4x4",
+            "--pattern",
+            "ranks 8; ring 1",
+            "--mapping",
+            "TXYZ",
+        ],
+        ("--mapping", "each of TXY exactly once"),
+    ),
+    (["bench", "map", "--json", "a_directory.json"], ("--json", "directory")),
+    (
+        ["bench", "map", "--model", "model_v99.json", "--json", "model_v99.json"],
+        ("--json", "input of --model"),
+    ),
+    (["bench", "map", "--network", "torus:4x4", "--model", "not_json.json"], ("--model",)),
+    # ---- netbench ---------------------------------------------------------------------------
+    ([*NETBENCH, "-n", "0"], ("-n/--ranks", "positive integer")),
+    ([*NETBENCH, "-n", "-3"], ("-n/--ranks", "positive integer")),
+    ([*NETBENCH, "-n", "four"], ("-n/--ranks", "positive integer")),
+    ([*NETBENCH, "-n", "100000"], ("-n/--ranks", "100,000 ranks", "allocation")),
+    ([*NETBENCH, "-n", "99999999999"], ("-n/--ranks", "at most")),
+    ([*NETBENCH, "-m", "0:8"], ("-m", "0 < MIN <= MAX")),
+    ([*NETBENCH, "-m", "64:8"], ("-m", "0 < MIN <= MAX")),
+    ([*NETBENCH, "-m", "nan:8"], ("-m", "byte size")),
+    ([*NETBENCH, "-m", "8:1e400"], ("-m", "too large")),
+    ([*NETBENCH, "-m", "8:2G"], ("-m", "at most 1 GiB")),
+    ([*NETBENCH, "-m", "8"], ("-m", "MIN:MAX")),
+    ([*NETBENCH, "-x", "-1"], ("-x", ">= 0")),
+    ([*NETBENCH, "-i", "0"], ("-i", "positive integer")),
+    ([*NETBENCH, "-i", "99999999999"], ("-i", "at most")),
+    ([*NETBENCH, "-r", "0"], ("-r", "positive integer")),
+    ([*NETBENCH, "-r", "1.5"], ("-r", "positive integer")),
+    ([*NETBENCH, "--max-buffer", "0"], ("--max-buffer", "at least 1 byte")),
+    ([*NETBENCH, "--max-buffer", "-1"], ("--max-buffer", "byte size")),
+    ([*NETBENCH, "--max-buffer", "1.5"], ("--max-buffer", "whole number")),
+    ([*NETBENCH, "--ops", "pingpong,allsum"], ("--ops", "unknown operation 'allsum'")),
+    ([*NETBENCH, "--ops", ",,"], ("--ops", "unknown operation")),
+    ([*NETBENCH, "--mpiexec", ""], ("--mpiexec", "empty")),
+    ([*NETBENCH, "--mpiexec", "/no/such/mpiexec"], ("mpiexec", "not found")),
+    ([*NETBENCH, "--plot", "plot.nosuchformat"], ("--plot", "unknown image format")),
+    ([*NETBENCH, "--plot", "plot"], ("--plot", "no extension")),
+    ([*NETBENCH, "--plot", "a_directory.csv"], ("--plot", "directory")),
+    (["netbench", "-o", "a_directory.json"], ("--output", "directory")),
+    (["netbench", "-o", "file_not_dir/m.json"], ("--output", "not a directory")),
+    (["netbench", "--raw", "raw_ok.json", "-o", "raw_ok.json"], ("--output", "input of --raw")),
+    ([*NETBENCH, "--keep-raw", "written-model.json"], ("--keep-raw", "input of --output")),
+    ([*NETBENCH, "--plot", "written-model.json"], ("--plot", "input of --output")),
+    ([*NETBENCH, "--raw", "missing.json"], ("--raw", "no such file")),
+    ([*NETBENCH, "--raw", "empty.csv"], ("--raw", "empty")),
+    ([*NETBENCH, "--raw", "binary.csv"], ("--raw", "binary")),
+    ([*NETBENCH, "--raw", "a_directory.json"], ("--raw", "directory")),
+    ([*NETBENCH, "--raw", "not_json.json"], ("--raw", "not valid JSON")),
+    ([*NETBENCH, "--raw", "array.json"], ("--raw", "not petacomm-netbench output")),
+    ([*NETBENCH, "--raw", "raw_other_tool.json"], ("--raw", "not petacomm-netbench output")),
+    ([*NETBENCH, "--raw", "raw_no_series.json"], ("--raw", "invalid at series")),
+    ([*NETBENCH, "--raw", "raw_bad_op.json"], ("--raw", "series/0/op")),
+    ([*NETBENCH, "--raw", "raw_negative_time.json"], ("--raw", "series/0/points/0/seconds")),
+    ([*NETBENCH, "--raw", "raw_bad_bytes.json"], ("--raw", "series/0/points/0/bytes")),
+    ([*NETBENCH, "--raw", "raw_zero_ranks.json"], ("--raw", "invalid at ranks")),
+    # ---- the top-level command and doctor's options -------------------------------------------
+    (["nosuchcommand"], ("COMMAND", "invalid choice")),
+    (["--nosuchoption"], ("unrecognized arguments", "--nosuchoption")),
+    (["bench", "nosuchbench"], ("invalid choice", "nosuchbench")),
+    (["doctor", "--verbose"], ("unrecognized arguments", "--verbose")),
+    (["doctor", "--mpiexec"], ("--mpiexec", "expected one argument")),
+    # ---- bench sparse-reduce: refused before any rank starts ----------------------------------
+    (["bench", "sparse-reduce", "--nside", "0"], ("--nside", "must be > 0")),
+    (["bench", "sparse-reduce", "--nside", "3"], ("--nside", "power of two")),
+    (["bench", "sparse-reduce", "--nside", "-4", "--model-only", "8"], ("--nside", "> 0")),
+    (["bench", "sparse-reduce", "--samples-per-rank", "-1"], ("--samples-per-rank", ">= 0")),
+    (["bench", "sparse-reduce", "--total-samples", "-5"], ("--total-samples", ">= 0")),
+    (["bench", "sparse-reduce", "--ranks", "0"], ("--ranks", "positive integers")),
+    (["bench", "sparse-reduce", "--ranks", "two"], ("--ranks", "integers")),
+    (["bench", "sparse-reduce", "--reps", "0"], ("--reps", ">= 1")),
+    (["bench", "sparse-reduce", "--k", "0"], ("--k", ">= 1")),
+    (["bench", "sparse-reduce", "--generator", "nosuch"], ("--generator", "unknown")),
+    (["bench", "sparse-reduce", "--strategies", "fastest"], ("--strategies", "unknown")),
+    (["bench", "sparse-reduce", "--json", "a_directory.json"], ("--json", "directory")),
+]
+
+
+def _case_id(case) -> str:
+    return " ".join(case[0])[:70]
+
+
+IDS = [_case_id(c) for c in CASES]
+
+
+@pytest.fixture(scope="module")
+def outcomes(workdir) -> dict:
+    """Every case run once through expect_clean_error, four at a time (each is a short
+    process start; run one after another they would cost minutes): the failure of each, or
+    None."""
+
+    def one(case):
+        try:
+            check(workdir, *case)
+        except AssertionError as err:
+            return err
+        return None
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = dict(zip(IDS, pool.map(one, CASES), strict=True))
+    # Nothing was written in the working directory: every output is refused before work.
+    assert not (workdir / "written-model.json").exists() and not (workdir / "out.txt").exists()
+    return results
+
+
+@pytest.mark.parametrize("case", IDS)
+def test_bad_input_is_refused_cleanly(outcomes, case):
+    if outcomes[case] is not None:
+        raise outcomes[case]
+
+
+def test_the_suite_is_broad():
+    assert len(CASES) >= 100
+    assert {args[0] for args, _ in CASES} >= {"map", "netbench", "bench", "doctor"}
+
+
+@pytest.mark.mpi
+def test_a_launcher_of_another_mpi_is_refused_before_launching(workdir):
+    if not Path("/usr/bin/mpiexec.mpich").exists():
+        pytest.skip("MPICH's mpiexec is not installed")
+    from petacomm.launch import native_mpi_vendor
+
+    if native_mpi_vendor() != "openmpi":
+        pytest.skip("the native part is not built with Open MPI")
+    check(workdir, [*NETBENCH, "-n", "2", "--mpiexec", "mpiexec.mpich"], ("--mpiexec", "MPICH"))
+
+
+@pytest.mark.mpi
+def test_ranks_that_did_not_form_one_job_are_detected(workdir, tmp_path):
+    # A launcher that ignores -n and starts the program once: the program runs as a
+    # one-rank job and netbench must say so instead of writing a 1-rank model.
+    launcher = tmp_path / "one-rank-mpiexec"
+    launcher.write_text('#!/bin/sh\nshift 2\nexec "$@"\n')
+    launcher.chmod(0o755)
+    check(
+        workdir,
+        [*NETBENCH, "-q", "-n", "2", "-m", "8:8", "-i", "1", "-r", "1", "--mpiexec", str(launcher)],
+        ("--mpiexec", "1-rank job", "instead of one job of 2 ranks"),
+        timeout=120,
+    )
+    assert not (workdir / "written-model.json").exists()
+
+
+def test_inputs_survive_even_when_permissions_would_allow_writing(workdir):
+    # Root may write anywhere: the input check must not rely on permissions.
+    assert os.access(workdir / "dense.csv", os.W_OK)
+    check(
+        workdir,
+        [*MAP, "--matrix", "./dense.csv", "--output", "dense.csv", "--format", "csv"],
+        ("--output", "input of --matrix"),
+    )

@@ -1,0 +1,92 @@
+"""petacomm.progress: a bar on a terminal, a few plain lines otherwise, nothing when quiet."""
+
+import io
+
+import pytest
+
+from petacomm.progress import MAX_WIDTH, Progress
+
+
+class FakeTerminal(io.StringIO):
+    def __init__(self, tty: bool):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def drive(tty: bool, quiet: bool = False, steps: int = 100, seconds_per_step: float = 0.05):
+    stream, clock = FakeTerminal(tty), Clock()
+    with Progress("netbench", quiet=quiet, stream=stream, clock=clock) as progress:
+        progress.status("starting 4 ranks")
+        clock.now = 2.0  # past the start-up delay
+        progress.start(steps, "sizes measured")
+        for i in range(steps):
+            clock.now += seconds_per_step
+            progress.advance(detail=f"allreduce {i}")
+    return stream.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def default_mode(monkeypatch):
+    monkeypatch.delenv("PETACOMM_PROGRESS", raising=False)
+
+
+def test_plain_lines_at_each_tenth_only():
+    lines = drive(tty=False).splitlines()
+    counts = [line.split()[3] for line in lines]  # 'netbench: sizes measured N/100 ...'
+    # The stage's first line, then one line per tenth of the work: never a line per step.
+    assert counts == [f"{10 * k}/100" for k in range(11)]
+    assert all("\r" not in line and len(line) <= MAX_WIDTH for line in lines)
+
+
+def test_terminal_bar_is_redrawn_in_place_and_erased():
+    text = drive(tty=True)
+    assert "\n" not in text
+    frames = [f for f in text.split("\r") if f]
+    assert "[" in frames[-2] and "100/100" in frames[-2]
+    assert all(len(f) < MAX_WIDTH for f in frames)
+    assert frames[-1].strip() == ""  # erased at the end: the command's output starts clean
+
+
+def test_quiet_and_never_print_nothing(monkeypatch):
+    assert drive(tty=True, quiet=True) == "" and drive(tty=False, quiet=True) == ""
+    monkeypatch.setenv("PETACOMM_PROGRESS", "never")
+    assert drive(tty=False) == ""
+
+
+def test_short_commands_print_nothing_unless_always(monkeypatch):
+    stream, clock = FakeTerminal(False), Clock()
+    with Progress("map", stream=stream, clock=clock) as progress:
+        progress.start(3, "mappings evaluated")
+        for _ in range(3):
+            clock.now += 0.1
+            progress.advance()
+    assert stream.getvalue() == ""
+    monkeypatch.setenv("PETACOMM_PROGRESS", "always")
+    stream = FakeTerminal(False)
+    with Progress("map", stream=stream, clock=Clock()) as progress:
+        progress.start(3, "mappings evaluated")
+        progress.advance()
+    assert stream.getvalue().splitlines()[0].startswith("map: mappings evaluated 0/3")
+
+
+def test_map_shows_progress_on_stderr_only(monkeypatch, capsys):
+    from petacomm.cli import main
+
+    monkeypatch.setenv("PETACOMM_PROGRESS", "always")
+    argv = ["map", "--network", "torus:4x4", "--pattern", "grid2d 4x4 star 1KiB", "--json"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.lstrip().startswith("{") and "mappings evaluated 6/6" in err
+    assert main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -1,0 +1,103 @@
+"""Bad input to the profiler's commands (`profile`, `report`, `profiler`, `bench
+profiler-overhead`): each is refused with one line naming the argument and the value, a
+non-zero exit, no traceback, no hang, inputs unchanged, and nothing launched."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_harness import expect_clean_error
+
+PROFILE = "petacomm profile: error: "
+
+
+@pytest.mark.parametrize(
+    ("options", "names"),
+    [
+        (["--table-size", "abc"], ("--table-size", "'abc'")),
+        (["--table-size", "-1"], ("--table-size", "'-1'")),
+        (["--size-exact", "-1"], ("--size-exact", "'-1'")),
+        (["--wrap", "bogus_kind"], ("--wrap", "'bogus_kind'")),
+        (["--detail", "verbose"], ("--detail", "'verbose'")),
+        (["--requests", "0"], ("--requests", "'0'")),
+        (["--timeout", "0"], ("--timeout", "0")),
+        (["--profiler-lib", "NOT_A_LIBRARY"], ("--profiler-lib", "NOT_A_LIBRARY")),
+        (["-o", "/proc/x.json"], ("--output", "/proc")),
+    ],
+)
+def test_profile_refuses_bad_options_before_launching(options, names, tmp_path):
+    marker = tmp_path / "ran"
+    result = expect_clean_error(
+        "profile", *options, "--", "sh", "-c", f"touch {marker}", names=names
+    )
+    assert result.stderr.startswith(PROFILE)  # the sub-command's name, not the program's argv
+    assert not marker.exists()  # nothing was launched
+
+
+def test_profile_refuses_a_file_that_is_not_a_library(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not ELF\n")
+    expect_clean_error(
+        "profile", "--profiler-lib", str(text), "--", "true",
+        names=("--profiler-lib", "not a shared library"), inputs=[text],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("PETACOMM_PROF_TABLE_SIZE", "4 MiBs"), ("PETACOMM_PROF_TABLESIZE", "4M")],
+)
+def test_profile_refuses_bad_settings_in_the_environment(name, value):
+    expect_clean_error("profile", "--", "true", env={name: value}, names=(name,))
+
+
+def test_profile_without_command_or_profile(tmp_path):
+    expect_clean_error("profile", names="no command given")
+    # A program that never initialises MPI leaves no profile: an error, not exit 0.
+    result = expect_clean_error(
+        "profile", "-o", str(tmp_path / "x.json"), "--", "true", names="no profile was written"
+    )
+    assert result.stderr.startswith(PROFILE)
+    expect_clean_error("profile", "--", str(tmp_path / "missing"), names=("cannot run", "missing"))
+
+
+def write_log(tmp_path):
+    from synthetic import write_log as synthetic
+
+    return synthetic(tmp_path / "log.json", 3, classes=4)
+
+
+def test_report_refuses_bad_logs(tmp_path):
+    log = write_log(tmp_path)
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": "something else"}))
+    partial = tmp_path / "run.json.partial"
+    partial.mkdir()
+    (partial / "rank-0.live").write_bytes(b"garbage" * 10)
+    for path, why in (
+        (tmp_path / "missing.json", "no such profile log"),
+        (binary, "not JSON"),
+        (other, "not a valid petacomm profile log"),
+        (partial, "not a profiler live file"),
+    ):
+        expect_clean_error("report", str(path), names=(str(path), why), inputs=[log, path])
+    expect_clean_error(
+        "report", str(log), "-o", str(tmp_path / "no" / "dir" / "r.html"),
+        names=("-o", "does not exist"), inputs=[log],
+    )  # fmt: skip
+    expect_clean_error("report", str(log), "--model", str(other), names=str(other), inputs=[log])
+
+
+def test_profiler_and_overhead_bench_refuse_bad_arguments(tmp_path):
+    expect_clean_error(
+        "profiler", "build", "--mpicc", str(tmp_path / "no-mpicc"), names=("--mpicc", "no-mpicc")
+    )
+    for options, name in (
+        (["--profiler-lib", "NOT_A_LIBRARY"], "--profiler-lib"),
+        (["--json", "/proc/overhead.json"], "--json"),
+    ):
+        expect_clean_error("bench", "profiler-overhead", *options, names=name)
