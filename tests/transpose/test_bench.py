@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_transpose import needs_native
 
 from cli_harness import expect_clean_error, run_cli
 
@@ -28,7 +27,6 @@ def _debian_race_available() -> bool:
     return done.returncode == 0
 
 
-@needs_native
 def test_model_only_predicts_every_strategy(tmp_path):
     out = tmp_path / "model.json"
     result = run_cli(
@@ -45,7 +43,6 @@ def test_model_only_predicts_every_strategy(tmp_path):
     assert max(len(line) for line in result.stdout.splitlines()) <= 100
 
 
-@needs_native
 @pytest.mark.mpi
 @pytest.mark.skipif(not _debian_race_available(), reason="Debian Open MPI, mpi4py-fft absent")
 def test_race_on_debian_open_mpi(tmp_path):
@@ -93,7 +90,6 @@ def test_bench_transpose_argument_errors(args, names):
     expect_clean_error("bench", "transpose", *args, names=names)
 
 
-@needs_native
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", ("2", "3"))
 def test_bench_fftfilter_variants_verified(tmp_path, ranks):
@@ -128,7 +124,6 @@ def test_bench_fftfilter_variants_verified(tmp_path, ranks):
     assert "verification: passed" in result.stdout
 
 
-@needs_native
 @pytest.mark.mpi
 def test_fftfilter_app_refuses_bad_flags():
     from mpi_harness import mpirun

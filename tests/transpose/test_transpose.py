@@ -20,27 +20,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
-def _native_transpose_available() -> bool:
-    try:
-        from petacomm.transpose import _capi
-
-        _capi.library()
-    except Exception:  # noqa: BLE001 - any failure means: not built here
-        return False
-    return True
-
-
-needs_native = pytest.mark.skipif(
-    not _native_transpose_available(), reason="libpetacomm with the transpose family is not built"
-)
-
-
 def _all_ranks_say(result, text: str, ranks: int) -> None:
     lines = result.stdout.splitlines()
     assert sum(text in line for line in lines) == ranks, result.stdout + result.stderr
 
 
-@needs_native
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_matrix_against_numpy(ranks):
@@ -48,7 +32,6 @@ def test_matrix_against_numpy(ranks):
     _all_ranks_say(result, "matrix ok", ranks)
 
 
-@needs_native
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", (1, 3, 4))
 def test_bad_argument_on_one_rank_fails_everywhere(ranks):
@@ -56,7 +39,6 @@ def test_bad_argument_on_one_rank_fails_everywhere(ranks):
     _all_ranks_say(result, "errors ok", ranks)
 
 
-@needs_native
 @pytest.mark.mpi
 def test_virtual_node_size_from_the_environment():
     result = mpirun_python(4, str(HERE / "node_worker.py"), env={"PETACOMM_NODE_SIZE": "2"})
@@ -90,7 +72,6 @@ def _c_layout(structs: dict) -> dict[str, int]:
     return "\n".join(lines), mpicc
 
 
-@needs_native
 def test_binding_structures_match_the_header(tmp_path):
     from petacomm.transpose import _capi
 
@@ -112,7 +93,6 @@ def test_binding_structures_match_the_header(tmp_path):
             assert int(c[f"{cname}.{field}"]) == getattr(struct, field).offset, (cname, field)
 
 
-@needs_native
 def test_strategy_names_come_from_the_registry():
     from petacomm.transpose import strategies
 
@@ -155,7 +135,6 @@ def test_import_does_not_touch_mpi():
     assert done.returncode == 0 and "lazy" in done.stdout, done.stderr
 
 
-@needs_native
 def test_offline_decision_from_statistics():
     """The planner's pure decision through the C API (no MPI): a sparse mask picks
     partial, and every candidate carries a predicted time."""

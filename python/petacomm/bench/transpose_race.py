@@ -114,7 +114,8 @@ def _case(comm, config: dict, n0: int, n1: int) -> dict:
     cost = config.get("cost")
     plans, contenders, outputs, notes = {}, {}, {}, {}
     first = None
-    for strategy in [*config["strategies"], "auto", "measure"]:
+    planners = ["auto", "measure"] if config.get("planners", True) else []
+    for strategy in [*config["strategies"], *planners]:
         name = "auto" if strategy == "measure" else strategy
         if name == "xor" and size & (size - 1):
             notes[f"petacomm:{strategy}"] = "needs a power-of-two number of ranks"
@@ -178,8 +179,10 @@ def _case(comm, config: dict, n0: int, n1: int) -> dict:
                 "agrees": agrees.get(name, True),
             }
         )
-    auto = plans["petacomm:auto"].describe()["transpose"]["decision"]
-    measured = plans["petacomm:measure"].describe()["transpose"]["decision"]
+    chosen = {}
+    for planner in planners:
+        decision = plans[f"petacomm:{planner}"].describe()["transpose"]["decision"]
+        chosen[planner] = {"choice": decision["choice"], "reason": decision["reason"]}
     bytes_per_rank = {
         name: plan.stats()["bytes"]["max"] for name, plan in plans.items() if ":" in name
     }
@@ -193,8 +196,7 @@ def _case(comm, config: dict, n0: int, n1: int) -> dict:
         "contenders": rows,
         "notes": notes,
         "bytes_per_rank": bytes_per_rank,
-        "auto": {"choice": auto["choice"], "reason": auto["reason"]},
-        "measure": {"choice": measured["choice"], "reason": measured["reason"]},
+        **chosen,
     }
 
 

@@ -241,6 +241,7 @@ def cached_cmake_build(
     cache: Path,
     *,
     defines: tuple[str, ...] = (),
+    targets: tuple[str, ...] = (),
     collect,
     record_name: str,
     jobs: int | None = None,
@@ -250,7 +251,8 @@ def cached_cmake_build(
     """Configures and builds the CMake project ``source`` against the MPI of ``mpicc`` into
     ``cache``/<MPI directory>-<hash of mpicc, sources and defines>, once.
 
-    ``collect(build_dir, work_dir)`` copies what is kept from the build tree into the new
+    ``targets``: only these CMake targets (default: all). ``collect(build_dir, work_dir)``
+    copies what is kept from the build tree into the new
     cache entry and returns fields for its record (``record_name``, JSON). Returns (entry
     directory, record, True when it was already built). The entry appears atomically.
     """
@@ -288,7 +290,10 @@ def cached_cmake_build(
     ]
     if ninja:
         configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
-    steps = [configure, [cmake, "--build", str(build_dir), "-j", str(jobs or os.cpu_count() or 1)]]
+    build = [cmake, "--build", str(build_dir), "-j", str(jobs or os.cpu_count() or 1)]
+    if targets:
+        build += ["--target", *targets]
+    steps = [configure, build]
     log(f"building {source.name} for {mpicc_path} in {target} ...")
     for step in steps:
         done = subprocess.run(step, capture_output=not verbose, text=True, check=False)
