@@ -20,11 +20,11 @@
 #include "fortran.hpp"
 #include "json.hpp"
 #include "petacomm/prof.h"
+#include "posix_io.hpp"
 #include "state.hpp"
 
 namespace petacomm::prof {
 
-extern thread_local bool t_main_thread;
 
 namespace {
 

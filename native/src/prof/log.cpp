@@ -100,7 +100,7 @@ void put_entry(JsonOut &o, const Entry &e, bool &first) {
 
 void put_entry_rows(JsonOut &o) {
   bool first = true;
-  for (uint64_t s = 0; s <= g.table_mask; ++s) put_entry(o, g.table[s], first);
+  for (uint64_t s = 0; s < g.live->used_keys; ++s) put_entry(o, g.table[s], first);
   for (int c = 0; c < kNumCalls; ++c) put_entry(o, g.fallback[c], first);
 }
 
@@ -317,7 +317,7 @@ void build_local(Merged &m, uint64_t wall) {
       p.time_ns += e.time_ns;
     }
   };
-  for (uint64_t s = 0; s <= g.table_mask; ++s) visit(g.table[s]);
+  for (uint64_t s = 0; s < g.live->used_keys; ++s) visit(g.table[s]);
   for (int c = 0; c < kNumCalls; ++c) visit(g.fallback[c]);
   {
     JsonOut o(&m.frags[kFragRanks]);

@@ -55,7 +55,10 @@ struct alignas(64) HotState {
   unsigned char enabled[kNumCalls];
 };
 extern HotState g_hot;
-extern thread_local int t_depth;  // >0 while inside a wrapper (or the profiler itself)
+// >0 while inside a wrapper (or the profiler itself). `__thread` with the initial-exec model
+// (the library is preloaded): one instruction to reach it, no call to __tls_get_addr or to a
+// C++ thread_local's initialisation wrapper on every MPI call.
+extern __thread int t_depth __attribute__((tls_model("initial-exec")));
 
 // The mode of this call; unless kPass, leave() must follow. Calls made from inside another
 // wrapper (MPI internals, Fortran bindings routed through C) are passed through, which is
@@ -83,13 +86,13 @@ struct TscScale {
 };
 extern TscScale g_tsc;
 
-inline uint64_t monotonic_ns() {
+__attribute__((always_inline)) inline uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-inline uint64_t now_ns() {
+__attribute__((always_inline)) inline uint64_t now_ns() {
 #if defined(__x86_64__)
   if (__builtin_expect(g_tsc.mult != 0, 1)) {
     const uint64_t ticks = __builtin_ia32_rdtsc() - g_tsc.tsc0;

@@ -96,6 +96,7 @@ struct State {
   Region *regions;
   Entry *table;
   Entry *fallback;  // one entry per call: the last overflow level never fails
+  uint64_t *index;  // the table's index (call_table.cpp), private memory
   uint64_t table_mask;
   uint64_t key_capacity;     // distinct keys the table takes (7/8 of its entries)
   uint64_t coarse_capacity;  // and with the coarsened keys of an overflow (15/16)
