@@ -2,13 +2,14 @@
  * profilers end to end (`petacomm bench profiler-overhead --peers ...` runs it plain and
  * under each profiler).
  *
- * Iteration i computes for COMPUTE_US, then exchanges s = 1 + i % 4096 bytes with every
- * other rank at distance d = 1 .. P-1 (partners rank+d and rank-d): an MPI_Irecv/MPI_Isend
- * pair per distance completed by one MPI_Waitall, then an MPI_Sendrecv per distance, and an
- * 8-byte MPI_Allreduce. After 4096 iterations every rank has made 3 (P-1) x 4096 distinct
- * (call, size, partner) keys plus 2: 36,866 at 4 ranks.
+ * Iteration i computes for COMPUTE_US, then exchanges s = 1 + i % S bytes with every other
+ * rank at distance d = 1 .. P-1 (partners rank+d and rank-d): an MPI_Irecv/MPI_Isend pair per
+ * distance completed by one MPI_Waitall, then an MPI_Sendrecv per distance, and an 8-byte
+ * MPI_Allreduce. S = KEYS / (3 (P-1)) sizes (at most 4096, the profiler's exact sizes), so
+ * after S iterations (the default) every rank has made 3 (P-1) S distinct (call, size,
+ * partner) keys plus 2: 36,866 at 4 ranks and 36,857 at 8 with the default KEYS = 36,864.
  *
- * Usage: petacomm-prof-manykeys [--iterations N] [--compute-us U]
+ * Usage: petacomm-prof-manykeys [--keys KEYS] [--iterations N] [--compute-us U]
  * Prints one JSON line (rank 0): "run_s" (MPI_Init to MPI_Finalize, slowest rank) and
  * "finalize_s" (rank 0's MPI_Finalize, which with a profiler includes merging and writing
  * the log).
@@ -47,10 +48,12 @@ static long calibrate(double compute_us) {
 }
 
 int main(int argc, char **argv) {
-  int iterations = kSizes;
+  int iterations = 0, keys = 36864;
   double compute_us = 500;
   for (int i = 1; i < argc; i += 2) {
-    if (i + 1 < argc && !strcmp(argv[i], "--iterations")) {
+    if (i + 1 < argc && !strcmp(argv[i], "--keys")) {
+      keys = atoi(argv[i + 1]);
+    } else if (i + 1 < argc && !strcmp(argv[i], "--iterations")) {
       iterations = atoi(argv[i + 1]);
     } else if (i + 1 < argc && !strcmp(argv[i], "--compute-us")) {
       compute_us = atof(argv[i + 1]);
@@ -59,9 +62,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (iterations < 1 || compute_us < 0) {
-    fprintf(stderr, "petacomm-prof-manykeys: --iterations must be positive and --compute-us "
-                    "non-negative\n");
+  if (iterations < 0 || keys < 1 || compute_us < 0) {
+    fprintf(stderr, "petacomm-prof-manykeys: --keys and --iterations must be positive and "
+                    "--compute-us non-negative\n");
     return 2;
   }
   const double start = seconds();
@@ -72,6 +75,10 @@ int main(int argc, char **argv) {
   long units = compute_us > 0 ? calibrate(compute_us) : 0;
   PMPI_Bcast(&units, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   const int far = size - 1;
+  int sizes = far > 0 ? keys / (3 * far) : kSizes;
+  if (sizes > kSizes) sizes = kSizes;
+  if (sizes < 1) sizes = 1;
+  if (iterations == 0) iterations = sizes;
   char *out = calloc((size_t)kSizes * (far > 0 ? far : 1), 1);
   char *in = calloc((size_t)kSizes * (far > 0 ? far : 1), 1);
   char *back = calloc(kSizes, 1);
@@ -82,7 +89,7 @@ int main(int argc, char **argv) {
   }
   for (int it = 0; it < iterations; ++it) {
     compute(units);
-    const int s = 1 + it % kSizes;
+    const int s = 1 + it % sizes;
     for (int d = 1; d <= far; ++d) {
       const int to = (rank + d) % size, from = (rank - d + size) % size;
       MPI_Irecv(in + (size_t)(d - 1) * kSizes, s, MPI_BYTE, from, d, MPI_COMM_WORLD,
@@ -109,8 +116,10 @@ int main(int argc, char **argv) {
   MPI_Finalize();
   const double finalize = seconds() - f0;
   if (rank == 0) {
-    printf("{\"ranks\":%d,\"iterations\":%d,\"compute_us\":%g,\"run_s\":%.6f,\"finalize_s\":%.6f}\n",
-           size, iterations, compute_us, run_max, finalize);
+    printf("{\"ranks\":%d,\"iterations\":%d,\"sizes\":%d,\"keys_per_rank\":%d,\"compute_us\":%g,"
+           "\"run_s\":%.6f,\"finalize_s\":%.6f}\n",
+           size, iterations, sizes, far > 0 ? 3 * far * (iterations < sizes ? iterations : sizes) + 2 : 2,
+           compute_us, run_max, finalize);
     fflush(stdout);
   }
   return 0;
