@@ -17,6 +17,8 @@
 // table holds (a wrong guess costs one comparison).
 #include <sys/mman.h>
 
+#include <cstring>
+
 #include "handle_table.hpp"
 #include "state.hpp"
 
@@ -163,12 +165,26 @@ void table_add(int region, int call, uint64_t msg_bytes, uint64_t moved, int pee
   update(e, moved, ns, count);
 }
 
+void table_add_at(uint32_t site, int region, int call, uint64_t msg_bytes, uint64_t moved,
+                  int peer, uint64_t ns) {
+  table_add(region, call, msg_bytes, moved, peer, ns, 1);
+  if (__builtin_expect(g_hot.callsite_depth != 0, 0)) callsite_add(site, call, moved, ns);
+}
+
+void table_reset() {
+  std::memset(g.table, 0, (g.table_mask + 1) * sizeof(Entry));
+  std::memset(g.fallback, 0, kNumCalls * sizeof(Entry));
+  std::memset(g.index, 0, private_bytes(g.table_mask + 1));
+  g_last = g_guess = 0;
+  g_hot.live->used_keys = 0;
+}
+
 void record(int call, uint64_t msg_bytes, uint64_t moved_bytes, int peer, uint64_t ns) {
   Lock lock;
   if (peer == kPeerProcNull) msg_bytes = moved_bytes = 0;
   g.last_was_barrier = call == kMPI_Barrier;
   g.last_barrier_ns = ns;
-  table_add(g_hot.live->cur_region, call, msg_bytes, moved_bytes, peer, ns, 1);
+  table_add_at(t_site, g_hot.live->cur_region, call, msg_bytes, moved_bytes, peer, ns);
 }
 
 void record_io(int call, uint64_t bytes, uint64_t ns) {

@@ -188,7 +188,14 @@ uint64_t summary_size_key(uint64_t size_key) {
 
 enum Fragment { kFragRanks, kFragRegions, kFragCallRank, kFragPeers, kFragEntries, kFragCount };
 
+// Statistics of one (call site, call), summed over ranks.
+struct SiteAgg {
+  uint64_t count, bytes, time_ns, min_ns, max_ns, ranks;
+};
+using SiteKey = std::pair<uint32_t, std::string>;  // call, frames (callsites.cpp's text)
+
 struct Merged {
+  std::map<SiteKey, SiteAgg> sites;
   std::vector<std::string> regions;
   std::unordered_map<std::string, uint32_t> region_ids;
   std::vector<AggRow> agg;  // sorted by key, one row per key
@@ -222,6 +229,17 @@ struct Merged {
       }
     }
     agg = std::move(out);
+  }
+  void add_site(const SiteKey &key, const SiteAgg &v) {
+    auto [it, fresh] = sites.emplace(key, v);
+    if (fresh) return;
+    SiteAgg &a = it->second;
+    a.count += v.count;
+    a.bytes += v.bytes;
+    a.time_ns += v.time_ns;
+    a.min_ns = std::min(a.min_ns, v.min_ns);
+    a.max_ns = std::max(a.max_ns, v.max_ns);
+    a.ranks += v.ranks;
   }
   void append(int which, const std::string &text) {
     if (text.empty()) return;
@@ -262,6 +280,12 @@ std::vector<char> serialise(const Merged &m) {
   const char *rows = reinterpret_cast<const char *>(m.agg.data());
   buf.insert(buf.end(), rows, rows + m.agg.size() * sizeof(AggRow));
   for (const auto &f : m.frags) put_str(buf, f);
+  put_pod<uint64_t>(buf, m.sites.size());
+  for (const auto &[key, v] : m.sites) {
+    put_pod(buf, key.first);
+    put_str(buf, key.second);
+    put_pod(buf, v);
+  }
   return buf;
 }
 
@@ -292,6 +316,16 @@ bool merge_from(Merged &m, const std::vector<char> &buf) {
     std::string text;
     if (!get_str(buf, at, text)) return false;
     m.append(f, text);
+  }
+  uint64_t nsites = 0;
+  if (!get_pod(buf, at, nsites)) return false;
+  for (uint64_t i = 0; i < nsites; ++i) {
+    SiteKey key;
+    SiteAgg v;
+    if (!get_pod(buf, at, key.first) || !get_str(buf, at, key.second) || !get_pod(buf, at, v) ||
+        key.first >= static_cast<uint32_t>(kNumCalls))
+      return false;
+    m.add_site(key, v);
   }
   return true;
 }
@@ -378,6 +412,13 @@ void build_local(Merged &m, uint64_t wall) {
   for (int c = 0; c < kNumCalls; ++c) visit(g.fallback[c]);
   std::sort(rows.begin(), rows.end());
   m.merge(std::move(rows));
+  callsites_collect(
+      [](const std::string &frames, int call, uint64_t count, uint64_t bytes, uint64_t time_ns,
+         uint64_t min_ns, uint64_t max_ns, void *data) {
+        static_cast<Merged *>(data)->add_site(SiteKey{static_cast<uint32_t>(call), frames},
+                                              SiteAgg{count, bytes, time_ns, min_ns, max_ns, 1});
+      },
+      &m);
   {
     JsonOut o(&m.frags[kFragRanks]);
     put_rank_row(o, wall);
@@ -409,6 +450,37 @@ void build_local(Merged &m, uint64_t wall) {
     JsonOut o(&m.frags[kFragEntries]);
     put_entry_rows(o);
   }
+}
+
+// "callsites": one row per (call site, call), its frames as [module, offset] pairs (innermost
+// first; the offset is the return address in the module's ELF addresses), summed over ranks.
+void put_callsites(JsonOut &o, const Merged &m) {
+  o.s(",\n\"callsite_depth\":").u(g.settings.callsite_depth);
+  o.s(",\n\"callsites\":{\"columns\":[\"call\",\"frames\",\"count\",\"bytes\",\"time_ns\","
+      "\"min_ns\",\"max_ns\",\"ranks\"],\"rows\":[\n");
+  bool first = true;
+  for (const auto &[key, v] : m.sites) {
+    if (!first) o.s(",\n");
+    first = false;
+    o.s("[").u(key.first).s(",[");
+    const std::string &f = key.second;
+    for (size_t at = 0, k = 0; at < f.size(); ++k) {
+      size_t end = f.find('\x1e', at);
+      if (end == std::string::npos) end = f.size();
+      const size_t sep = f.find('\x1f', at);
+      if (k) o.s(",");
+      if (sep == std::string::npos || sep > end) {
+        o.s("[").q(f.c_str() + at, end - at).s(",0]");
+      } else {
+        o.s("[").q(f.c_str() + at, sep - at).s(",");
+        o.s(std::string(f.c_str() + sep + 1, end - sep - 1)).s("]");
+      }
+      at = end + 1;
+    }
+    o.s("],").u(v.count).s(",").u(v.bytes).s(",").u(v.time_ns).s(",").u(v.min_ns).s(",");
+    o.u(v.max_ns).s(",").u(v.ranks).s("]");
+  }
+  o.s("]}");
 }
 
 bool write_file_atomically(const char *path, const std::string &text) {
@@ -547,6 +619,7 @@ bool write_final_log() {
     put_log_header(o);
     o.s(",\"complete\":true,\"created_unix_s\":").u(static_cast<uint64_t>(time(nullptr)));
     if (!merged_ok) o.s(",\"merge_errors\":true");
+    if (g.snapshot > 0) o.s(",\"snapshot\":").u(g.snapshot);
     o.s(",\n\"wall_ns\":").u(maxs[0]);
     o.s(",\n\"rank_summary\":{\"columns\":").s(kRankColumns).s(",\"rows\":[\n");
     o.s(m.frags[kFragRanks]).s("]}");
@@ -572,6 +645,7 @@ bool write_final_log() {
       o.s(",\n\"peer_summary\":{\"columns\":").s(kPeerColumns).s(",\"rows\":[\n");
       o.s(m.frags[kFragPeers]).s("]}");
     }
+    if (g.settings.callsite_depth > 0) put_callsites(o, m);
     if (g.settings.detail == kDetailFull) {
       o.s(",\n\"entries\":{\"columns\":").s(kEntryColumns).s(",\"rows\":[\n");
       o.s(m.frags[kFragEntries]).s("]}");

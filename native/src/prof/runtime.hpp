@@ -45,6 +45,8 @@ enum Mode : int {
 struct Live;
 struct Region;
 
+constexpr int kMaxCallsiteDepth = 16;
+
 // Fields read on every call, kept together on one cache line.
 struct alignas(64) HotState {
   volatile bool recording;  // initialised, not finalised, not paused by MPI_Pcontrol(0)
@@ -52,6 +54,7 @@ struct alignas(64) HotState {
   bool threaded;            // MPI_THREAD_MULTIPLE: bookkeeping takes a lock
   Live *live;               // the per-rank counters (see state.hpp)
   Region *regions;
+  int callsite_depth;  // PETACOMM_PROF_CALLSITES (0: call sites off)
   unsigned char enabled[kNumCalls];
 };
 extern HotState g_hot;
@@ -109,7 +112,11 @@ void clock_calibrate(bool use_tsc);
 // the partial logs. call_begin/call_end bracket the real call.
 void busy_begin(int call, uint64_t t0);
 void busy_end(uint64_t t0, uint64_t t1);
+// Call sites (callsites.cpp): the site of the call in progress on this thread (0: none).
+extern __thread uint32_t t_site __attribute__((tls_model("initial-exec")));
+uint32_t callsite_capture();
 inline uint64_t call_begin(int mode, int call) {
+  if (__builtin_expect(g_hot.callsite_depth != 0, 0) && mode == kRecord) t_site = callsite_capture();
   const uint64_t t0 = now_ns();
   if (mode == kRecord) busy_begin(call, t0);
   return t0;
@@ -193,6 +200,7 @@ struct RequestInfo {
   int call;
   int start_call;
   int peer;
+  uint32_t site;          // call site of the posting call (0: none)
   unsigned short region;  // where it was posted (or, persistent, last started)
   unsigned char flags;
   unsigned char active;   // persistent: started (counted) and not yet completed
