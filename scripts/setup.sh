@@ -31,6 +31,8 @@ test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgr
                netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libfftw3-dev libhwloc-dev hwloc
                    libscalapack-openmpi-dev libotf2-trace-dev)
+# The peer profilers of `petacomm bench profiler-overhead --peers` (scripts/build-profiler-peer.sh).
+optional_packages+=(autoconf automake libtool binutils-dev libunwind-dev libiberty-dev)
 wanted=("${base_packages[@]}")
 [ "$testing" = 1 ] && wanted+=("${test_packages[@]}")
 [ "$optional" = 1 ] && wanted+=("${optional_packages[@]}")

@@ -35,9 +35,7 @@ uint32_t g_last = 0;
 uint32_t g_guess = 0;
 uint32_t *g_successor = nullptr;  // per entry: the entry recorded after it last time (+1)
 
-uint64_t private_bytes(uint64_t entries) {
-  return entries * (sizeof(uint64_t) + sizeof(uint32_t));
-}
+uint64_t private_bytes(uint64_t entries) { return entries * (sizeof(uint64_t) + sizeof(uint32_t)); }
 }  // namespace
 
 bool table_place(void *memory, uint64_t entries) {
@@ -165,8 +163,8 @@ void table_add(int region, int call, uint64_t msg_bytes, uint64_t moved, int pee
   update(e, moved, ns, count);
 }
 
-void table_add_at(uint32_t site, int region, int call, uint64_t msg_bytes, uint64_t moved,
-                  int peer, uint64_t ns) {
+void table_add_at(uint32_t site, int region, int call, uint64_t msg_bytes, uint64_t moved, int peer,
+                  uint64_t ns) {
   table_add(region, call, msg_bytes, moved, peer, ns, 1);
   if (__builtin_expect(g_hot.callsite_depth != 0, 0)) callsite_add(site, call, moved, ns);
 }

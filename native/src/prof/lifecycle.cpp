@@ -25,7 +25,6 @@
 
 namespace petacomm::prof {
 
-
 namespace {
 
 // ---- command line, host, output path ------------------------------------------------------

@@ -377,8 +377,10 @@ void build_local(Merged &m, uint64_t wall) {
   auto visit = [&](const Entry &e) {
     if (e.count == 0) return;
     const uint32_t region = e.region == kRegionCoarse ? coarse_region : e.region;
-    const AggRow row{region,  e.call,   summary_size_key(e.size_key), e.count, e.bytes, e.time_ns,
-                     e.min_ns, e.max_ns, 1, e.time_ns, e.time_ns};
+    const AggRow row{region,    e.call,   summary_size_key(e.size_key),
+                     e.count,   e.bytes,  e.time_ns,
+                     e.min_ns,  e.max_ns, 1,
+                     e.time_ns, e.time_ns};
     uint64_t h = mix64(row.size_key ^ (static_cast<uint64_t>(row.call) << 40) ^
                        (static_cast<uint64_t>(row.region) << 52));
     for (;; ++h) {

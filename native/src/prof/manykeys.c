@@ -63,8 +63,9 @@ int main(int argc, char **argv) {
     }
   }
   if (iterations < 0 || keys < 1 || compute_us < 0) {
-    fprintf(stderr, "petacomm-prof-manykeys: --keys and --iterations must be positive and "
-                    "--compute-us non-negative\n");
+    fprintf(stderr,
+            "petacomm-prof-manykeys: --keys and --iterations must be positive and "
+            "--compute-us non-negative\n");
     return 2;
   }
   const double start = seconds();
@@ -100,8 +101,8 @@ int main(int argc, char **argv) {
     MPI_Waitall(2 * far, reqs, MPI_STATUSES_IGNORE);
     for (int d = 1; d <= far; ++d) {
       const int to = (rank + d) % size, from = (rank - d + size) % size;
-      MPI_Sendrecv(out, s, MPI_BYTE, to, 100 + d, back, s, MPI_BYTE, from, 100 + d,
-                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Sendrecv(out, s, MPI_BYTE, to, 100 + d, back, s, MPI_BYTE, from, 100 + d, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
     }
     double x = it, y = 0;
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -116,10 +117,12 @@ int main(int argc, char **argv) {
   MPI_Finalize();
   const double finalize = seconds() - f0;
   if (rank == 0) {
-    printf("{\"ranks\":%d,\"iterations\":%d,\"sizes\":%d,\"keys_per_rank\":%d,\"compute_us\":%g,"
-           "\"run_s\":%.6f,\"finalize_s\":%.6f}\n",
-           size, iterations, sizes, far > 0 ? 3 * far * (iterations < sizes ? iterations : sizes) + 2 : 2,
-           compute_us, run_max, finalize);
+    printf(
+        "{\"ranks\":%d,\"iterations\":%d,\"sizes\":%d,\"keys_per_rank\":%d,\"compute_us\":%g,"
+        "\"run_s\":%.6f,\"finalize_s\":%.6f}\n",
+        size, iterations, sizes,
+        far > 0 ? 3 * far * (iterations < sizes ? iterations : sizes) + 2 : 2, compute_us, run_max,
+        finalize);
     fflush(stdout);
   }
   return 0;

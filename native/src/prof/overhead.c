@@ -112,7 +112,8 @@ static void key_call(int use_pmpi, int key) {
   MPI_Comm self = MPI_COMM_SELF;
   switch (call) {
     case 0:
-      use_pmpi ? PMPI_Bcast(key_out, n, MPI_BYTE, 0, self) : MPI_Bcast(key_out, n, MPI_BYTE, 0, self);
+      use_pmpi ? PMPI_Bcast(key_out, n, MPI_BYTE, 0, self)
+               : MPI_Bcast(key_out, n, MPI_BYTE, 0, self);
       break;
     case 1:
       use_pmpi ? PMPI_Allreduce(key_out, key_in, n, MPI_BYTE, MPI_BOR, self)

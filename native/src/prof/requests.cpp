@@ -122,7 +122,8 @@ void requests_flush_incomplete() {
   Live &l = *g_hot.live;
   g_reqs.for_each([&l](RequestInfo &info) {
     if (info.flags & kReqPersistent) return;
-    table_add_at(info.site, info.region, info.call, info.bytes, info.bytes, info.peer, info.post_ns);
+    table_add_at(info.site, info.region, info.call, info.bytes, info.bytes, info.peer,
+                 info.post_ns);
     ++l.requests_incomplete;
   });
 }

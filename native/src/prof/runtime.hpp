@@ -116,7 +116,8 @@ void busy_end(uint64_t t0, uint64_t t1);
 extern __thread uint32_t t_site __attribute__((tls_model("initial-exec")));
 uint32_t callsite_capture();
 inline uint64_t call_begin(int mode, int call) {
-  if (__builtin_expect(g_hot.callsite_depth != 0, 0) && mode == kRecord) t_site = callsite_capture();
+  if (__builtin_expect(g_hot.callsite_depth != 0, 0) && mode == kRecord)
+    t_site = callsite_capture();
   const uint64_t t0 = now_ns();
   if (mode == kRecord) busy_begin(call, t0);
   return t0;

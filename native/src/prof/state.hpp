@@ -158,8 +158,8 @@ bool table_place(void *memory, uint64_t entries);
 void table_add(int region, int call, uint64_t msg_bytes, uint64_t moved, int peer, uint64_t ns,
                uint64_t count);
 // table_add of one call, also counted under its call site when call sites are on.
-void table_add_at(uint32_t site, int region, int call, uint64_t msg_bytes, uint64_t moved,
-                  int peer, uint64_t ns);
+void table_add_at(uint32_t site, int region, int call, uint64_t msg_bytes, uint64_t moved, int peer,
+                  uint64_t ns);
 void table_reset();  // forgets every key (MPI_Pcontrol reset)
 uint64_t size_class(uint64_t bytes);
 uint64_t size_upper(uint64_t key);

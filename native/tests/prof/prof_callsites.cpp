@@ -32,7 +32,7 @@ __attribute__((noinline)) void post_and_wait(int rank, int size) {
   char out[32] = {0}, in[32];
   MPI_Request reqs[2];
   MPI_Irecv(in, 32, MPI_BYTE, (rank - 1 + size) % size, 2, MPI_COMM_WORLD, &reqs[0]);  // SITE:irecv
-  MPI_Isend(out, 32, MPI_BYTE, (rank + 1) % size, 2, MPI_COMM_WORLD, &reqs[1]);  // SITE:isend
+  MPI_Isend(out, 32, MPI_BYTE, (rank + 1) % size, 2, MPI_COMM_WORLD, &reqs[1]);        // SITE:isend
   MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);  // SITE:waitall
 }
 
