@@ -305,3 +305,9 @@ def test_help_lists_every_option():
         "--seed",
     ):
         assert option in done.stdout
+    # The strategies it offers are the library's registry, every one and nothing else.
+    from petacomm.xchg import strategy_names
+
+    text = done.stdout.split("--strategy")[1].split("\n  --")[0]
+    offered = re.findall(r"[a-z][a-z-]*[a-z]", text.split("(default auto):")[1])
+    assert offered == list(strategy_names()), text

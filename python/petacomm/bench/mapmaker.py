@@ -21,7 +21,6 @@ from pathlib import Path
 from petacomm.errors import PetacommError
 
 SCHEMA_VERSION = 1
-DEFAULT_STRATEGIES = ("dense-allreduce", "allgather", "directory", "owner", "hub-split")
 
 
 def register(subparsers) -> None:
@@ -34,8 +33,8 @@ def register(subparsers) -> None:
     parser.add_argument("--ranks", default="4,8", help="rank counts (default 4,8)")
     parser.add_argument(
         "--strategies",
-        default=",".join(DEFAULT_STRATEGIES),
-        help="SparseReducePlan strategies (default: the five, dense-allreduce first)",
+        help="SparseReducePlan strategies, a comma list (default: every registered strategy, "
+        "in registry order: dense-allreduce first)",
     )
     parser.add_argument("--nside", type=int, default=64, help="HEALPix nside (default 64)")
     parser.add_argument(
@@ -69,9 +68,11 @@ def _rank_counts(text: str) -> list[int]:
     return counts
 
 
-def _strategies(text: str) -> list[str]:
-    from petacomm.xchg import STRATEGIES
+def _strategies(text: str | None) -> list[str]:
+    from petacomm.xchg import STRATEGIES, strategy_names
 
+    if text is None:  # the registry's names (strategy_names() starts with "auto")
+        return [name for name in strategy_names() if name != "auto"]
     names = [item for item in text.split(",") if item]
     for name in names:
         if name not in STRATEGIES:
