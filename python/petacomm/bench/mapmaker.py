@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
 
@@ -49,6 +49,9 @@ def register(subparsers) -> None:
     parser.add_argument("--transport", default="p2p", help="p2p, neighbor or alltoallv")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress line on standard error while ranks run"
+    )
     parser.set_defaults(func=run)
 
 
@@ -152,8 +155,11 @@ def _measure(launcher, program: Path, ranks: int, strategies: list[str], args) -
             "--quiet",
             f"--json={out}",
         ]
-        done = subprocess.run(
-            launcher.command(ranks, argv), capture_output=True, text=True, check=False
+        done = run_showing_progress(
+            "bench mapmaker",
+            f"petacomm-mapmaker on {ranks} ranks ({len(strategies)} strategies)",
+            launcher.command(ranks, argv),
+            quiet=args.quiet,
         )
         if done.returncode != 0 or not out.exists():
             raise PetacommError(
