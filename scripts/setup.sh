@@ -31,7 +31,7 @@ say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 
 base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config
                libfftw3-dev)
-test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid
+test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid hpcc
                netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libhwloc-dev hwloc libotf2-trace-dev)
 test_packages+=(libscalapack-openmpi-dev)  # MADbench
