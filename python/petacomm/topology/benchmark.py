@@ -160,6 +160,7 @@ def run_map_benchmark(network, routing, pattern_text, mapping_text, cost, args, 
             seed=args.seed,
             max_permutations=args.max_candidates,
             notes=notes,
+            routing=routing,
         )
         progress.start(len(mappings), "mappings evaluated")
         ranked = rank_mappings(

@@ -27,11 +27,14 @@ from petacomm.topology.pattern import LogicalGrid
 
 @dataclass
 class Mapping:
-    """Rank r runs on node ``node[r]``, core ``core[r]``; ``name`` says how it was built."""
+    """Rank r runs on node ``node[r]``, core ``core[r]``; ``name`` says how it was built and,
+    for a mapping an optimiser built, ``stop_reason`` why it stopped (``converged`` or
+    ``time budget``; empty for constructed mappings)."""
 
     name: str
     node: np.ndarray
     core: np.ndarray
+    stop_reason: str = ""
 
     def __post_init__(self):
         self.node = np.asarray(self.node, dtype=np.int64)

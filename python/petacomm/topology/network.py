@@ -463,7 +463,7 @@ class NetworkKind:
     parse: Callable[[str, str, dict[str, str], str], Network]
     example: str
     summary: str
-    default_candidates: str = "block,cyclic,greedy,bisection"
+    default_candidates: str = "block,cyclic,greedy,bisection,multilevel"
 
 
 NETWORK_KINDS: dict[str, NetworkKind] = {}

@@ -4,7 +4,9 @@ Candidate specs (comma-separated, ``candidate_mappings``):
 ``permutations`` (every Blue Gene permutation string; torus/mesh), a permutation string such
 as ``TZXY``, ``block``, ``cyclic``, ``tiles`` (every node-shaped tile of the pattern's grid,
 tiles in node-id order), ``greedy`` and ``bisection`` (each refined by pairwise swaps),
-``all`` (everything applicable).
+``multilevel`` (``multilevel.py``, then contention refinement), ``scotch`` (Scotch's
+mapping refined by petacomm, ``scotch.py``; needs libscotch), ``all`` (everything
+applicable; ``scotch`` when Scotch is installed and has a target for the network).
 """
 
 from __future__ import annotations
@@ -27,7 +29,18 @@ RANK_KEYS = {
     "max-link-bytes": "max_link_bytes",
     "hop-bytes": "hop_bytes",
 }
-CANDIDATE_WORDS = ("permutations", "block", "cyclic", "tiles", "greedy", "bisection", "all")
+CANDIDATE_WORDS = (
+    "permutations",
+    "block",
+    "cyclic",
+    "tiles",
+    "greedy",
+    "bisection",
+    "multilevel",
+    "scotch",
+    "all",
+)
+OPTIMISERS = ("greedy", "bisection", "multilevel", "scotch")
 
 
 @dataclass
@@ -72,10 +85,13 @@ def candidate_mappings(
     seed: int = 0,
     max_permutations: int | None = None,
     notes: list[str] | None = None,
+    routing=None,
 ) -> list[mp.Mapping]:
     """Build the candidate mappings named by ``spec`` (module docstring). ``permutations``
     yields at most ``max_permutations`` strings (all when None); when it samples, a line
-    saying so is appended to ``notes``."""
+    saying so is appended to ``notes``. The optimisers share ``time_budget`` seconds;
+    ``routing`` (the model the candidates are ranked under) lets ``multilevel`` and
+    ``scotch`` relieve the busiest link."""
     items = [s.strip() for s in spec.split(",") if s.strip()]
     if not items:
         raise ValueError("candidates: empty list (expected e.g. permutations or block,greedy)")
@@ -86,11 +102,14 @@ def candidate_mappings(
             "tiles",
             "greedy",
             "bisection",
+            "multilevel",
         ]
+        if _scotch_applies(network, notes):
+            items.append("scotch")
     out: list[mp.Mapping] = []
     seen: set[str] = set()
     graph = None
-    optimisers = [i for i in items if i in ("greedy", "bisection")]
+    optimisers = [i for i in items if i.lower() in OPTIMISERS]
     per_optimiser = time_budget / max(1, len(optimisers))
 
     def add(m: mp.Mapping):
@@ -148,6 +167,21 @@ def candidate_mappings(
             m = build(pattern, network, time_budget=per_optimiser / 2, graph=graph)
             left = max(0.0, per_optimiser - (time.perf_counter() - start))
             add(refine_by_swaps(m, pattern, network, time_budget=left, seed=seed, graph=graph))
+        elif low in ("multilevel", "scotch"):
+            from petacomm.topology.mapping_search import communication_graph
+            from petacomm.topology.multilevel import multilevel_mapping
+            from petacomm.topology.scotch import ScotchError, scotch_mapping, target_description
+
+            if graph is None:
+                graph = communication_graph(pattern)
+            build = multilevel_mapping if low == "multilevel" else scotch_mapping
+            try:
+                if low == "scotch":
+                    target_description(network)
+                m = build(pattern, network, per_optimiser, graph=graph, seed=seed, routing=routing)
+            except (ValueError, ScotchError) as err:
+                raise ValueError(f"candidates: {err}") from None
+            add(m)
         elif is_torus and sorted(item.upper()) == sorted(mp.permutation_letters(network)):
             add(mp.permutation_mapping(item, network, pattern.nranks))
         else:
@@ -157,6 +191,24 @@ def candidate_mappings(
                 f"{extra})"
             )
     return out
+
+
+def _scotch_applies(network, notes) -> bool:
+    """Whether ``all`` includes ``scotch``: Scotch is installed and has a target for the
+    network; otherwise a note says why it was left out."""
+    from petacomm.topology.scotch import scotch_available, target_description
+
+    reason = None
+    if not scotch_available():
+        reason = "Scotch (libscotch) is not installed"
+    else:
+        try:
+            target_description(network)
+        except ValueError as err:
+            reason = str(err).removeprefix("scotch: ")
+    if reason is not None and notes is not None:
+        notes.append(f"all: scotch left out ({reason})")
+    return reason is None
 
 
 def rank_mappings(

@@ -1,0 +1,379 @@
+"""Contention-aware refinement: lower the most loaded link's bytes without raising hop-bytes.
+
+Hop-bytes (what ``multilevel.py`` minimises) is the *sum* of link loads; the time a phase
+takes depends on the *most loaded* link. :func:`refine_contention` takes a placement and
+repeatedly looks at the busiest link: the ranks whose messages cross it most are candidates
+to move, each tried against every rank on the nodes within two hops of it (a swap) and
+every free core there (a move). Every candidate is evaluated exactly under the routing
+model - the loads of all links after the change - and the best is applied if it lowers the
+busiest link's bytes (or, at equal bytes, the number of links that carry them) while the
+placement's hop-bytes stays at or below what it was when refinement started. So neither
+the maximum link load nor hop-bytes ever rises.
+
+Link loads come from :func:`pair_link_matrix`: the share of a message between every pair
+of nodes on every link, from the routing model itself (one ``route`` call of unit flows
+from node 0 on a torus or mesh with wrap-around in every dimension, shifted to every source
+by translation symmetry; one call per chunk of node pairs otherwise). It is built only for
+networks of at most ``MAX_PAIR_ENTRIES`` entries (a few thousand nodes); larger ones are
+left as they are and the stop reason says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from petacomm.topology.network import TorusNetwork
+
+MAX_PAIR_ENTRIES = 30_000_000
+# How much hop-bytes may rise (a fraction of it) to relieve the busiest link, when the
+# caller sets no cap of its own.
+HOP_BYTES_ALLOWANCE = 0.01
+_NEIGHBOURHOOD_HOPS = 2
+_CANDIDATE_RANKS = 8
+# Candidate changes evaluated per step are limited so that the affected messages stay
+# below this many (a dense graph's rank has a thousand partners).
+_EVALUATED_MESSAGES = 200_000
+
+
+@dataclass
+class ContentionStats:
+    """What the refinement did: steps applied and why it stopped, loads before/after."""
+
+    steps: int = 0
+    stop_reason: str = "converged"
+    max_link_bytes_before: float = 0.0
+    max_link_bytes_after: float = 0.0
+
+
+def pair_link_matrix(network, routing) -> sp.csr_matrix | None:
+    """Sparse (num_nodes**2 x num_links) matrix: row ``src * num_nodes + dst`` holds the
+    fraction of a message from node src to node dst on every link (module docstring);
+    None when the network is too large for it."""
+    nn = network.num_nodes
+    if nn < 2:
+        return sp.csr_matrix((nn * nn, network.num_links))
+    dst = np.arange(1, nn)
+    if isinstance(network, TorusNetwork) and all(network.wrap):
+        shares = routing.route(network, np.zeros(nn - 1, np.int64), dst, np.eye(nn - 1))
+        entries = np.count_nonzero(np.abs(shares) > 1e-12) * nn
+        if entries > MAX_PAIR_ENTRIES:
+            return None
+        delta, link = np.nonzero(np.abs(shares) > 1e-12)
+        frac = shares[delta, link]
+        target = delta + 1  # node id of the displacement from node 0
+        kind, at = np.divmod(link, nn)  # link = kind * nn + tail node
+        dims = np.asarray(network.dims)
+        src = np.arange(nn)
+        src_coords = network.coordinates(src)
+        rows, cols = [], []
+        tail = network.coordinates(at)
+        disp = network.coordinates(target)
+        for s in range(0, nn, max(1, 4_000_000 // max(1, frac.size))):
+            chunk = src[s : s + max(1, 4_000_000 // max(1, frac.size))]
+            c = src_coords[chunk][:, None, :]
+            shifted_tail = network.node_ids(np.mod(c + tail[None], dims).reshape(-1, dims.size))
+            shifted_dst = network.node_ids(np.mod(c + disp[None], dims).reshape(-1, dims.size))
+            rows.append(np.repeat(chunk, frac.size) * nn + shifted_dst)
+            cols.append(np.tile(kind, chunk.size) * nn + shifted_tail)
+        data = np.tile(frac, nn)
+        return sp.csr_matrix(
+            (data, (np.concatenate(rows), np.concatenate(cols))), shape=(nn * nn, network.num_links)
+        )
+    # Other networks: route every node pair, a chunk of unit flows at a time.
+    if nn * nn * 8 > MAX_PAIR_ENTRIES:
+        return None
+    src_all, dst_all = np.divmod(np.arange(nn * nn), nn)
+    keep = src_all != dst_all
+    src_all, dst_all = src_all[keep], dst_all[keep]
+    rows, cols, vals = [], [], []
+    chunk = 256
+    for s in range(0, src_all.size, chunk):
+        a, b = src_all[s : s + chunk], dst_all[s : s + chunk]
+        shares = routing.route(network, a, b, np.eye(a.size))
+        r, c = np.nonzero(np.abs(shares) > 1e-12)
+        rows.append(a[r] * nn + b[r])
+        cols.append(c)
+        vals.append(shares[r, c])
+        if sum(v.size for v in vals) > MAX_PAIR_ENTRIES:
+            return None
+    return sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(nn * nn, network.num_links),
+    )
+
+
+def contention_stage(
+    pattern,
+    network,
+    routing,
+    node,
+    graph,
+    time_budget: float,
+    allowance: float = 0.0,
+    hop_bytes_cap: float | None = None,
+    pairs=None,
+) -> tuple[np.ndarray, str]:
+    """:func:`refine_contention` as the last stage of an optimiser: (node of every rank,
+    stop reason: ``converged``, ``time budget`` or why link loads were not refined)."""
+    node, stats = refine_contention(
+        pattern,
+        network,
+        routing,
+        node,
+        graph,
+        time_budget,
+        pairs=pairs,
+        hop_slack=allowance,
+        hop_bytes_cap=hop_bytes_cap,
+    )
+    if stats.stop_reason not in ("converged", "time budget"):
+        return node, "converged"
+    return node, stats.stop_reason
+
+
+def directed_messages(pattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (sender, receiver) pair of the pattern with its bytes over all phases (each
+    phase's bytes times its repeat count), self-messages dropped."""
+    return pattern.edges()
+
+
+def refine_contention(
+    pattern,
+    network,
+    routing,
+    node: np.ndarray,
+    graph: sp.csr_matrix,
+    time_budget: float = 5.0,
+    pairs: sp.csr_matrix | None = None,
+    hop_slack: float = 0.0,
+    hop_bytes_cap: float | None = None,
+) -> tuple[np.ndarray, ContentionStats]:
+    """Node of every rank after contention-aware refinement of ``node`` (module docstring),
+    and what it did. ``graph`` is the symmetric bytes graph hop-bytes is measured on;
+    ``pairs`` a :func:`pair_link_matrix` already built for this network and routing.
+    Hop-bytes stays at or below ``hop_bytes_cap`` if given, else at or below the start's
+    hop-bytes times ``1 + hop_slack``."""
+    deadline = time.perf_counter() + time_budget
+    stats = ContentionStats()
+    node = np.asarray(node, dtype=np.int64).copy()
+    nn, cores = network.num_nodes, network.cores_per_node
+    pairs = pair_link_matrix(network, routing) if pairs is None else pairs
+    if pairs is None:
+        stats.stop_reason = "network too large for exact link loads"
+        return node, stats
+    src, dst, nbytes = directed_messages(pattern)
+    if src.size == 0:
+        return node, stats
+    n = node.size
+    # Messages touching each rank (CSR over ranks, both ends).
+    ends = np.concatenate([src, dst])
+    message_of_end = np.concatenate([np.arange(src.size), np.arange(src.size)])
+    by_rank = np.argsort(ends, kind="stable")
+    rank_start = np.searchsorted(ends[by_rank], np.arange(n + 1))
+    incident = message_of_end[by_rank]
+    pairs_csc = pairs.tocsc()
+    distance = _distances(network)
+    graph = sp.csr_matrix(graph)
+
+    def loads_of(nodes):
+        row = nodes[src] * nn + nodes[dst]
+        inter = nodes[src] != nodes[dst]
+        vec = np.bincount(row[inter], weights=nbytes[inter], minlength=nn * nn)
+        return np.asarray(pairs.T @ vec).ravel()
+
+    coo = graph.tocoo()
+    loads = loads_of(node)
+    hop_now = 0.5 * float((coo.data * distance(node[coo.row], node[coo.col])).sum())
+    hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
+    stats.max_link_bytes_before = float(loads.max(initial=0.0))
+    free = np.full(nn, cores) - np.bincount(node, minlength=nn)
+    near = _near_nodes(network, distance)
+    while True:
+        if time.perf_counter() > deadline:
+            stats.stop_reason = "time budget"
+            break
+        top = float(loads.max(initial=0.0))
+        if top <= 0:
+            break
+        tol = 1e-9 * top
+        hot = int(np.argmax(loads))
+        at_top = int((loads >= top - tol).sum())
+        # Bytes each rank puts on the hot link.
+        column = pairs_csc.getcol(hot)
+        share = np.zeros(nn * nn)
+        share[column.indices] = column.data
+        on_hot = share[node[src] * nn + node[dst]] * nbytes
+        contribution = np.bincount(src, on_hot, n) + np.bincount(dst, on_hot, n)
+        movers = np.argsort(-contribution)[:_CANDIDATE_RANKS]
+        movers = movers[contribution[movers] > 0]
+        cand_v, cand_u, cand_x = [], [], []
+        for v in movers.tolist():
+            targets = near[node[v]]
+            occupants = np.flatnonzero(np.isin(node, targets) & (node != node[v]))
+            cand_v.append(np.full(occupants.size, v))
+            cand_u.append(occupants)
+            cand_x.append(node[occupants])
+            roomy = targets[(free[targets] > 0) & (targets != node[v])]
+            cand_v.append(np.full(roomy.size, v))
+            cand_u.append(np.full(roomy.size, -1))
+            cand_x.append(roomy)
+        if not cand_v:
+            break
+        cv, cu, cx = (np.concatenate(c) for c in (cand_v, cand_u, cand_x))
+        best = _best_change(
+            cv,
+            cu,
+            cx,
+            node,
+            loads,
+            top,
+            at_top,
+            tol,
+            hop_cap - hop_now,
+            src,
+            dst,
+            nbytes,
+            rank_start,
+            incident,
+            pairs,
+            graph,
+            distance,
+            nn,
+        )
+        if best is None:
+            break
+        v, u, x, hop_change, load_change = best
+        hop_now += hop_change
+        a = node[v]
+        node[v] = x
+        if u >= 0:
+            node[u] = a
+        else:
+            free[a] += 1
+            free[x] -= 1
+        loads = loads + load_change
+        stats.steps += 1
+    stats.max_link_bytes_after = float(loads.max(initial=0.0))
+    return node, stats
+
+
+def _best_change(
+    cv,
+    cu,
+    cx,
+    node,
+    loads,
+    top,
+    at_top,
+    tol,
+    hop_room,
+    src,
+    dst,
+    nbytes,
+    rank_start,
+    incident,
+    pairs,
+    graph,
+    distance,
+    nn,
+):
+    """The candidate (v, u or -1, target node of v, its hop-bytes change) that lowers the
+    busiest link most (or, at equal bytes, the number of links at the top) while raising
+    hop-bytes by at most ``hop_room``; None if none does."""
+    # Hop-bytes change of each candidate, exactly, from the moved ranks' edges; as many
+    # candidates (in order: the hot link's biggest contributors first) as keep this cheap.
+    degree = np.diff(graph.indptr)
+    work = np.cumsum(degree[cv] + np.where(cu >= 0, degree[np.maximum(cu, 0)], 0))
+    keep = max(1, int(np.searchsorted(work, 4 * _EVALUATED_MESSAGES)))
+    cv, cu, cx = cv[:keep], cu[:keep], cx[:keep]
+    a = node[cv]
+    delta_hop = _hop_delta(cv, cu, cx, a, node, graph, distance)
+    ok = delta_hop <= hop_room + 1e-9 * max(1.0, abs(hop_room))
+    cv, cu, cx, a, delta_hop = cv[ok], cu[ok], cx[ok], a[ok], delta_hop[ok]
+    if cv.size == 0:
+        return None
+    # Messages affected by each candidate (those of v and of u).
+    counts = (rank_start[cv + 1] - rank_start[cv]) + np.where(
+        cu >= 0, rank_start[np.maximum(cu, 0) + 1] - rank_start[np.maximum(cu, 0)], 0
+    )
+    limit = max(1, int(np.searchsorted(np.cumsum(counts), _EVALUATED_MESSAGES)))
+    cv, cu, cx, a, delta_hop = cv[:limit], cu[:limit], cx[:limit], a[:limit], delta_hop[:limit]
+    k = cv.size
+    cand_of, msg = [], []
+    for i in range(k):
+        ms = incident[rank_start[cv[i]] : rank_start[cv[i] + 1]]
+        if cu[i] >= 0:
+            ms = np.union1d(ms, incident[rank_start[cu[i]] : rank_start[cu[i] + 1]])
+        msg.append(ms)
+        cand_of.append(np.full(ms.size, i))
+    msg = np.concatenate(msg)
+    cand_of = np.concatenate(cand_of)
+    s_old, d_old = node[src[msg]], node[dst[msg]]
+    # New nodes of the ends: v -> x, u -> a.
+    s_new, d_new = s_old.copy(), d_old.copy()
+    for ends, new in ((src[msg], s_new), (dst[msg], d_new)):
+        moved_v = ends == cv[cand_of]
+        new[moved_v] = cx[cand_of][moved_v]
+        moved_u = ends == cu[cand_of]
+        new[moved_u] = a[cand_of][moved_u]
+    w = nbytes[msg]
+    rows = np.concatenate([s_old * nn + d_old, s_new * nn + d_new])
+    signs = np.concatenate([-w * (s_old != d_old), w * (s_new != d_new)])
+    change = sp.csr_matrix((signs, (np.concatenate([cand_of, cand_of]), rows)), shape=(k, nn * nn))
+    delta = (change @ pairs).toarray()
+    new_loads = loads[None, :] + delta
+    new_top = new_loads.max(axis=1)
+    new_at_top = (new_loads >= new_top[:, None] - tol).sum(axis=1)
+    better = (new_top < top - tol) | ((np.abs(new_top - top) <= tol) & (new_at_top < at_top))
+    if not better.any():
+        return None
+    score = np.lexsort((new_at_top, new_top))
+    best = score[better[score]][0]
+    return int(cv[best]), int(cu[best]), int(cx[best]), float(delta_hop[best]), delta[best]
+
+
+def _hop_delta(cv, cu, cx, a, node, graph, distance) -> np.ndarray:
+    """Exact hop-bytes change of moving each cv to node cx (and cu, when >= 0, to a): the
+    two ranks' edges at their new places, an edge between them keeping its length."""
+
+    def cost(ranks, at):
+        lengths = graph.indptr[ranks + 1] - graph.indptr[ranks]
+        owner = np.repeat(np.arange(ranks.size), lengths)
+        entry = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        entry += graph.indptr[ranks][owner]
+        where = node[graph.indices[entry]]
+        return np.bincount(
+            owner, graph.data[entry] * distance(at[owner], where), minlength=ranks.size
+        )
+
+    delta = cost(cv, cx) - cost(cv, a)
+    swap = np.flatnonzero(cu >= 0)
+    if swap.size:
+        v, u, x, av = cv[swap], cu[swap], cx[swap], a[swap]
+        graph_vu = np.asarray(graph[v, u]).ravel()
+        delta[swap] += cost(u, av) - cost(u, x) + 2 * graph_vu * distance(av, x)
+    return delta
+
+
+def _distances(network):
+    """Hop distance between node ids as a lookup in the all-pairs table (the networks this
+    refinement handles have at most a few thousand nodes)."""
+    from petacomm.topology.mapping_search import _Distance
+
+    ids = np.arange(network.num_nodes)
+    table = _Distance(network)(ids[:, None], ids[None, :]).astype(np.float32)
+
+    def distance(a, b):
+        return table[a, b].astype(np.float64)
+
+    return distance
+
+
+def _near_nodes(network, distance) -> list[np.ndarray]:
+    """Nodes within ``_NEIGHBOURHOOD_HOPS`` of every node (itself included)."""
+    ids = np.arange(network.num_nodes)
+    return [np.flatnonzero(distance(np.full(ids.size, i), ids) <= _NEIGHBOURHOOD_HOPS) for i in ids]
