@@ -36,7 +36,7 @@ _NEIGHBOURHOOD_HOPS = 2
 _CANDIDATE_RANKS = 8
 # Candidate changes evaluated per step are limited so that the affected messages stay
 # below this many (a dense graph's rank has a thousand partners).
-_EVALUATED_MESSAGES = 200_000
+_EVALUATED_MESSAGES = 50_000
 
 
 @dataclass
@@ -49,40 +49,106 @@ class ContentionStats:
     max_link_bytes_after: float = 0.0
 
 
-def pair_link_matrix(network, routing) -> sp.csr_matrix | None:
-    """Sparse (num_nodes**2 x num_links) matrix: row ``src * num_nodes + dst`` holds the
-    fraction of a message from node src to node dst on every link (module docstring);
-    None when the network is too large for it."""
+class PairLinks:
+    """The share of a message between any two nodes on every link (module docstring).
+
+    ``matrix`` is a CSR matrix of ``num_nodes**2`` rows and ``num_links`` columns;
+    :meth:`rows` gives the row of each (source node, destination node) pair. On a torus the
+    rows of a source are ordered by displacement (destination minus source, wrapped), so
+    the matrix is built directly in row order from one routed template per displacement.
+    """
+
+    def __init__(self, network, matrix: sp.csr_matrix, template=None):
+        self.network = network
+        self.matrix = matrix
+        # On a torus: the routed unit flows from node 0, (displacement, link kind, tail
+        # coordinates, share) per entry; they give any link's column without a transpose.
+        self._template = template
+        self._by_displacement = template is not None
+        self._csc = None
+        if template is not None:
+            nn = network.num_nodes
+            self._coords = network.coordinates(np.arange(nn))
+            self._dims = np.asarray(network.dims)
+            # Row of every (source, destination) pair, looked up rather than recomputed.
+            disp = np.mod(self._coords[None, :, :] - self._coords[:, None, :], self._dims)
+            self._row_table = (
+                np.arange(nn)[:, None] * nn
+                + network.node_ids(disp.reshape(-1, disp.shape[-1])).reshape(nn, nn)
+            ).astype(np.int64)
+
+    def column(self, link: int) -> np.ndarray:
+        """The share of every row (node pair) on one link, as a dense array."""
+        nn = self.network.num_nodes
+        if self._template is not None:
+            disp, kind, tail_coords, frac = self._template
+            link_kind, link_tail = divmod(int(link), nn)
+            mine = kind == link_kind
+            # The entry's tail shifted by source s is the link's tail: s = tail - entry tail.
+            source = self.network.node_ids(
+                np.mod(self._coords[link_tail] - tail_coords[mine], self._dims)
+            )
+            out = np.zeros(nn * nn)
+            np.add.at(out, source * nn + disp[mine] + 1, frac[mine])
+            return out
+        if self._csc is None:
+            self._csc = self.matrix.tocsc()
+        out = np.zeros(self.matrix.shape[0])
+        start, end = self._csc.indptr[link], self._csc.indptr[link + 1]
+        out[self._csc.indices[start:end]] = self._csc.data[start:end]
+        return out
+
+    def rows(self, src, dst) -> np.ndarray:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        if not self._by_displacement:
+            return src * self.network.num_nodes + dst
+        return self._row_table[src, dst]
+
+
+_PAIR_CACHE: dict[tuple[str, str], PairLinks | None] = {}
+
+
+def pair_link_matrix(network, routing) -> PairLinks | None:
+    """:class:`PairLinks` for the network and routing model (cached: the candidates of one
+    search share it); None when the network is too large for it."""
+    key = (network.to_text(), routing.describe(network))
+    if key not in _PAIR_CACHE:
+        if len(_PAIR_CACHE) >= 4:
+            _PAIR_CACHE.clear()
+        _PAIR_CACHE[key] = _build_pair_links(network, routing)
+    return _PAIR_CACHE[key]
+
+
+def _build_pair_links(network, routing) -> PairLinks | None:
     nn = network.num_nodes
     if nn < 2:
-        return sp.csr_matrix((nn * nn, network.num_links))
-    dst = np.arange(1, nn)
+        return PairLinks(network, sp.csr_matrix((nn * nn, network.num_links)))
     if isinstance(network, TorusNetwork) and all(network.wrap):
-        shares = routing.route(network, np.zeros(nn - 1, np.int64), dst, np.eye(nn - 1))
-        entries = np.count_nonzero(np.abs(shares) > 1e-12) * nn
-        if entries > MAX_PAIR_ENTRIES:
-            return None
-        delta, link = np.nonzero(np.abs(shares) > 1e-12)
-        frac = shares[delta, link]
-        target = delta + 1  # node id of the displacement from node 0
-        kind, at = np.divmod(link, nn)  # link = kind * nn + tail node
-        dims = np.asarray(network.dims)
-        src = np.arange(nn)
-        src_coords = network.coordinates(src)
-        rows, cols = [], []
-        tail = network.coordinates(at)
-        disp = network.coordinates(target)
-        for s in range(0, nn, max(1, 4_000_000 // max(1, frac.size))):
-            chunk = src[s : s + max(1, 4_000_000 // max(1, frac.size))]
-            c = src_coords[chunk][:, None, :]
-            shifted_tail = network.node_ids(np.mod(c + tail[None], dims).reshape(-1, dims.size))
-            shifted_dst = network.node_ids(np.mod(c + disp[None], dims).reshape(-1, dims.size))
-            rows.append(np.repeat(chunk, frac.size) * nn + shifted_dst)
-            cols.append(np.tile(kind, chunk.size) * nn + shifted_tail)
-        data = np.tile(frac, nn)
-        return sp.csr_matrix(
-            (data, (np.concatenate(rows), np.concatenate(cols))), shape=(nn * nn, network.num_links)
+        # Unit flows from node 0 to every other node; entry (d, link) of the template of
+        # displacement d (node d's coordinates) shifts to source s as link + s.
+        shares = routing.route(
+            network, np.zeros(nn - 1, np.int64), np.arange(1, nn), np.eye(nn - 1)
         )
+        used = np.abs(shares) > 1e-12
+        if int(used.sum()) * nn > MAX_PAIR_ENTRIES:
+            return None
+        disp, link = np.nonzero(used)  # sorted by displacement
+        frac = shares[disp, link]
+        kind, tail = np.divmod(link, nn)  # link id = kind * num_nodes + tail node
+        tail_coords = network.coordinates(tail)
+        dims = np.asarray(network.dims)
+        per_disp = np.bincount(disp + 1, minlength=nn)  # displacement 0 has no entry
+        indptr = np.r_[0, np.cumsum(np.tile(per_disp, nn))]
+        cols = np.empty(frac.size * nn, dtype=np.int64)
+        src_coords = network.coordinates(np.arange(nn))
+        for s in range(nn):
+            shifted = network.node_ids(np.mod(tail_coords + src_coords[s], dims))
+            cols[s * frac.size : (s + 1) * frac.size] = kind * nn + shifted
+        matrix = sp.csr_matrix(
+            (np.tile(frac, nn), cols, indptr), shape=(nn * nn, network.num_links)
+        )
+        return PairLinks(network, matrix, (disp, kind, tail_coords, frac))
     # Other networks: route every node pair, a chunk of unit flows at a time.
     if nn * nn * 8 > MAX_PAIR_ENTRIES:
         return None
@@ -90,20 +156,22 @@ def pair_link_matrix(network, routing) -> sp.csr_matrix | None:
     keep = src_all != dst_all
     src_all, dst_all = src_all[keep], dst_all[keep]
     rows, cols, vals = [], [], []
-    chunk = 256
-    for s in range(0, src_all.size, chunk):
-        a, b = src_all[s : s + chunk], dst_all[s : s + chunk]
+    total = 0
+    for s in range(0, src_all.size, 256):
+        a, b = src_all[s : s + 256], dst_all[s : s + 256]
         shares = routing.route(network, a, b, np.eye(a.size))
         r, c = np.nonzero(np.abs(shares) > 1e-12)
         rows.append(a[r] * nn + b[r])
         cols.append(c)
         vals.append(shares[r, c])
-        if sum(v.size for v in vals) > MAX_PAIR_ENTRIES:
+        total += r.size
+        if total > MAX_PAIR_ENTRIES:
             return None
-    return sp.csr_matrix(
+    matrix = sp.csr_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
         shape=(nn * nn, network.num_links),
     )
+    return PairLinks(network, matrix)
 
 
 def contention_stage(
@@ -148,13 +216,13 @@ def refine_contention(
     node: np.ndarray,
     graph: sp.csr_matrix,
     time_budget: float = 5.0,
-    pairs: sp.csr_matrix | None = None,
+    pairs: PairLinks | None = None,
     hop_slack: float = 0.0,
     hop_bytes_cap: float | None = None,
 ) -> tuple[np.ndarray, ContentionStats]:
     """Node of every rank after contention-aware refinement of ``node`` (module docstring),
     and what it did. ``graph`` is the symmetric bytes graph hop-bytes is measured on;
-    ``pairs`` a :func:`pair_link_matrix` already built for this network and routing.
+    ``pairs`` the :func:`pair_link_matrix` already built for this network and routing.
     Hop-bytes stays at or below ``hop_bytes_cap`` if given, else at or below the start's
     hop-bytes times ``1 + hop_slack``."""
     deadline = time.perf_counter() + time_budget
@@ -175,18 +243,18 @@ def refine_contention(
     by_rank = np.argsort(ends, kind="stable")
     rank_start = np.searchsorted(ends[by_rank], np.arange(n + 1))
     incident = message_of_end[by_rank]
-    pairs_csc = pairs.tocsc()
     distance = _distances(network)
     graph = sp.csr_matrix(graph)
 
     def loads_of(nodes):
-        row = nodes[src] * nn + nodes[dst]
         inter = nodes[src] != nodes[dst]
-        vec = np.bincount(row[inter], weights=nbytes[inter], minlength=nn * nn)
-        return np.asarray(pairs.T @ vec).ravel()
+        row = pairs.rows(nodes[src][inter], nodes[dst][inter])
+        vec = np.bincount(row, weights=nbytes[inter], minlength=nn * nn)
+        return np.asarray(pairs.matrix.T @ vec).ravel()
 
     coo = graph.tocoo()
     loads = loads_of(node)
+    message_rows = pairs.rows(node[src], node[dst])
     hop_now = 0.5 * float((coo.data * distance(node[coo.row], node[coo.col])).sum())
     hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
     stats.max_link_bytes_before = float(loads.max(initial=0.0))
@@ -203,10 +271,7 @@ def refine_contention(
         hot = int(np.argmax(loads))
         at_top = int((loads >= top - tol).sum())
         # Bytes each rank puts on the hot link.
-        column = pairs_csc.getcol(hot)
-        share = np.zeros(nn * nn)
-        share[column.indices] = column.data
-        on_hot = share[node[src] * nn + node[dst]] * nbytes
+        on_hot = pairs.column(hot)[message_rows] * nbytes
         contribution = np.bincount(src, on_hot, n) + np.bincount(dst, on_hot, n)
         movers = np.argsort(-contribution)[:_CANDIDATE_RANKS]
         movers = movers[contribution[movers] > 0]
@@ -255,6 +320,10 @@ def refine_contention(
         else:
             free[a] += 1
             free[x] -= 1
+        moved = incident[rank_start[v] : rank_start[v + 1]]
+        if u >= 0:
+            moved = np.concatenate([moved, incident[rank_start[u] : rank_start[u + 1]]])
+        message_rows[moved] = pairs.rows(node[src[moved]], node[dst[moved]])
         loads = loads + load_change
         stats.steps += 1
     stats.max_link_bytes_after = float(loads.max(initial=0.0))
@@ -284,34 +353,75 @@ def _best_change(
     """The candidate (v, u or -1, target node of v, its hop-bytes change) that lowers the
     busiest link most (or, at equal bytes, the number of links at the top) while raising
     hop-bytes by at most ``hop_room``; None if none does."""
-    # Hop-bytes change of each candidate, exactly, from the moved ranks' edges; as many
-    # candidates (in order: the hot link's biggest contributors first) as keep this cheap.
+    # Hop-bytes change of each candidate, exactly, from the moved ranks' edges; candidates
+    # are taken in order (the hot link's biggest contributors first) in batches whose
+    # evaluation stays cheap, until a batch holds an improvement.
     degree = np.diff(graph.indptr)
-    work = np.cumsum(degree[cv] + np.where(cu >= 0, degree[np.maximum(cu, 0)], 0))
-    keep = max(1, int(np.searchsorted(work, 4 * _EVALUATED_MESSAGES)))
-    cv, cu, cx = cv[:keep], cu[:keep], cx[:keep]
+    work = degree[cv] + np.where(cu >= 0, degree[np.maximum(cu, 0)], 0)
+    start = 0
+    while start < cv.size:
+        stop = start + max(1, int(np.searchsorted(np.cumsum(work[start:]), _EVALUATED_MESSAGES)))
+        found = _best_in_batch(
+            cv[start:stop],
+            cu[start:stop],
+            cx[start:stop],
+            node,
+            loads,
+            top,
+            at_top,
+            tol,
+            hop_room,
+            src,
+            dst,
+            nbytes,
+            rank_start,
+            incident,
+            pairs,
+            graph,
+            distance,
+        )
+        if found is not None:
+            return found
+        start = stop
+    return None
+
+
+def _best_in_batch(
+    cv,
+    cu,
+    cx,
+    node,
+    loads,
+    top,
+    at_top,
+    tol,
+    hop_room,
+    src,
+    dst,
+    nbytes,
+    rank_start,
+    incident,
+    pairs,
+    graph,
+    distance,
+):
+    """:func:`_best_change` over one batch of candidates."""
     a = node[cv]
     delta_hop = _hop_delta(cv, cu, cx, a, node, graph, distance)
     ok = delta_hop <= hop_room + 1e-9 * max(1.0, abs(hop_room))
     cv, cu, cx, a, delta_hop = cv[ok], cu[ok], cx[ok], a[ok], delta_hop[ok]
     if cv.size == 0:
         return None
-    # Messages affected by each candidate (those of v and of u).
-    counts = (rank_start[cv + 1] - rank_start[cv]) + np.where(
-        cu >= 0, rank_start[np.maximum(cu, 0) + 1] - rank_start[np.maximum(cu, 0)], 0
-    )
-    limit = max(1, int(np.searchsorted(np.cumsum(counts), _EVALUATED_MESSAGES)))
-    cv, cu, cx, a, delta_hop = cv[:limit], cu[:limit], cx[:limit], a[:limit], delta_hop[:limit]
     k = cv.size
-    cand_of, msg = [], []
-    for i in range(k):
-        ms = incident[rank_start[cv[i]] : rank_start[cv[i] + 1]]
-        if cu[i] >= 0:
-            ms = np.union1d(ms, incident[rank_start[cu[i]] : rank_start[cu[i] + 1]])
-        msg.append(ms)
-        cand_of.append(np.full(ms.size, i))
-    msg = np.concatenate(msg)
-    cand_of = np.concatenate(cand_of)
+    # Messages of v, then those of u that do not involve v (counted once), per candidate.
+    of_v, msg_v = _incident_expanded(cv, rank_start, incident)
+    has_u = np.flatnonzero(cu >= 0)
+    of_u, msg_u = _incident_expanded(cu[has_u], rank_start, incident)
+    of_u = has_u[of_u]
+    mover = cv[of_u]
+    not_shared = (src[msg_u] != mover) & (dst[msg_u] != mover)
+    msg = np.concatenate([msg_v, msg_u[not_shared]])
+    cand_of = np.concatenate([of_v, of_u[not_shared]])
     s_old, d_old = node[src[msg]], node[dst[msg]]
     # New nodes of the ends: v -> x, u -> a.
     s_new, d_new = s_old.copy(), d_old.copy()
@@ -321,10 +431,11 @@ def _best_change(
         moved_u = ends == cu[cand_of]
         new[moved_u] = a[cand_of][moved_u]
     w = nbytes[msg]
-    rows = np.concatenate([s_old * nn + d_old, s_new * nn + d_new])
+    rows = np.concatenate([pairs.rows(s_old, d_old), pairs.rows(s_new, d_new)])
     signs = np.concatenate([-w * (s_old != d_old), w * (s_new != d_new)])
-    change = sp.csr_matrix((signs, (np.concatenate([cand_of, cand_of]), rows)), shape=(k, nn * nn))
-    delta = (change @ pairs).toarray()
+    nrows = pairs.matrix.shape[0]
+    change = sp.csr_matrix((signs, (np.concatenate([cand_of, cand_of]), rows)), shape=(k, nrows))
+    delta = (change @ pairs.matrix).toarray()
     new_loads = loads[None, :] + delta
     new_top = new_loads.max(axis=1)
     new_at_top = (new_loads >= new_top[:, None] - tol).sum(axis=1)
@@ -334,6 +445,14 @@ def _best_change(
     score = np.lexsort((new_at_top, new_top))
     best = score[better[score]][0]
     return int(cv[best]), int(cu[best]), int(cx[best]), float(delta_hop[best]), delta[best]
+
+
+def _incident_expanded(ranks, rank_start, incident):
+    """(index into ``ranks``, message) for every message of every rank listed."""
+    lengths = rank_start[ranks + 1] - rank_start[ranks]
+    owner = np.repeat(np.arange(ranks.size), lengths)
+    offset = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return owner, incident[rank_start[ranks][owner] + offset]
 
 
 def _hop_delta(cv, cu, cx, a, node, graph, distance) -> np.ndarray:

@@ -26,7 +26,13 @@ pair down (the scheme of Scotch's dual recursive bipartitioning, done level-sync
    small) are scored by the exact change of hop-bytes; vertices are visited by decreasing
    gain and moved when the target has room, else swapped with the member of the target
    whose swap gains most; each step's gain is recomputed from the current placement before
-   it is applied, so hop-bytes never increase. Passes repeat until no step gains.
+   it is applied, so hop-bytes never increase. Passes repeat until no step gains; then
+   every pair of sibling groups is re-split optimally (all ways to share their vertices,
+   for up to 12 vertices) and refined again while that gains.
+6. **V-cycles** (two by default): the graph is coarsened again, vertices merging only
+   within one group of the placement, and every level is refined from the coarsest down
+   (whole clusters move at the coarse levels); a cycle is kept only if it lowers
+   hop-bytes.
 
 Each rank ends on a node with a free core (cores numbered in rank order); node capacities
 are never exceeded. The optimiser stops refining when ``time_budget`` seconds have passed
@@ -137,6 +143,12 @@ class MachineHierarchy:
             self.reps = first
         self._dense: dict[int, np.ndarray] = {}
 
+    def ancestor(self, groups: np.ndarray, depth: int, to_depth: int) -> np.ndarray:
+        """The groups at ``to_depth`` (<= ``depth``) containing ``groups`` of ``depth``."""
+        for d in range(depth, to_depth, -1):
+            groups = self.parent[d][groups]
+        return groups
+
     def num_groups(self, depth: int) -> int:
         return self.capacity[depth].size
 
@@ -170,6 +182,7 @@ class _Level:
     weight: np.ndarray
     depth: int
     coarse: np.ndarray | None = None
+    group: np.ndarray | None = None  # in a V-cycle: each vertex's group at ``depth``
 
 
 @dataclass
@@ -181,12 +194,17 @@ class MultilevelStats:
     moves: int = 0
     swaps: int = 0
     rebalanced: int = 0
+    v_cycles: int = 0
     stop_reason: str = "converged"
     seconds: dict[str, float] = field(default_factory=dict)
 
 
 def heavy_edge_matching(
-    graph: sp.csr_matrix, weight: np.ndarray, max_weight: float, rng: np.random.Generator
+    graph: sp.csr_matrix,
+    weight: np.ndarray,
+    max_weight: float,
+    rng: np.random.Generator,
+    label: np.ndarray | None = None,
 ) -> np.ndarray:
     """Coarse vertex of every vertex after matching heavy edges (module docstring, step 2).
 
@@ -194,7 +212,7 @@ def heavy_edge_matching(
     unit of the two vertex weights; a seeded random priority of the *edge* (the same from
     both ends) breaks ties, so an edge that is the best of both its ends is proposed from
     both sides and merges even when all weights are equal. Merged weights never exceed
-    ``max_weight``."""
+    ``max_weight``; with ``label``, only vertices of equal labels merge."""
     n = graph.shape[0]
     match = np.full(n, -1, dtype=np.int64)
     indptr, indices, data = graph.indptr, graph.indices, graph.data
@@ -208,6 +226,8 @@ def heavy_edge_matching(
     for _ in range(8):
         free = match < 0
         ok = free[row] & free[indices] & (weight[row] + weight[indices] <= max_weight)
+        if label is not None:
+            ok &= label[row] == label[indices]
         if not ok.any():
             break
         score = np.where(ok, score_all, -1.0)
@@ -620,12 +640,25 @@ def _members(group: np.ndarray, ngroups: int) -> list[list[int]]:
     return [flat[bounds[i] : bounds[i + 1]] for i in range(ngroups)]
 
 
-def _coarsen(graph, hier: MachineHierarchy, rng, min_vertices: int) -> list[_Level]:
+def _match(level: _Level, hier: MachineHierarchy, depth: int, rng) -> np.ndarray:
+    """Heavy-edge matching of a level for a coarser level at ``depth``."""
+    label = None
+    if level.group is not None:
+        label = hier.ancestor(level.group, level.depth, depth)
+    max_weight = float(hier.capacity[depth].min())
+    return heavy_edge_matching(level.graph, level.weight, max_weight, rng, label)
+
+
+def _coarsen(
+    graph, hier: MachineHierarchy, rng, min_vertices: int, placement: np.ndarray | None = None
+) -> list[_Level]:
     """Graph levels, finest first, each with the machine depth it is placed at: a level
     stays at its finer neighbour's depth while that depth still has two vertices per group
     to merge (so ranks are first clustered into node-sized vertices), else goes one depth
-    up; a level's vertices never outweigh its depth's smallest group."""
-    levels = [_Level(graph, np.ones(graph.shape[0]), depth=hier.depth)]
+    up; a level's vertices never outweigh its depth's smallest group. With a
+    ``placement`` (every rank's group at the deepest depth; a V-cycle), vertices merge only
+    within one group of the new level's depth, and every level records its groups."""
+    levels = [_Level(graph, np.ones(graph.shape[0]), depth=hier.depth, group=placement)]
     while True:
         current = levels[-1]
         size = current.graph.shape[0]
@@ -636,21 +669,24 @@ def _coarsen(graph, hier: MachineHierarchy, rng, min_vertices: int) -> list[_Lev
             depth -= 1
         if depth < 1:
             break
-        max_weight = float(hier.capacity[depth].min())
-        coarse = heavy_edge_matching(current.graph, current.weight, max_weight, rng)
+
+        coarse = _match(current, hier, depth, rng)
         nc = int(coarse.max()) + 1
         if nc > 0.95 * size:
             if depth == current.depth and depth > 1:
                 # Nothing left to merge within this depth's capacity: go up a depth.
                 depth -= 1
-                max_weight = float(hier.capacity[depth].min())
-                coarse = heavy_edge_matching(current.graph, current.weight, max_weight, rng)
+                coarse = _match(current, hier, depth, rng)
                 nc = int(coarse.max()) + 1
             if nc > 0.95 * size:
                 break
         cg, cw = _contract(current.graph, current.weight, coarse)
         current.coarse = coarse
-        levels.append(_Level(cg, cw, depth=depth))
+        coarse_group = None
+        if current.group is not None:
+            coarse_group = np.empty(nc, dtype=np.int64)
+            coarse_group[coarse] = hier.ancestor(current.group, current.depth, depth)
+        levels.append(_Level(cg, cw, depth=depth, group=coarse_group))
     return levels
 
 
@@ -660,6 +696,7 @@ def multilevel_placement(
     time_budget: float = 10.0,
     seed: int = 0,
     hierarchy: MachineHierarchy | None = None,
+    v_cycles: int = 2,
 ) -> tuple[np.ndarray, MultilevelStats]:
     """Node of every rank (module docstring) for a symmetric graph of bytes between ranks,
     and what the optimiser did. Node capacities (cores per node) are respected."""
@@ -689,9 +726,50 @@ def multilevel_placement(
         parent = group[finer.coarse]
         group = _place_level(finer, hier, finer.depth, coarser.depth, parent, None, deadline, stats)
     stats.seconds["uncoarsen"] = time.perf_counter() - t
+    # V-cycles: coarsen again within the current placement and refine every level.
+    t = time.perf_counter()
+    for _ in range(v_cycles):
+        if stats.stop_reason != "converged":
+            break
+        before = _Refiner(levels[0], hier, hier.depth, group).hop_bytes()
+        candidate = _v_cycle(graph, hier, group, rng, deadline, stats)
+        after = _Refiner(levels[0], hier, hier.depth, candidate).hop_bytes()
+        stats.v_cycles += 1
+        if after < before:
+            group = candidate
+        if after >= before * (1 - 1e-4):
+            break
+    stats.seconds["v-cycles"] = time.perf_counter() - t
     node_of_group = np.empty(hier.num_groups(hier.depth), dtype=np.int64)
     node_of_group[hier.group[hier.depth]] = np.arange(network.num_nodes)
     return node_of_group[group], stats
+
+
+def _v_cycle(graph, hier, group, rng, deadline, stats) -> np.ndarray:
+    """One V-cycle (module docstring, step 6): the placement's groups at the deepest depth
+    after re-coarsening within it and refining every level from the coarsest down."""
+    levels = _coarsen(graph, hier, rng, min_vertices=8, placement=group)
+    coarsest = levels[-1]
+    current = _place_level(
+        coarsest, hier, coarsest.depth, coarsest.depth, coarsest.group, None, deadline, stats
+    )
+    for finer, coarser in zip(levels[-2::-1], levels[:0:-1], strict=True):
+        parent = current[finer.coarse]
+        if finer.depth == coarser.depth:
+            start = parent
+        else:
+            # Vertices whose coarse vertex stayed keep their group; the others take the
+            # child of their new group that suits their neighbours best.
+            start = finer.group.copy()
+            moved = np.flatnonzero(hier.ancestor(start, finer.depth, coarser.depth) != parent)
+            if moved.size:
+                children = hier.children[coarser.depth][parent[moved]]
+                refiner = _Refiner(finer, hier, finer.depth, start)
+                for v, pair in zip(moved.tolist(), children.tolist(), strict=True):
+                    options = np.array([c for c in pair if c >= 0])
+                    start[v] = options[int(np.argmin(refiner.costs(v, options)))]
+        current = _place_level(finer, hier, finer.depth, finer.depth, start, None, deadline, stats)
+    return current
 
 
 def _place_level(level, hier, depth, parent_depth, parent, tiebreak, deadline, stats):
