@@ -127,6 +127,7 @@ def test_other_networks_and_inputs(capsys, tmp_path):
         "cyclic",
         "greedy+swaps",
         "bisection+swaps",
+        "multilevel",
     }
     assert "intra_node_bytes_by_level" in doc["ranking"][0]
     matrix = tmp_path / "m.csv"
