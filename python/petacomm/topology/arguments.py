@@ -169,6 +169,13 @@ def add_search_arguments(parser: argparse.ArgumentParser, group=None) -> None:
         "between those asked for (default: 10)",
     )
     search.add_argument(
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        help="evaluate the candidates in N processes (default: every core available when "
+        "the search routes 20 million messages or more, else 1)",
+    )
+    search.add_argument(
         "--seed",
         type=non_negative_int,
         default=0,

@@ -209,7 +209,14 @@ def run_map_benchmark(network, routing, pattern_text, mapping_text, cost, args, 
         )
         progress.start(len(mappings), "mappings evaluated")
         ranked = rank_mappings(
-            network, routing, pattern, mappings, cost, args.rank_by, progress=progress.advance
+            network,
+            routing,
+            pattern,
+            mappings,
+            cost,
+            args.rank_by,
+            progress=progress.advance,
+            jobs=args.jobs,
         )
         search_s = time.perf_counter() - t0
     for note in notes:

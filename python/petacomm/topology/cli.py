@@ -323,5 +323,6 @@ def search(args, network, routing, pattern, cost, hierarchy=None):
             args.rank_by,
             hierarchy,
             progress=progress.advance,
+            jobs=args.jobs,
         )
     return ranked, notes, time.perf_counter() - start

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from petacomm.topology import mapping as mp
-from petacomm.topology.metrics import MappingMetrics, evaluate_mapping
+from petacomm.topology.metrics import MappingMetrics
 from petacomm.topology.network import NETWORK_KINDS, TorusNetwork
 
 # Metric names of --rank-by and the MappingMetrics attribute each orders by.
@@ -133,7 +133,7 @@ def candidate_mappings(
                     "--seed; --max-candidates sets how many)"
                 )
             for perm in perms:
-                add(mp.permutation_mapping(perm, network, pattern.nranks))
+                add(mp.PermutationCandidate(perm, network, pattern.nranks))
         elif low == "block":
             add(mp.block_mapping(network, pattern.nranks))
         elif low == "cyclic":
@@ -183,7 +183,7 @@ def candidate_mappings(
                 raise ValueError(f"candidates: {err}") from None
             add(m)
         elif is_torus and sorted(item.upper()) == sorted(mp.permutation_letters(network)):
-            add(mp.permutation_mapping(item, network, pattern.nranks))
+            add(mp.PermutationCandidate(item, network, pattern.nranks))
         else:
             extra = f", or a permutation of {mp.permutation_letters(network)}" if is_torus else ""
             raise ValueError(
@@ -220,22 +220,22 @@ def rank_mappings(
     rank_by: str = "time",
     hierarchy=None,
     progress=None,
+    jobs: int | None = None,
 ) -> list[RankedMapping]:
     """Evaluate every mapping and sort by ``rank_by`` (ties: max then average contention,
     hop-bytes, name); ratio_to_best = metric / best metric. ``progress(detail=name)`` is
-    called after each evaluation."""
+    called after each evaluation; ``jobs`` processes evaluate (``evaluation_pool``; None:
+    several for large searches)."""
     if rank_by not in RANK_KEYS:
         raise ValueError(f"rank by {rank_by!r}: expected one of {', '.join(RANK_KEYS)}")
     if rank_by == "time" and cost is None:
         raise ValueError("rank by time needs machine cost parameters")
     key = RANK_KEYS[rank_by]
-    evaluated = []
-    for m in mappings:
-        evaluated.append(
-            (m, evaluate_mapping(network, routing, pattern, m, cost=cost, hierarchy=hierarchy))
-        )
-        if progress is not None:
-            progress(detail=m.name)
+    from petacomm.topology.evaluation_pool import evaluate_many
+
+    mappings = list(mappings)
+    metrics = evaluate_many(network, routing, pattern, mappings, cost, hierarchy, jobs, progress)
+    evaluated = list(zip(mappings, metrics, strict=True))
 
     def tolerant(value: float) -> float:
         # Fractional routing sums differ in the last bits between equal mappings; compare
