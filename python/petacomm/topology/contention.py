@@ -13,9 +13,9 @@ the maximum link load nor hop-bytes ever rises.
 Link loads come from :func:`pair_link_matrix`: the share of a message between every pair
 of nodes on every link, from the routing model itself (one ``route`` call of unit flows
 from node 0 on a torus or mesh with wrap-around in every dimension, shifted to every source
-by translation symmetry; one call per chunk of node pairs otherwise). It is built only for
-networks of at most ``MAX_PAIR_ENTRIES`` entries (a few thousand nodes); larger ones are
-left as they are and the stop reason says so.
+by translation symmetry; one call per chunk of node pairs otherwise). It is built only when it
+has at most ``MAX_PAIR_ENTRIES`` entries (networks of up to about a thousand nodes);
+placements on larger ones are left as they are and the stop reason says so.
 """
 
 from __future__ import annotations
@@ -127,14 +127,21 @@ def _build_pair_links(network, routing) -> PairLinks | None:
     if isinstance(network, TorusNetwork) and all(network.wrap):
         # Unit flows from node 0 to every other node; entry (d, link) of the template of
         # displacement d (node d's coordinates) shifts to source s as link + s.
-        shares = routing.route(
-            network, np.zeros(nn - 1, np.int64), np.arange(1, nn), np.eye(nn - 1)
-        )
-        used = np.abs(shares) > 1e-12
-        if int(used.sum()) * nn > MAX_PAIR_ENTRIES:
+        if nn * nn > MAX_PAIR_ENTRIES:  # every pair uses at least one link
             return None
-        disp, link = np.nonzero(used)  # sorted by displacement
-        frac = shares[disp, link]
+        parts = []
+        entries = 0
+        for first in range(1, nn, 128):  # unit flows from node 0, 128 displacements a time
+            targets = np.arange(first, min(nn, first + 128))
+            shares = routing.route(
+                network, np.zeros(targets.size, np.int64), targets, np.eye(targets.size)
+            )
+            row, link = np.nonzero(np.abs(shares) > 1e-12)
+            parts.append((targets[row] - 1, link, shares[row, link]))
+            entries += row.size * nn
+            if entries > MAX_PAIR_ENTRIES:
+                return None
+        disp, link, frac = (np.concatenate(p) for p in zip(*parts, strict=True))
         kind, tail = np.divmod(link, nn)  # link id = kind * num_nodes + tail node
         tail_coords = network.coordinates(tail)
         dims = np.asarray(network.dims)

@@ -59,9 +59,7 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError, TypeError):
         return False
     m_trim_threshold, m_mmap_threshold = -1, -3
-    return bool(mallopt(m_mmap_threshold, 256 << 20)) and bool(
-        mallopt(m_trim_threshold, 512 << 20)
-    )
+    return bool(mallopt(m_mmap_threshold, 256 << 20)) and bool(mallopt(m_trim_threshold, 512 << 20))
 
 
 def _evaluate(mapping) -> MappingMetrics:
