@@ -150,8 +150,9 @@ def cmb_partners(nranks: int, seed: int = 0) -> CommPattern:
 
     _check_ranks(nranks)
     scan = make("cmb", nranks, nside=CMB_NSIDE, samples_per_rank=CMB_SAMPLES_PER_RANK, seed=seed)
-    pixels = scan.pixels(0, scan.samples)  # every rank's samples, in time order
-    owner = np.repeat(np.arange(nranks), CMB_SAMPLES_PER_RANK)
+    keys = scan.all_keys()  # each rank's pixels, as the dataset defines them
+    pixels = np.concatenate(keys)
+    owner = np.repeat(np.arange(nranks), [k.size for k in keys])
     seen = sp.csr_matrix((np.ones(owner.size), (owner, pixels)), shape=(nranks, scan.key_range))
     seen.data[:] = 1.0  # a pixel hit several times by one rank counts once
     shared = sp.triu(seen @ seen.T, k=1).tocoo()

@@ -309,3 +309,17 @@ def evaluate_mapping(
         link_bytes=link_bytes if keep_loads else None,
         link_flows=link_flows if keep_loads else None,
     )
+
+
+def predicted_times(
+    network, routing, pattern: CommPattern, mappings, cost: CostParameters, hierarchy=None
+) -> dict[str, float]:
+    """Predicted communication time (seconds, the table's ``predicted`` column) of each
+    mapping, by name, in order: the figure to compare with a simulated or measured run of
+    the same pattern under each mapping."""
+    return {
+        m.name: evaluate_mapping(
+            network, routing, pattern, m, cost=cost, hierarchy=hierarchy
+        ).predicted_time_s
+        for m in mappings
+    }

@@ -184,8 +184,8 @@ def run_peer_benchmark(args, out=print) -> dict:
         commands = _time_commands(pattern, graph, network, args)
         if commands:
             out(
-                f"{'':<9} commands end to end: gmap -b0 {commands['gmap_s']:.3f} s, petacomm "
-                f"map --candidates multilevel {commands['petacomm_map_s']:.3f} s "
+                f"{'':<9} as commands: gmap -b0 {commands['gmap_s']:.3f} s, petacomm map "
+                f"(multilevel) {commands['petacomm_map_s']:.3f} s "
                 f"({commands['petacomm_map_s'] / commands['gmap_s']:.2f}x)"
             )
         results["graphs"].append(

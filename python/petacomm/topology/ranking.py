@@ -180,7 +180,7 @@ def candidate_mappings(
                     target_description(network)
                 m = build(pattern, network, per_optimiser, graph=graph, seed=seed, routing=routing)
             except (ValueError, ScotchError) as err:
-                raise ValueError(f"candidates: {err}") from None
+                raise ValueError(str(err)) from None
             add(m)
         elif is_torus and sorted(item.upper()) == sorted(mp.permutation_letters(network)):
             add(mp.PermutationCandidate(item, network, pattern.nranks))
