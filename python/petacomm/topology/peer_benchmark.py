@@ -91,16 +91,16 @@ def run_peer_benchmark(args, out=print) -> dict:
         raise PetacommError(
             f"--ranks: {ranks} ranks do not fit on {network.to_text()} ({network.num_slots} slots)"
         )
-    if not scotch_available():
-        raise PetacommError(
-            "--peers scotch: Scotch is not installed (Debian packages libscotch-dev and scotch)"
-        )
     try:
         from petacomm.topology.scotch import target_description
 
         target_description(network)
     except ValueError as err:
         raise PetacommError(f"--network: {err}") from None
+    if not scotch_available():
+        raise PetacommError(
+            "--peers scotch: Scotch is not installed (Debian packages libscotch-dev and scotch)"
+        )
     results = {
         "schema": JSON_SCHEMA,
         "network": network.to_text(),
