@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,34 +15,24 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
-def _native_xchg_available() -> bool:
-    try:
-        from petacomm.xchg import _capi
-
-        _capi.library()
-    except Exception:  # noqa: BLE001 - any failure means: not built here
-        return False
-    return True
-
-
-needs_native = pytest.mark.skipif(
-    not _native_xchg_available(), reason="libpetacomm with the xchg family is not built"
-)
-
-
 def _all_ranks_say(result, text: str, ranks: int) -> None:
     lines = result.stdout.splitlines()
     assert sum(text in line for line in lines) == ranks, result.stdout + result.stderr
 
 
-@needs_native
+@pytest.mark.mpi
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_matrix_against_reference(ranks):
+    from petacomm.xchg import strategy_names
+
     result = mpirun_python(ranks, str(HERE / "matrix_worker.py"), timeout=240)
     _all_ranks_say(result, "matrix ok", ranks)
+    # Every registered strategy went through the matrix (it iterates the registry).
+    ran = re.findall(r"strategies=(\S+)", result.stdout)
+    assert len(ran) == ranks and all(set(r.split(",")) == set(strategy_names()) for r in ran)
 
 
-@needs_native
+@pytest.mark.mpi
 @pytest.mark.parametrize("ranks", (1, 3, 4))
 def test_errors_leave_values_untouched(ranks):
     result = mpirun_python(ranks, str(HERE / "errors_worker.py"), timeout=120)
@@ -58,7 +49,6 @@ def test_import_does_not_touch_mpi():
     assert done.returncode == 0 and "lazy" in done.stdout, done.stderr
 
 
-@needs_native
 def test_lazy_attribute_resolves():
     import petacomm
     from petacomm.xchg import SparseReducePlan
@@ -68,7 +58,7 @@ def test_lazy_attribute_resolves():
         petacomm.NoSuchThing  # noqa: B018
 
 
-@needs_native
+@pytest.mark.mpi
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_setup_statistics_clock_and_agreement(ranks):
     result = mpirun_python(ranks, str(HERE / "setup_worker.py"), timeout=180)

@@ -12,6 +12,10 @@ BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.topology.benchmark",
     "petacomm.bench.sparse_reduce",
     "petacomm.profile.overhead",
+    "petacomm.bench.mapmaker",
+    "petacomm.bench.node",
+    "petacomm.bench.transpose",
+    "petacomm.bench.fftfilter",
 )
 
 
