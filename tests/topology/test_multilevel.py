@@ -313,3 +313,36 @@ def test_predicted_times_of_candidates_for_the_simulator_check():
 
 def test_mapping_class_with_stop_reason_defaults_empty():
     assert Mapping("x", [0], [0]).stop_reason == ""
+
+
+def test_link_loads_from_the_pair_matrix_match_the_routed_evaluation():
+    net = parse_network("torus:4x4x2:t=2")
+    routing = parse_routing("adaptive", net)
+    pattern = make_graph("delaunay", 64, seed=4)
+    rng = np.random.default_rng(1)
+    node = rng.permutation(np.repeat(np.arange(32), 2))
+    m = Mapping("random", node, ml.cores_in_rank_order(node))
+    expected = evaluate_mapping(net, routing, pattern, m, keep_loads=True).link_bytes
+    assert np.allclose(ct.link_loads(pattern, net, routing, node), expected, rtol=1e-9)
+
+
+def test_without_diagonal_against_a_dense_reference():
+    rng = np.random.default_rng(3)
+    dense = rng.integers(0, 3, size=(9, 9)).astype(float)
+    dense[2, 5] = 0.0
+    sparse = sp.csr_matrix(dense)
+    sparse.data[0] = 0.0  # an explicit zero
+    out = ml.without_diagonal(sparse)
+    expected = sparse.toarray()
+    np.fill_diagonal(expected, 0.0)
+    assert np.array_equal(out.toarray(), expected)
+    assert out.nnz == np.count_nonzero(expected) and out.has_sorted_indices
+
+
+def test_edges_follow_the_phases_they_are_kept_for():
+    pattern = CommPattern(4, [Phase("a", np.array([0, 1]), np.array([1, 0]), np.array([5.0, 5.0]))])
+    assert pattern.edges()[2].tolist() == [5.0, 5.0]
+    pattern.phases.append(Phase("b", np.array([0]), np.array([1]), np.array([2.0])))
+    assert pattern.edges()[2].tolist() == [7.0, 5.0]
+    pattern.phases[1].repeat = 3
+    assert pattern.edges()[2].tolist() == [11.0, 5.0]

@@ -12,8 +12,10 @@ from reference_routing import torus_bfs_distances
 from petacomm.cli import main
 from petacomm.topology import scotch
 from petacomm.topology.irregular_graphs import make_graph
+from petacomm.topology.mapping import Mapping
 from petacomm.topology.mapping_search import communication_graph
 from petacomm.topology.metrics import evaluate_mapping
+from petacomm.topology.multilevel import MultilevelStats, cores_in_rank_order
 from petacomm.topology.network import parse_network
 from petacomm.topology.pattern import matrix_messages, single_phase
 from petacomm.topology.pattern_language import parse_pattern
@@ -112,3 +114,45 @@ def test_map_command_offers_scotch_and_refuses_networks_without_a_target(capsys,
     assert main([*bad, "--candidates", "scotch"]) == 2
     err = capsys.readouterr().err
     assert "--candidates: scotch: no Scotch target for a dragonfly network" in err
+
+
+@needs_scotch
+def test_refinement_limit_of_the_scotch_candidate():
+    # refine_factor 0: no time to refine, Scotch's placement exactly; None: refined until
+    # converged (a budget far above what 128 ranks need).
+    net = parse_network("torus:4x4x2:t=4")
+    pattern = make_graph("rgg", 128, seed=2)
+    graph = communication_graph(pattern)
+    routing = parse_routing("adaptive", net)
+    first = scotch.scotch_placement(graph, net, seed=0)
+    none = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=0)
+    assert np.array_equal(none.node, first) and none.stop_reason == "refinement limit"
+    assert none.name == "scotch"
+    full = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=None)
+    assert full.stop_reason == "converged"
+    assert hop_bytes_by_bfs(net, pattern, full.node) <= hop_bytes_by_bfs(net, pattern, first)
+
+
+@needs_scotch
+def test_scotch_placement_stays_when_refinement_loads_the_busiest_link_more(monkeypatch):
+    # A hop-bytes stage that made the busiest link worse, and a contention stage that ran
+    # out of time: the candidate falls back to Scotch's own placement.
+    from petacomm.topology import contention, multilevel
+
+    net = parse_network("torus:4x4:t=2")
+    pattern = make_graph("rgg", 32, seed=1)
+    graph = communication_graph(pattern)
+    routing = parse_routing("dor", net)
+    first = scotch.scotch_placement(graph, net, seed=0)
+    piled = np.repeat(np.arange(16), 2)  # ranks in rank order: a worse busiest link here
+    m_first = evaluate_mapping(
+        net, routing, pattern, Mapping("s", first, cores_in_rank_order(first))
+    )
+    m_piled = evaluate_mapping(
+        net, routing, pattern, Mapping("p", piled, cores_in_rank_order(piled))
+    )
+    assert m_piled.max_link_bytes > m_first.max_link_bytes  # the case is what it claims
+    monkeypatch.setattr(multilevel, "refine_placement", lambda *a, **k: (piled, MultilevelStats()))
+    monkeypatch.setattr(contention, "contention_stage", lambda *a, **k: (piled, "time budget"))
+    out = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=None)
+    assert np.array_equal(out.node, first)

@@ -37,6 +37,7 @@ _CANDIDATE_RANKS = 8
 # Candidate changes evaluated per step are limited so that the affected messages stay
 # below this many (a dense graph's rank has a thousand partners).
 _EVALUATED_MESSAGES = 50_000
+_OUT_OF_TIME = "out of time"
 
 
 @dataclass
@@ -216,6 +217,25 @@ def directed_messages(pattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pattern.edges()
 
 
+def link_loads(pattern, network, routing, node, pairs: PairLinks | None = None):
+    """Bytes on every link with the ranks on ``node``, from the :func:`pair_link_matrix`
+    (the same figures as ``metrics.evaluate_mapping``'s, without routing every message);
+    None when the network is too large for the matrix."""
+    pairs = pair_link_matrix(network, routing) if pairs is None else pairs
+    if pairs is None:
+        return None
+    src, dst, nbytes = directed_messages(pattern)
+    return _loads(pairs, np.asarray(node), src, dst, nbytes)
+
+
+def _loads(pairs: PairLinks, node, src, dst, nbytes) -> np.ndarray:
+    nn = pairs.network.num_nodes
+    inter = node[src] != node[dst]
+    row = pairs.rows(node[src][inter], node[dst][inter])
+    vec = np.bincount(row, weights=nbytes[inter], minlength=nn * nn)
+    return np.asarray(pairs.matrix.T @ vec).ravel()
+
+
 def refine_contention(
     pattern,
     network,
@@ -235,6 +255,9 @@ def refine_contention(
     deadline = time.perf_counter() + time_budget
     stats = ContentionStats()
     node = np.asarray(node, dtype=np.int64).copy()
+    if time_budget <= 0:  # not even the set-up below
+        stats.stop_reason = "time budget"
+        return node, stats
     nn, cores = network.num_nodes, network.cores_per_node
     pairs = pair_link_matrix(network, routing) if pairs is None else pairs
     if pairs is None:
@@ -253,14 +276,8 @@ def refine_contention(
     distance = _distances(network)
     graph = sp.csr_matrix(graph)
 
-    def loads_of(nodes):
-        inter = nodes[src] != nodes[dst]
-        row = pairs.rows(nodes[src][inter], nodes[dst][inter])
-        vec = np.bincount(row, weights=nbytes[inter], minlength=nn * nn)
-        return np.asarray(pairs.matrix.T @ vec).ravel()
-
     coo = graph.tocoo()
-    loads = loads_of(node)
+    loads = _loads(pairs, node, src, dst, nbytes)
     message_rows = pairs.rows(node[src], node[dst])
     hop_now = 0.5 * float((coo.data * distance(node[coo.row], node[coo.col])).sum())
     hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
@@ -314,8 +331,11 @@ def refine_contention(
             pairs,
             graph,
             distance,
-            nn,
+            deadline,
         )
+        if best is _OUT_OF_TIME:
+            stats.stop_reason = "time budget"
+            break
         if best is None:
             break
         v, u, x, hop_change, load_change = best
@@ -355,11 +375,12 @@ def _best_change(
     pairs,
     graph,
     distance,
-    nn,
+    deadline,
 ):
     """The candidate (v, u or -1, target node of v, its hop-bytes change) that lowers the
     busiest link most (or, at equal bytes, the number of links at the top) while raising
-    hop-bytes by at most ``hop_room``; None if none does."""
+    hop-bytes by at most ``hop_room``; None if none does, ``_OUT_OF_TIME`` if the deadline
+    passed first."""
     # Hop-bytes change of each candidate, exactly, from the moved ranks' edges; candidates
     # are taken in order (the hot link's biggest contributors first) in batches whose
     # evaluation stays cheap, until a batch holds an improvement.
@@ -367,6 +388,8 @@ def _best_change(
     work = degree[cv] + np.where(cu >= 0, degree[np.maximum(cu, 0)], 0)
     start = 0
     while start < cv.size:
+        if time.perf_counter() > deadline:
+            return _OUT_OF_TIME
         stop = start + max(1, int(np.searchsorted(np.cumsum(work[start:]), _EVALUATED_MESSAGES)))
         found = _best_in_batch(
             cv[start:stop],
