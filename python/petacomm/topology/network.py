@@ -26,7 +26,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
+from petacomm.lazy_module import LazyModule
+
+# numpy is imported on first use: the registries below are read by `petacomm map --help`.
+np = LazyModule("numpy")
 
 _TORUS_LETTERS_3D = "XYZ"
 _TORUS_LETTERS = "ABCDEFGHIJKLMNOPQRS"  # no T: T is the core dimension in permutation strings

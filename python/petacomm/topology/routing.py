@@ -32,9 +32,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
+from petacomm.lazy_module import LazyModule
 from petacomm.topology.network import DragonflyNetwork, FatTreeNetwork, TorusNetwork
+
+# numpy is imported on first use: the registries below are read by `petacomm map --help`.
+np = LazyModule("numpy")
 
 
 def _as_weights(weights, n: int) -> np.ndarray:
