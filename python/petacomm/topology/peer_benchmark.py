@@ -7,20 +7,25 @@ ranks on ``torus:4x8x8`` with 4 cores per node, the network's default routing), 
   ``gmap -b0`` computes it), timed in this process;
 * ``multilevel``: petacomm's multilevel mapper then its contention refinement;
 * ``scotch+petacomm``: Scotch's mapping refined by petacomm on hop-bytes, then on the
-  busiest link with hop-bytes kept at or below Scotch's (the ``scotch`` candidate of
+  busiest link with hop-bytes kept at or below Scotch's, for at most
+  ``scotch.REFINE_FACTOR`` times Scotch's own time (the ``scotch`` candidate of
   ``petacomm map``); its time includes Scotch's.
 
 Every mapping is scored by the same routed evaluation (``metrics.evaluate_mapping``):
 hop-bytes, the most and the mean loaded link (the mean in the JSON only), and the wall-clock
 and CPU seconds its optimiser took in this process; the ratio columns divide by Scotch's.
 The CPU seconds are the figure to compare on a shared machine (every mapper here runs on
-one core). The pair-link matrix the contention refinement uses is built once per network
-and routing before the graphs, and its time printed on its own line. Then, as a user runs
-them, the two commands are timed end to end on the same graph as files: ``gmap -b0 GRAPH
-TARGET MAP`` and ``petacomm map --matrix GRAPH.csv --candidates scotch`` (start-up, reading
-the matrix, Scotch, the refinement, the pair-link matrix, evaluation).
-Timings are wall-clock seconds measured side by side; on a shared machine compare the
-ratios, not the absolute times.
+one core). ``scotch`` and ``scotch+petacomm`` take a fraction of a second: each runs
+``TIMED_RUNS`` times and the fastest run is shown (its figures: the refinement's limit
+follows Scotch's time, so runs can differ); ``multilevel`` runs once. The pair-link matrix
+the contention refinement uses is built once per network and routing before the graphs,
+and its time printed on its own line.
+
+Then, as a user runs them, the two commands are timed end to end on the same graph as
+files: ``gmap -b0 GRAPH TARGET MAP`` and ``petacomm map --matrix GRAPH.csv --candidates
+scotch`` (start-up, reading the matrix, Scotch, the refinement, the pair-link matrix,
+evaluation). Timings are wall-clock seconds measured side by side; on a shared machine
+compare the ratios, not the absolute times.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ DEFAULT_CORES = 4
 DEFAULT_RANKS = 1024
 JSON_SCHEMA = "petacomm.bench-map-peers/1"
 _MIB = 1024.0**2
+TIMED_RUNS = 3
 
 
 def check_peers(text: str) -> list[str]:
@@ -140,7 +146,7 @@ def run_peer_benchmark(args, out=print) -> dict:
         rows = []
 
         try:
-            scotch_node, t_scotch, c_scotch = _timed(scotch_placement, graph, network, args.seed)
+            scotch_node, t_scotch, c_scotch = _fastest(scotch_placement, graph, network, args.seed)
             scotch_plain = Mapping("scotch", scotch_node, cores_in_rank_order(scotch_node))
             ours, t_ours, c_ours = _timed(
                 multilevel_mapping,
@@ -151,7 +157,7 @@ def run_peer_benchmark(args, out=print) -> dict:
                 seed=args.seed,
                 routing=routing,
             )
-            refined, t_refined, c_refined = _timed(
+            refined, t_refined, c_refined = _fastest(
                 scotch_mapping,
                 pattern,
                 network,
@@ -208,6 +214,11 @@ def run_peer_benchmark(args, out=print) -> dict:
             }
         )
     return results
+
+
+def _fastest(function, *args, **kwargs):
+    """:func:`_timed` of the fastest of ``TIMED_RUNS`` calls."""
+    return min((_timed(function, *args, **kwargs) for _ in range(TIMED_RUNS)), key=lambda r: r[1])
 
 
 def _timed(function, *args, **kwargs):

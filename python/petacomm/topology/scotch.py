@@ -383,10 +383,13 @@ def scotch_mapping(
         reason = "time budget" if "time budget" in (reason, reason2) else reason
         # The hop-bytes stage may load the busiest link more than Scotch did and the
         # contention stage, stopped early, not undo it: then Scotch's placement stays.
-        before = link_loads(pattern, network, routing, scotch_node)
-        after = link_loads(pattern, network, routing, node)
-        if before is not None and after.max(initial=0.0) > before.max(initial=0.0) * (1 + 1e-12):
-            node = scotch_node
+        if not np.array_equal(node, scotch_node):
+            before = link_loads(pattern, network, routing, scotch_node)
+            after = link_loads(pattern, network, routing, node)
+            if before is not None and after.max(initial=0.0) > before.max(initial=0.0) * (
+                1 + 1e-12
+            ):
+                node = scotch_node
     if limited and reason == "time budget":
         reason = "refinement limit"
     name = "scotch" + (" (budget hit)" if reason == "time budget" else "")
