@@ -51,9 +51,9 @@ _LIBRARY_NAMES = ("scotch", "scotch-7.0")
 _MAX_TOTAL_WEIGHT = 2**30
 GMAP_COMMANDS = ("scotch_gmap", "gmap")
 # petacomm's refinement of Scotch's mapping runs for at most this many times the seconds
-# Scotch took (scotch_mapping), so the ``scotch`` candidate stays within about twice
-# Scotch's own time.
-REFINE_FACTOR = 0.8
+# Scotch took (scotch_mapping), so the ``scotch`` candidate, with its fixed costs (the
+# hop-bytes and link-load checks, the machine hierarchy), stays within twice Scotch's time.
+REFINE_FACTOR = 0.6
 
 
 class ScotchError(RuntimeError):
