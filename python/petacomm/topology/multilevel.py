@@ -199,6 +199,20 @@ class MultilevelStats:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+_HIERARCHIES: dict[str, MachineHierarchy] = {}
+
+
+def machine_hierarchy(network) -> MachineHierarchy:
+    """The :class:`MachineHierarchy` of a network, kept for the last few networks (the
+    optimisers of one search, and repeated runs, share it; it is never modified)."""
+    key = network.to_text()
+    if key not in _HIERARCHIES:
+        if len(_HIERARCHIES) >= 4:
+            _HIERARCHIES.clear()
+        _HIERARCHIES[key] = MachineHierarchy(network)
+    return _HIERARCHIES[key]
+
+
 def heavy_edge_matching(
     graph: sp.csr_matrix,
     weight: np.ndarray,
@@ -703,7 +717,7 @@ def multilevel_placement(
     check_rank_count(n, network)
     stats = MultilevelStats()
     graph = _clean(graph)
-    hier = hierarchy if hierarchy is not None else MachineHierarchy(network)
+    hier = hierarchy if hierarchy is not None else machine_hierarchy(network)
     rng = np.random.default_rng(seed)
     t = time.perf_counter()
     levels = _coarsen(graph, hier, rng, min_vertices=8)
@@ -840,7 +854,7 @@ def refine_placement(
     check_rank_count(graph.shape[0], network)
     stats = MultilevelStats()
     graph = _clean(graph)
-    hier = hierarchy if hierarchy is not None else MachineHierarchy(network)
+    hier = hierarchy if hierarchy is not None else machine_hierarchy(network)
     level = _Level(graph, np.ones(graph.shape[0]), depth=hier.depth)
     group_of_node = hier.group[hier.depth]
     deadline = time.perf_counter() + time_budget

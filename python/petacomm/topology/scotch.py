@@ -264,13 +264,13 @@ def _empty_overfull_nodes(node: np.ndarray, graph: sp.csr_matrix, network) -> np
     if counts.max(initial=0) <= network.cores_per_node:
         return node
     from petacomm.topology.multilevel import (
-        MachineHierarchy,
         MultilevelStats,
         _Level,
         _Refiner,
+        machine_hierarchy,
     )
 
-    hier = MachineHierarchy(network)
+    hier = machine_hierarchy(network)
     group_of_node = hier.group[hier.depth]
     level = _Level(graph, np.ones(node.size), depth=hier.depth)
     refiner = _Refiner(level, hier, hier.depth, group_of_node[node])
