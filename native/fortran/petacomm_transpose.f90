@@ -352,7 +352,7 @@ module petacomm_transpose
   end interface
 
   abstract interface
-    function describe_function(handle, buf, buflen, needed) result(status)
+    function describe_function(handle, buf, buflen, needed) bind(C) result(status)
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: handle, buf
       integer(c_size_t), value :: buflen

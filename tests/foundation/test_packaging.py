@@ -5,7 +5,7 @@ so no Fortran module), and a build against Debian's Open MPI with the Fortran mo
 installed into a temporary prefix (xchg and transpose, no native tests). Against each, the
 consumer in tests/foundation/consumer is built with CMake (find_package) and with pkg-config,
 by the commands of docs/packaging.md, run at 1 and 3 ranks (the Fortran transposes also at
-4), and its figures are checked against the reference below. The Fortran module's bind(C)
+4 and 7), and its figures are checked against the reference below. The Fortran module's bind(C)
 types and constants are compared with the C headers' by the C and Fortran compilers
 themselves.
 """
@@ -265,7 +265,7 @@ def test_profiler_package_files(wheel_prefix):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks", (*RANKS, 4))
+@pytest.mark.parametrize("ranks", (*RANKS, 4, 7))
 def test_consumers_with_the_fortran_module(debian_consumers, debian_prefix, ranks):
     info = build_info(debian_prefix)
     assert info["mpifort"] == str(DEBIAN_MPIFORT) and info["families"] == ["xchg", "transpose"]
