@@ -1,0 +1,51 @@
+// Small pieces every mini-app needs: MPI error checks that throw (the apps use only the
+// library's public C APIs, so they carry their own), rank-0 error reporting that lets all
+// ranks stop together, and wall-clock sections.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include "error.hpp"  // petacomm::Error, fail_arg, concat (header-only parts)
+
+namespace petacomm::apps {
+
+inline void check_mpi_call(int rc, const char *call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) length = 0;
+  throw Error(PETACOMM_ERR_MPI, concat(call, " failed: ", std::string(text, length)));
+}
+#define PETACOMM_APP_MPI(call) ::petacomm::apps::check_mpi_call((call), #call)
+
+// Collective: true when any rank's flag is set (used so that a failure found on one rank,
+// such as an unreadable file, stops every rank together instead of hanging the others).
+inline bool any_rank(bool flag, MPI_Comm comm) {
+  int local = flag ? 1 : 0, global = 0;
+  PETACOMM_APP_MPI(MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, comm));
+  return global != 0;
+}
+
+// Collective: rethrows, on every rank, the first failing rank's message (the lowest rank
+// that caught an Error), so every rank exits together with the same one-line error.
+void agree_on_error(const std::string &local_error, MPI_Comm comm);
+
+// Accumulates wall time of one kind of work (MPI_Wtime between start and stop).
+class Stopwatch {
+ public:
+  void start() { started_ = MPI_Wtime(); }
+  double stop() {
+    const double dt = MPI_Wtime() - started_;
+    total_ += dt;
+    return dt;
+  }
+  double total() const { return total_; }
+  void reset() { total_ = 0; }
+
+ private:
+  double started_ = 0, total_ = 0;
+};
+
+}  // namespace petacomm::apps
