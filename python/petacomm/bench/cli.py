@@ -12,6 +12,7 @@ BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.topology.benchmark",
     "petacomm.bench.sparse_reduce",
     "petacomm.profile.overhead",
+    "petacomm.bench.mapmaker",
 )
 
 

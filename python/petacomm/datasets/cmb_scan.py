@@ -8,6 +8,12 @@ does for load balance.
 Structure this reproduces (docs/sparse-reduce.md): consecutive ranks scan neighbouring
 rings and share many pixels; rings cross each other (cross-linking from the precession);
 every ring passes near the ecliptic poles, so pixels there are held by almost every rank.
+
+The scan phases and the pointing jitter come from counter-based random numbers indexed by
+the global sample (petacomm.datasets.counter_rng), so a sample's pixel does not depend on the
+number of ranks, and the native map-maker (``petacomm-mapmaker``, native/apps/mapmaker/scan.cpp)
+generates the same pixels for its detector 0 from the same seed and parameters
+(tests/apps/test_mapmaker_scan.py checks it).
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from petacomm.datasets._common import KeySetMixin, check_positive, check_rank, rng
+from petacomm.datasets import counter_rng
+from petacomm.datasets._common import KeySetMixin, check_positive, check_rank
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,9 @@ class CmbScanKeys(KeySetMixin):
     def pixels(self, start: int, stop: int, rank: int = 0) -> np.ndarray:
         import healpy
 
-        phases = rng(self.seed, 0, 3).uniform(0, 2 * np.pi, 3)  # same for every rank
+        del rank  # every sample's pointing is a function of its global index alone
+        phase_key = counter_rng.stream_key(self.seed, counter_rng.STREAM_SCAN_PHASES, 0)
+        phases = 2 * np.pi * counter_rng.uniform(phase_key, np.arange(3))
         t = np.arange(start, stop, dtype=np.float64)
         total = max(self.samples, 1)
         longitude = phases[0] + 2 * np.pi * self.year_fraction * t / total
@@ -84,7 +93,12 @@ class CmbScanKeys(KeySetMixin):
         v = np.cross(axis, u, axis=0)
         beta = np.radians(self.spin_angle_deg)
         boresight = np.cos(beta) * axis + np.sin(beta) * (np.cos(spin) * u + np.sin(spin) * v)
-        # Pointing jitter of a third of a pixel, reproducible per rank.
+        # Pointing jitter of a third of a pixel: normals 3 t + axis of detector 0's stream.
         jitter = healpy.nside2resol(self.nside) / 3
-        boresight = boresight + rng(self.seed, rank, 4).normal(0, jitter, boresight.shape)
+        jitter_key = counter_rng.stream_key(self.seed, counter_rng.STREAM_JITTER, 0)
+        index = (
+            3 * np.arange(start, stop, dtype=np.uint64)[None, :]
+            + np.arange(3, dtype=np.uint64)[:, None]
+        )
+        boresight = boresight + jitter * counter_rng.normal(jitter_key, index)
         return healpy.vec2pix(self.nside, *boresight).astype(np.int64)

@@ -220,9 +220,11 @@ def _source_dir() -> Path:
 
 
 def _source_hash(src: Path) -> str:
+    # Byte-code caches appear when the generator runs from the installed sources; they are
+    # not sources, and hashing them made the first build after every reinstall a rebuild.
     h = hashlib.sha256()
     for f in sorted(src.rglob("*")):
-        if f.is_file():
+        if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc":
             h.update(f.relative_to(src).as_posix().encode())
             h.update(f.read_bytes())
     return h.hexdigest()[:12]
