@@ -13,6 +13,8 @@ BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.bench.sparse_reduce",
     "petacomm.profile.overhead",
     "petacomm.bench.mapmaker",
+    "petacomm.bench.sweep3d",
+    "petacomm.bench.halo",
 )
 
 

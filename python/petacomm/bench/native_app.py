@@ -1,0 +1,25 @@
+"""Running a native mini-app under mpiexec for a benchmark command and reading the JSON it
+writes (``--json FILE``); a failed run raises PetacommError carrying the app's own error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+
+def run_app_json(launcher, program: str, ranks: int, args: list[str]) -> dict:
+    """Runs ``program ARGS --json TMP`` on ``ranks`` ranks; returns the parsed JSON."""
+    name = Path(program).name
+    with tempfile.TemporaryDirectory(prefix=f"{name}-") as scratch:
+        out = Path(scratch) / "run.json"
+        argv = launcher.command(ranks, [program, *map(str, args), "--json", str(out)])
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not out.exists():
+            lines = [ln for ln in done.stderr.splitlines() if ln.startswith(f"{name}: error:")]
+            why = lines[0] if lines else (done.stderr or done.stdout).strip()[-2000:]
+            raise PetacommError(f"{name} on {ranks} ranks failed (exit {done.returncode}): {why}")
+        return json.loads(out.read_text())
