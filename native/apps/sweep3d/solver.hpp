@@ -47,8 +47,9 @@ LocalCells local_cells(const Subdomain &sub, const Physics &physics);
 SolveResult solve(const SolveSetup &setup, MPI_Comm comm);
 
 // Collective: the compute time of one block of the largest subdomain (max_nx x max_ny x mk
-// planes x mmi directions), timed on rank 0 alone while the other ranks wait without
-// spinning; the same value is returned on every rank.
+// planes x mmi directions): rank 0 sweeps its whole subdomain without messages (all blocks
+// of all octants, best of repeated sweeps) while the other ranks wait without spinning;
+// the same value is returned on every rank.
 double calibrate_block_seconds(const SolveSetup &setup, MPI_Comm comm);
 
 }  // namespace petacomm::apps::sweep3d
