@@ -7,8 +7,9 @@ fills. For each mk the command runs ``petacomm-sweep3d`` once with every transpo
 and prints the measured time per iteration next to the model's prediction: per-block
 compute from a one-rank calibration, per-message cost from the machine model that
 ``petacomm netbench`` wrote (or the built-in defaults), 8 x blocks + 2(Px-1) + 4(Py-1)
-pipeline stages per iteration. Timings are noisy on a shared machine: compare within one
-run.
+pipeline stages per iteration. Each mk runs ``--rounds`` times (rounds interleaved over
+the block sizes) and the fastest round of each (mk, transport) is shown: shared machines
+are noisy, compare within one run.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def register(subparsers) -> None:
     parser.add_argument("--angles", type=int, default=6, help="directions per octant (default 6)")
     parser.add_argument("--mmi", type=int, default=3, help="directions per block (default 3)")
     parser.add_argument("--iterations", type=int, default=5, help="source iterations (default 5)")
+    parser.add_argument("--rounds", type=int, default=2, help="runs per mk, best kept (2)")
     parser.add_argument("--procs", default="auto", help="process grid PxxPy (default auto)")
     parser.add_argument(
         "--transports",
@@ -83,13 +85,23 @@ def message_cost_argument(model) -> str:
     return ",".join(items)
 
 
+def _fastest(docs: list[dict]) -> dict:
+    """One run's document whose every case is the fastest of that case over the rounds."""
+    best = dict(docs[0])
+    best["cases"] = [
+        min(cases, key=lambda c: c["time_per_iteration_s"])
+        for cases in zip(*(d["cases"] for d in docs), strict=True)
+    ]
+    return best
+
+
 def run(args) -> int:
     from petacomm.bench.native_app import run_app_json
     from petacomm.launch import find_mpiexec
     from petacomm.model.machine import load_or_default
     from petacomm.native import program_path
 
-    for option in ("ranks", "angles", "mmi", "iterations"):
+    for option in ("ranks", "angles", "mmi", "iterations", "rounds"):
         if getattr(args, option) < 1:
             raise PetacommError(f"--{option}: must be >= 1, got {getattr(args, option)}")
     grid = _grid(args.grid)
@@ -108,19 +120,22 @@ def run(args) -> int:
         "--iterations", args.iterations, "--procs", args.procs,
         "--transport", args.transports, "--message-cost", cost, "--quiet",
     ]  # fmt: skip
-    runs = [
-        run_app_json(launcher, program, args.ranks, [*common, "--mk", mk]) for mk in block_sizes
+    rounds = [
+        [run_app_json(launcher, program, args.ranks, [*common, "--mk", mk]) for mk in block_sizes]
+        for _ in range(args.rounds)
     ]
+    runs = [_fastest([r[i] for r in rounds]) for i in range(len(block_sizes))]
     first = runs[0]
     procs = "x".join(map(str, first["cases"][0]["procs"]))
     print(
         f"sweep3d on {args.ranks} ranks ({procs}), grid {args.grid}, {args.angles} directions "
-        f"per octant in blocks of {args.mmi}, {args.iterations} iterations"
+        f"per octant in blocks of {args.mmi}\n{args.iterations} iterations per run, best of "
+        f"{args.rounds} run(s) per mk and transport"
     )
     print(f"message cost: {model.source} model ({cost.count(',') + 1} piece(s))")
     print(
         f"{'mk':>4} {'blocks':>6}  {'transport':<12} {'ms/iter':>9} {'pred ms':>9} "
-        f"{'meas/pred':>9} {'fill':>5} {'msgs/it':>8} {'KiB/it':>8} {'free ms':>8} {'S3D %':>6}"
+        f"{'meas/pred':>9} {'fill':>5} {'msgs/it':>8} {'free ms':>8} {'eff-inf %':>9} {'S3D %':>6}"
     )
     rows = []
     for mk, doc in zip(block_sizes, runs, strict=True):
@@ -147,15 +162,17 @@ def run(args) -> int:
                 f"{mk:>4} {row['k_blocks']:>6}  {row['transport']:<12} "
                 f"{1e3 * row['time_per_iteration_s']:9.3f} {1e3 * row['predicted_s']:9.3f} "
                 f"{row['measured_over_predicted']:9.2f} {row['fill_stages']:>5} "
-                f"{row['messages_per_iteration']:8.0f} {row['bytes_per_iteration'] / 1024:8.1f} "
-                f"{1e3 * row['predicted_no_network_s']:8.3f} "
+                f"{row['messages_per_iteration']:8.0f} {1e3 * row['predicted_no_network_s']:8.3f} "
+                f"{100 * row['predicted_no_network_s'] / row['time_per_iteration_s']:9.1f} "
                 f"{100 * row['sweep3d_pipeline_efficiency']:6.1f}"
             )
     measured = min(rows, key=lambda r: r["time_per_iteration_s"])
     predicted = min(rows, key=lambda r: r["predicted_s"])
     print(
         "  ms/iter: slowest rank; pred: (steady + fill stages) x (block compute + face messages);"
-        "\n  free ms: the same pipeline with free messages; S3D %: Sweep3D's pipeline efficiency"
+        "\n  free ms: the same pipeline with free messages; eff-inf: free ms / ms/iter (efficiency"
+        "\n  against an infinitely fast network); S3D %: Sweep3D's pipeline efficiency; faces: "
+        f"{rows[0]['bytes_per_iteration'] / 1024:.1f} KiB per iteration for every mk"
     )
     print(
         f"best mk: measured {measured['mk']} ({measured['transport']}, "
