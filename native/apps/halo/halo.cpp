@@ -253,7 +253,7 @@ Placement place_ranks(const Options &o, MPI_Comm world) {
     p.launched_rank.resize(order.size());
     for (std::size_t w = 0; w < order.size(); ++w)
       p.launched_rank[static_cast<std::size_t>(order[w])] = static_cast<int>(w);
-    p.note = "ranks reordered so that each node of the file holds consecutive launched ranks";
+    p.note = "reordered: each node of the file holds consecutive launched ranks";
     return p;
   }
   PETACOMM_APP_MPI(MPI_Comm_dup(world, &p.comm));
@@ -368,8 +368,8 @@ void print_config(const Options &o, int ranks, const ConfigResult &r, const Plac
   std::printf("# messages per exchange: %lld between ranks, %lld to self", r.messages,
               r.self_messages);
   if (placement.mapped)
-    std::printf(", %lld between the %d nodes of %s", r.internode_messages, placement.file.nodes(),
-                placement.file.path.c_str());
+    std::printf(", %lld between the %d nodes of the mapping", r.internode_messages,
+                placement.file.nodes());
   std::printf("\n");
   for (const auto &[name, why] : r.skipped)
     std::printf("# %s: not run (%s)\n", name.c_str(), why.c_str());
