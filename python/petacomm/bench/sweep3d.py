@@ -171,8 +171,8 @@ def run(args) -> int:
     print(
         "  ms/iter: slowest rank; pred: (steady + fill stages) x (block compute + face messages);"
         "\n  free ms: the same pipeline with free messages; eff-inf: free ms / ms/iter (efficiency"
-        "\n  against an infinitely fast network); S3D %: Sweep3D's pipeline efficiency; faces: "
-        f"{rows[0]['bytes_per_iteration'] / 1024:.1f} KiB per iteration for every mk"
+        "\n  against an infinitely fast network); S3D %: Sweep3D's pipeline efficiency"
+        f"\n  faces sent: {rows[0]['bytes_per_iteration'] / 1024:.1f} KiB per iteration, every mk"
     )
     print(
         f"best mk: measured {measured['mk']} ({measured['transport']}, "
