@@ -1,9 +1,13 @@
-# Finds the MPI to build against and defines the interface target petacomm::mpi.
+# Finds the MPI to build against and defines the interface target petacomm::mpi (installed
+# and exported too: a consumer's petacomm::mpi is the MPI C library petacomm was built with).
 # Sets PETACOMM_MPIEXEC and PETACOMM_MPI_FLAVOUR for build-info.json.
 
+add_library(petacomm_mpi INTERFACE)
+add_library(petacomm::mpi ALIAS petacomm_mpi)
+set_target_properties(petacomm_mpi PROPERTIES EXPORT_NAME mpi)
+
 if(PETACOMM_SMPI)
-  add_library(petacomm_mpi INTERFACE)
-  add_library(petacomm::mpi ALIAS petacomm_mpi)
+  # SimGrid's compiler wrappers (smpicc) provide MPI: petacomm::mpi stays empty.
   find_program(PETACOMM_MPIEXEC NAMES smpirun)
   set(PETACOMM_MPI_C_COMPILER "${CMAKE_C_COMPILER}")
   set(PETACOMM_MPI_FLAVOUR "smpi")
@@ -32,11 +36,15 @@ if(PETACOMM_MPICC)
   if(NOT EXISTS "${PETACOMM_MPICC}")
     message(FATAL_ERROR "petacomm: PETACOMM_MPICC='${PETACOMM_MPICC}' does not exist")
   endif()
+  # The other wrappers and the launcher beside it, by the same suffix (Debian:
+  # mpicc.openmpi -> mpicxx.openmpi, mpiexec.openmpi; /usr/bin/mpicxx may be another MPI's).
   get_filename_component(_mpi_bin "${PETACOMM_MPICC}" DIRECTORY)
+  get_filename_component(_mpicc_name "${PETACOMM_MPICC}" NAME)
+  string(REGEX REPLACE "^mpicc" "" _mpi_suffix "${_mpicc_name}")
   if(NOT PETACOMM_MPICXX)
     foreach(_cxx mpicxx mpic++ mpiCC)
-      if(EXISTS "${_mpi_bin}/${_cxx}")
-        set(PETACOMM_MPICXX "${_mpi_bin}/${_cxx}")
+      if(EXISTS "${_mpi_bin}/${_cxx}${_mpi_suffix}")
+        set(PETACOMM_MPICXX "${_mpi_bin}/${_cxx}${_mpi_suffix}")
         break()
       endif()
     endforeach()
@@ -45,7 +53,11 @@ if(PETACOMM_MPICC)
   if(PETACOMM_MPICXX)
     set(MPI_CXX_COMPILER "${PETACOMM_MPICXX}" CACHE FILEPATH "" FORCE)
   endif()
-  set(MPIEXEC_EXECUTABLE "${_mpi_bin}/mpiexec" CACHE FILEPATH "")
+  set(_mpiexec "${_mpi_bin}/mpiexec${_mpi_suffix}")
+  if(NOT EXISTS "${_mpiexec}")
+    set(_mpiexec "${_mpi_bin}/mpiexec")
+  endif()
+  set(MPIEXEC_EXECUTABLE "${_mpiexec}" CACHE FILEPATH "")
 endif()
 
 find_package(MPI COMPONENTS C CXX)
@@ -58,9 +70,8 @@ if(NOT MPI_C_FOUND OR NOT MPI_CXX_FOUND)
     "  (Debian: apt-get install libopenmpi-dev, or libmpich-dev)")
 endif()
 
-add_library(petacomm_mpi INTERFACE)
-add_library(petacomm::mpi ALIAS petacomm_mpi)
-target_link_libraries(petacomm_mpi INTERFACE MPI::MPI_CXX MPI::MPI_C)
+# The library is C++ inside, so it is built with MPI's C++ flags; its interface is C.
+target_link_libraries(petacomm_mpi INTERFACE $<BUILD_INTERFACE:MPI::MPI_CXX> MPI::MPI_C)
 set(PETACOMM_MPIEXEC "${MPIEXEC_EXECUTABLE}")
 set(PETACOMM_MPI_C_COMPILER "${MPI_C_COMPILER}")
 set(PETACOMM_MPI_FLAVOUR "mpi")

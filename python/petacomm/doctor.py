@@ -36,7 +36,7 @@ def register(subparsers) -> None:
         "doctor",
         help="check the installation: Python, native library, MPI, launcher, optional parts",
         description="Prints versions of Python, petacomm and its dependencies, the MPI "
-        "library the native part was built against and the one mpi4py uses (with a warning "
+        "library the native part was built against and the one mpi4py uses (a failure "
         "when they differ), the launcher and compilers, and optional components with "
         "install hints. Exits non-zero when something required is broken.",
     )
@@ -124,9 +124,10 @@ def mpi4py_checks(native_library_version: str) -> list[Check]:
     checks = [Check("ok", "mpi4py", version), Check("ok", "mpi4py's MPI", mpi4py_library)]
     native_first = _first_line(native_library_version)
     if native_first and _mpi_identity(native_first) != _mpi_identity(mpi4py_library):
+        # Required: Python programs using petacomm would load two MPI libraries.
         checks.append(
             Check(
-                "warn",
+                "fail",
                 "MPI MISMATCH",
                 "!!! mpi4py and the native library use DIFFERENT MPI libraries: Python "
                 f"programs using petacomm will fail. native: {native_first!r}; mpi4py: "

@@ -1,8 +1,9 @@
 """The native part builds against any MPI with one setting, and refuses clearly without one.
 
 These configure the real CMake project into temporary build trees (core + netbench only,
-to keep them quick) and run the results: Debian's Open MPI through PETACOMM_MPICC, and
-SimGrid SMPI (smpicxx/smpirun) on a simulated 2x2x2 torus.
+to keep them quick) and run the results: SimGrid SMPI (smpicxx/smpirun) on a simulated
+2x2x2 torus. (The build against Debian's Open MPI through PETACOMM_MPICC, with the Fortran
+module, is installed and used by test_packaging.py.)
 """
 
 import json
@@ -15,6 +16,7 @@ import pytest
 
 from cli_harness import run_cli
 from mpi_harness import mpi_test_env
+from prerequisites import require_program
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,20 +87,6 @@ def test_refuses_missing_wrapper(tmp_path):
     assert done.returncode != 0 and "does not exist" in done.stderr
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/usr/bin/mpicc").exists(), reason="Debian libopenmpi-dev absent")
-def test_debian_open_mpi(tmp_path):
-    out = tmp_path / "b"
-    done = configure(out, "-DPETACOMM_MPICC=/usr/bin/mpicc")
-    assert done.returncode == 0, done.stderr
-    build(out)
-    info = json.loads((out / "share" / "build-info.json").read_text())
-    assert info["mpicc"] == "/usr/bin/mpicc"
-    launch = [info["mpiexec"], "-n", "3", "--oversubscribe"]
-    data = run_netbench(launch, out, "8:1K", tmp_path, mpi_test_env())
-    assert data["ranks"] == 3 and "Open MPI v4" in data["mpi_library"]
-
-
 PLATFORM = """<?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
 <platform version="4.1">
@@ -111,8 +99,7 @@ PLATFORM = """<?xml version='1.0'?>
 @pytest.fixture(scope="module")
 def smpi_tree(tmp_path_factory) -> Path:
     """core + netbench built with SimGrid's smpicc/smpicxx (one build for this module)."""
-    if not shutil.which("smpicxx"):
-        pytest.skip("SimGrid SMPI absent (libsimgrid-dev)")
+    require_program("smpicxx", "SimGrid SMPI: apt-get install libsimgrid-dev")
     out = tmp_path_factory.mktemp("smpi") / "b"
     env = dict(os.environ, CC="smpicc", CXX="smpicxx")
     done = configure(out, "-DPETACOMM_SMPI=ON", env=env)
@@ -121,6 +108,7 @@ def smpi_tree(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_simgrid_smpi(tmp_path, smpi_tree):
     (tmp_path / "platform.xml").write_text(PLATFORM)
@@ -201,6 +189,7 @@ def _table_row(text: str, name: str) -> list[str]:
     return rows[0]
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_netbench_recovers_the_simulated_link(tmp_path, smpi_tree):
     raw = _smpi_netbench(tmp_path, smpi_tree, TWO_HOSTS, 2, "pingpong")
@@ -222,6 +211,7 @@ def test_netbench_recovers_the_simulated_link(tmp_path, smpi_tree):
     assert float(sizes[2]) == pytest.approx(one_mib * 1e6, rel=TOLERANCE)
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_netbench_collectives_recover_the_simulated_bandwidth(tmp_path, smpi_tree):
     raw = _smpi_netbench(tmp_path, smpi_tree, STAR, 4, "pingpong,allgather,alltoall")

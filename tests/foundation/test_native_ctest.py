@@ -1,37 +1,84 @@
-"""Drives the native tests (ctest, under mpiexec) from pytest, so one command runs all."""
+"""Drives the native tests (ctest, under mpiexec) from pytest, so one command runs all.
 
-import os
+It cannot pass empty: ctest runs with --no-tests=error; the tests it lists are checked
+against what the build tree was configured with (every built family that has native tests,
+and the core, contributes tests labelled with its name, each at rank 1 and at an odd count
+above 1 of PETACOMM_TEST_RANKS); and the run must report every listed test passed.
+
+The build tree: PETACOMM_NATIVE_DIR (a development build, as for the Python tests), else
+PETACOMM_BUILD_DIR, else the tree under build/ that the installed petacomm was built in
+(tests/native_build.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from mpi_harness import mpi_test_env
+from native_build import build_tree, tree_info
 
-ROOT = Path(__file__).resolve().parents[2]
+
+def cache_value(tree: Path, name: str) -> str:
+    match = re.search(rf"^{name}:\w+=(.*)$", (tree / "CMakeCache.txt").read_text(), re.M)
+    assert match, f"{name} not in {tree / 'CMakeCache.txt'}"
+    return match.group(1)
 
 
-def build_tree() -> Path:
-    explicit = os.environ.get("PETACOMM_BUILD_DIR")
-    if explicit:
-        return Path(explicit)
-    trees = sorted(ROOT.glob("build/cp3*/CTestTestfile.cmake"), key=lambda p: p.stat().st_mtime)
-    if not trees:
-        pytest.fail("no native build tree under build/: run scripts/setup.sh first")
-    return trees[-1].parent
+def ctest() -> str:
+    return shutil.which("ctest") or str(Path(sys.executable).parent / "ctest")
+
+
+def listed_tests(tree: Path) -> dict[str, str]:
+    """Name -> label (family) of every test ctest would run."""
+    done = subprocess.run(
+        [ctest(), "--test-dir", str(tree), "--show-only=json-v1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    tests = {}
+    for test in json.loads(done.stdout)["tests"]:
+        labels = [p["value"] for p in test.get("properties", []) if p["name"] == "LABELS"]
+        tests[test["name"]] = labels[0][0] if labels and len(labels[0]) == 1 else ""
+    return tests
 
 
 @pytest.mark.mpi
 def test_native_tests_pass_under_ctest():
-    ctest = shutil.which("ctest") or str(Path(os.sys.executable).parent / "ctest")
+    tree = build_tree()
+    source = Path(cache_value(tree, "petacomm_SOURCE_DIR"))
+    ranks = {int(n) for n in cache_value(tree, "PETACOMM_TEST_RANKS").split(";")}
+    families = tree_info(tree)["families"]
+    with_tests = {f for f in families if (source / "native" / "tests" / f).is_dir()} | {"core"}
+
+    tests = listed_tests(tree)
+    assert set(tests.values()) == with_tests, tests
+    by_base: dict[str, set[int]] = {}
+    for name in tests:
+        base, _, count = name.rpartition(".np")
+        by_base.setdefault(base, set()).add(int(count))
+    for base, counts in by_base.items():
+        assert counts <= ranks and 1 in counts, (base, counts)
+        assert any(n % 2 and n > 1 for n in counts), (base, counts)
+
     done = subprocess.run(
-        [ctest, "--test-dir", str(build_tree()), "--output-on-failure", "-j2", "--timeout", "600"],
+        [ctest(), "--test-dir", str(tree), "--output-on-failure", "--no-tests=error", "-j2"]
+        + ["--timeout", "600"],
         capture_output=True,
         text=True,
         env=mpi_test_env(),
         check=False,
     )
-    summary = [line for line in done.stdout.splitlines() if "tests passed" in line]
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    print(summary)
+    summary = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", done.stdout)
+    assert summary, done.stdout[-3000:]
+    assert (summary[1], summary[2], int(summary[3])) == ("100", "0", len(tests)), summary[0]
+    passed = re.findall(r"Test\s+#\d+: (\S+) \.+\s+Passed", done.stdout)
+    assert sorted(passed) == sorted(tests)

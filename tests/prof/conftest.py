@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mpi_harness import mpi_test_env, mpiexec_argv
+from prerequisites import require
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
@@ -127,19 +128,19 @@ def build_profiler(tmp_path_factory, mpicc: Path) -> dict:
 @pytest.fixture(scope="session")
 def debian_profiler(tmp_path_factory) -> dict:
     """A profiler for Debian's Open MPI, in a cache of this test session."""
-    if not DEBIAN_MPICC.exists() or not DEBIAN_MPIEXEC.exists():
-        pytest.skip(
-            "Debian's Open MPI is not installed (apt-get install libopenmpi-dev openmpi-bin)"
-        )
+    require(
+        DEBIAN_MPICC.exists() and DEBIAN_MPIEXEC.exists(),
+        "Debian's Open MPI is not installed (apt-get install libopenmpi-dev openmpi-bin)",
+    )
     return build_profiler(tmp_path_factory, DEBIAN_MPICC)
 
 
 def need_mpich() -> None:
-    if not MPICH_MPICC.exists() or not MPICH_MPIEXEC.exists():
-        pytest.skip(
-            f"Debian's MPICH is not installed ({MPICH_MPICC} or {MPICH_MPIEXEC} missing: "
-            "apt-get install libmpich-dev mpich)"
-        )
+    require(
+        MPICH_MPICC.exists() and MPICH_MPIEXEC.exists(),
+        f"Debian's MPICH is not installed ({MPICH_MPICC} or {MPICH_MPIEXEC} missing: "
+        "apt-get install libmpich-dev mpich)",
+    )
 
 
 @pytest.fixture(scope="session")

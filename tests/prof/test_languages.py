@@ -12,6 +12,7 @@ from expected import fortran_pattern
 
 from conftest import DEBIAN_MPICC, DEBIAN_MPIEXEC, DEBIAN_MPIF90, compile_program, petacomm
 from petacomm.profile import analysis, load
+from prerequisites import require
 
 pytestmark = pytest.mark.mpi
 HERE = Path(__file__).parent
@@ -39,8 +40,10 @@ def check_fortran_profile(profile, ranks: int) -> None:
 
 @pytest.fixture(scope="module")
 def fortran_program(tmp_path_factory) -> Path:
-    if not DEBIAN_MPIF90.exists() or not shutil.which("gfortran"):
-        pytest.skip("gfortran / Debian's mpif90 not installed (apt-get install gfortran)")
+    require(
+        DEBIAN_MPIF90.exists() and shutil.which("gfortran"),
+        "gfortran / Debian's mpif90 not installed (apt-get install gfortran)",
+    )
     out = tmp_path_factory.mktemp("fortran") / "fortran_pattern"
     return compile_program(DEBIAN_MPIF90, HERE / "programs" / "fortran_pattern.f90", out, "-O1")
 
@@ -70,7 +73,6 @@ def test_fortran_program_needs_a_matching_profiler(fortran_program, tmp_path):
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 def test_mpi4py_program_with_regions(ranks, tmp_path):
-    pytest.importorskip("mpi4py")
     from conftest import mpiexec
 
     log = tmp_path / "python.json"

@@ -23,6 +23,7 @@ from conftest import (
     petacomm,
 )
 from petacomm.profile import analysis, load
+from prerequisites import require
 
 pytestmark = pytest.mark.mpi
 HERE = Path(__file__).parent
@@ -41,8 +42,10 @@ def mpich_pattern(tmp_path_factory) -> Path:
 def mpich_fortran(tmp_path_factory) -> Path:
     """tests/prof/programs/fortran_pattern.f90 built with MPICH's mpif90 (`use mpi`)."""
     need_mpich()
-    if not MPICH_MPIF90.exists() or not shutil.which("gfortran"):
-        pytest.skip(f"{MPICH_MPIF90} or gfortran missing (apt-get install gfortran mpich)")
+    require(
+        MPICH_MPIF90.exists() and shutil.which("gfortran"),
+        f"{MPICH_MPIF90} or gfortran missing (apt-get install gfortran mpich)",
+    )
     out = tmp_path_factory.mktemp("mpich") / "fortran_pattern"
     source = HERE / "programs" / "fortran_pattern.f90"
     return compile_program(MPICH_MPIF90, source, out, "-O1")

@@ -15,6 +15,7 @@ import pytest
 from conftest import petacomm, profile_run
 from petacomm.errors import PetacommError
 from petacomm.profile import load
+from prerequisites import require
 
 pytestmark = pytest.mark.mpi
 
@@ -58,8 +59,7 @@ def render(html_path: Path, tmp_path: Path) -> tuple[list[str], Path]:
     """Opens the report in headless Chromium: (layout problems, screenshot). Fails on any
     console error, or when the page's script did not run to its end."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        pytest.skip("headless Chromium not installed (apt-get install chromium)")
+    require(chromium, "headless Chromium not installed (apt-get install chromium)")
     profile_dir = tmp_path / "chromium-profile"
     base = [
         chromium, "--headless", "--no-sandbox", "--disable-gpu",

@@ -10,12 +10,12 @@ Sizes 1 and 4 are skipped: NetPIPE's own synchronisation messages have those siz
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
 from conftest import DEBIAN_MPIEXEC, petacomm
 from petacomm.profile import analysis, load
+from prerequisites import require_program
 
 pytestmark = pytest.mark.mpi
 TRIALS = 3
@@ -23,9 +23,7 @@ PATTERN = r"^\s*\d+:\s+(\d+) bytes\s+(\d+) times"
 
 
 def test_netpipe_profile_matches_its_own_report(debian_profiler, tmp_path):
-    netpipe = shutil.which("NPopenmpi")
-    if not netpipe:
-        pytest.skip("NetPIPE not installed (apt-get install netpipe-openmpi)")
+    netpipe = require_program("NPopenmpi", "NetPIPE: apt-get install netpipe-openmpi")
     log, out = tmp_path / "netpipe.json", tmp_path / "np.out"
     done = petacomm(
         "profile", "-o", str(log), "--no-banner", "--",

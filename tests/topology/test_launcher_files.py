@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from mpi_harness import mpi_test_env
-from petacomm.errors import PetacommError
 from petacomm.launch import find_mpiexec
 from petacomm.topology.launcher_files import (
     FORMATS,
@@ -19,6 +18,7 @@ from petacomm.topology.launcher_files import (
 )
 from petacomm.topology.mapping import Mapping, permutation_mapping
 from petacomm.topology.network import parse_network
+from prerequisites import require
 
 
 @pytest.fixture
@@ -142,14 +142,10 @@ def _open_mpi_major(launcher) -> int | None:
 
 @pytest.mark.mpi
 def test_open_mpi_accepts_the_rankfile(tmp_path):
-    try:
-        launcher = find_mpiexec()
-    except PetacommError as err:
-        pytest.skip(str(err))
+    launcher = find_mpiexec()
     mpiexec = str(launcher.path)
     major = _open_mpi_major(launcher)
-    if major is None:
-        pytest.skip(f"{mpiexec} is not Open MPI's mpiexec; the rankfile test needs Open MPI")
+    require(major is not None, f"{mpiexec} is not Open MPI's; the rankfile test needs Open MPI")
     # Every simulated node is this host; 4 nodes x 2 cores = 8 ranks, slots repeat, so run
     # with oversubscription.
     net = parse_network("torus:2x2:t=2")

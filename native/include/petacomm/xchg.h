@@ -19,8 +19,15 @@
  *
  * Every function returns a petacomm_status; on failure petacomm_last_error() names the
  * argument and the value at fault and the values array is left untouched. Arguments of
- * collective calls must agree on all ranks (like MPI); plan creation checks its arguments
- * on every rank first and fails on all ranks together if any rank's arguments are invalid.
+ * collective calls must agree on all ranks (like MPI): plan creation and every execution
+ * first check their arguments on every rank in one small reduction and, if any rank's are
+ * invalid or they differ between ranks, fail on all ranks together, naming the rank at
+ * fault, before anything is sent. Only wrong call sequences (a freed or NULL plan, MPI not
+ * initialised) are detected on the calling rank alone.
+ *
+ * Strategies are listed by a registry: petacomm_xchg_strategy_count and
+ * petacomm_xchg_strategy_info (core.h's petacomm_strategy_info) give their names, a
+ * summary and the options each reads.
  */
 #ifndef PETACOMM_XCHG_H
 #define PETACOMM_XCHG_H
@@ -85,8 +92,23 @@ typedef struct petacomm_xchg_cost_params {
   double local_beta;
 } petacomm_xchg_cost_params;
 
+/* Point-to-point cost by message size, a piecewise fit of ping-pong times such as petacomm
+ * netbench measures: a message of m bytes costs alpha[i] + m beta[i], where i is the last
+ * piece with from_bytes[i] <= m (piece 0 below from_bytes[0]); from_bytes ascending. The
+ * planner prices each point-to-point exchange at the piece covering its mean message size
+ * (bytes / messages of the rank). pieces == 0: cost.p2p_alpha and cost.p2p_beta at every
+ * size (what petacomm_xchg_plan_create uses). */
+#define PETACOMM_XCHG_P2P_PIECES 8
+typedef struct petacomm_xchg_p2p_curve {
+  int pieces; /* 0 .. PETACOMM_XCHG_P2P_PIECES */
+  double from_bytes[PETACOMM_XCHG_P2P_PIECES];
+  double alpha[PETACOMM_XCHG_P2P_PIECES]; /* seconds */
+  double beta[PETACOMM_XCHG_P2P_PIECES];  /* seconds per byte */
+} petacomm_xchg_p2p_curve;
+
 typedef struct petacomm_xchg_options {
-  /* "auto" (default), "dense-allreduce", "allgather", "directory", "owner", "hub-split". */
+  /* "auto" (default) or a registered strategy: "dense-allreduce", "allgather", "directory",
+   * "owner", "hub-split" today (petacomm_xchg_strategy_info lists them). */
   const char *strategy;
   /* How directory, owner and hub-split exchange with their partners: "p2p" (persistent
    * point-to-point, default), "neighbor" (neighbourhood collective on a distributed graph)
@@ -107,6 +129,12 @@ typedef struct petacomm_xchg_options {
 /* Fills opts with the defaults documented above. */
 petacomm_status petacomm_xchg_options_default(petacomm_xchg_options *opts);
 
+/* The strategy registry (local, no MPI): *count strategies, index 0 .. count-1 in registry
+ * order, each with its name, a one-sentence summary and the options it reads (static
+ * strings). */
+petacomm_status petacomm_xchg_strategy_count(int *count);
+petacomm_status petacomm_xchg_strategy_info(int index, petacomm_strategy_info *info);
+
 /* Collective over comm. keys: n values in [0, 2^63), any order, repeats allowed; keys may be
  * NULL when n == 0. opts may be NULL (defaults). The plan keeps its own duplicate of comm.
  * The _f variant takes a Fortran handle (MPI_Comm_c2f), for Fortran and Python. */
@@ -117,12 +145,33 @@ petacomm_status petacomm_xchg_plan_create_f(MPI_Fint comm, const int64_t *keys, 
                                             const petacomm_xchg_options *opts,
                                             petacomm_xchg_plan *plan);
 
+/* Plan creation with two extras, both optional (NULL):
+ *   p2p: the point-to-point cost by message size (see petacomm_xchg_p2p_curve); it must be
+ *        the same on every rank, like opts;
+ *   caller_error: an argument error a language binding found on this rank before calling
+ *        (a key array of floats, say). The call still takes part in the collective argument
+ *        check, so every rank fails together (this one with caller_error as its message, the
+ *        others naming this rank) instead of the others waiting forever. keys and n are not
+ *        read when caller_error is non-empty. */
+petacomm_status petacomm_xchg_plan_create_ext(MPI_Comm comm, const int64_t *keys, int64_t n,
+                                              const petacomm_xchg_options *opts,
+                                              const petacomm_xchg_p2p_curve *p2p,
+                                              const char *caller_error, petacomm_xchg_plan *plan);
+petacomm_status petacomm_xchg_plan_create_ext_f(MPI_Fint comm, const int64_t *keys, int64_t n,
+                                                const petacomm_xchg_options *opts,
+                                                const petacomm_xchg_p2p_curve *p2p,
+                                                const char *caller_error, petacomm_xchg_plan *plan);
+
 /* Collective. Sets *plan to NULL; freeing NULL is a no-op. Safe after MPI_Finalize (then
  * only local memory is released). */
 petacomm_status petacomm_xchg_plan_free(petacomm_xchg_plan *plan);
 
 /* Collective over the plan's communicator: reduces values (n positions x k components of
- * dtype) in place. comm must be the communicator the plan was created on. */
+ * dtype) in place. comm must be the communicator the plan was created on. Any dtype and k
+ * may be executed (the plan's plan_dtype and plan_k only inform the planner), but they and
+ * op must agree on all ranks: on more than one rank the execution starts with one small
+ * MPI_Allreduce that checks every rank's arguments (n against the plan, dtype, k, op, comm)
+ * and that dtype, k and op agree, and fails on all ranks together otherwise. */
 petacomm_status petacomm_xchg_execute(petacomm_xchg_plan plan, MPI_Comm comm, void *values,
                                       int64_t n, int k, petacomm_xchg_dtype dtype,
                                       petacomm_xchg_op op);
@@ -144,6 +193,20 @@ petacomm_status petacomm_xchg_execute_end(petacomm_xchg_plan plan);
 petacomm_status petacomm_xchg_execute_begin_f(petacomm_xchg_plan plan, MPI_Fint comm, void *values,
                                               int64_t n, int k, petacomm_xchg_dtype dtype,
                                               petacomm_xchg_op op);
+
+/* execute_begin with caller_error (NULL if none): an argument error a language binding found
+ * on this rank (say, values of an unsupported type); the call still takes part in the
+ * execution's argument check so that every rank fails together. values, n, k, dtype and op
+ * are not read when caller_error is non-empty. */
+petacomm_status petacomm_xchg_execute_begin_ext(petacomm_xchg_plan plan, MPI_Comm comm,
+                                                void *values, int64_t n, int k,
+                                                petacomm_xchg_dtype dtype, petacomm_xchg_op op,
+                                                const petacomm_xchg_user_op *user,
+                                                const char *caller_error);
+petacomm_status petacomm_xchg_execute_begin_ext_f(petacomm_xchg_plan plan, MPI_Fint comm,
+                                                  void *values, int64_t n, int k,
+                                                  petacomm_xchg_dtype dtype, petacomm_xchg_op op,
+                                                  const char *caller_error);
 
 /* Name of the strategy the plan uses (static string). Local. */
 petacomm_status petacomm_xchg_plan_strategy(petacomm_xchg_plan plan, const char **name);
@@ -185,7 +248,6 @@ petacomm_status petacomm_xchg_plan_stats(petacomm_xchg_plan plan, petacomm_xchg_
 /* ---- Offline cost model (no MPI): what the planner predicts from plan statistics. ---- */
 
 #define PETACOMM_XCHG_HUB_LEVELS 32
-#define PETACOMM_XCHG_NSTRATEGIES 5
 
 /* Sharing statistics of one rank. d(key) = number of ranks holding the key. Hub level b
  * means threshold T = 2^b: keys with d > T are hubs. */
@@ -230,9 +292,24 @@ typedef struct petacomm_xchg_prediction {
   int64_t hub_keys;       /* hub-split: number of hub keys at that threshold */
 } petacomm_xchg_prediction;
 
-/* Predicts each strategy (dense-allreduce, allgather, directory, owner, hub-split, in that
- * order) from the statistics of all nranks ranks for elements of elem_bytes bytes. The same
- * code the planner runs inside a plan (where ranks are combined by MPI reductions). */
+/* The planner without MPI: predicts every registered strategy (out[i] for registry index i,
+ * capacity >= petacomm_xchg_strategy_count entries) from the statistics of all nranks
+ * ranks for elements of elem_bytes bytes, and decides as strategy "auto" would. The same
+ * code the planner runs inside a plan (where ranks are combined by MPI reductions).
+ * cost and p2p may be NULL (defaults; one alpha and beta at every size). decision, if not
+ * NULL, receives JSON text (at most decision_len bytes including the NUL; *needed, if not
+ * NULL, is set to the full length + 1): {"choice", "reason", "candidates": [{"name",
+ * "candidate", "not_a_candidate_because", "predicted_execute_seconds"}]}. */
+petacomm_status petacomm_xchg_model_decide(const petacomm_xchg_rank_stats *ranks, int64_t nranks,
+                                           const petacomm_xchg_global_stats *global,
+                                           const petacomm_xchg_cost_params *cost,
+                                           const petacomm_xchg_p2p_curve *p2p, int64_t elem_bytes,
+                                           const char *transport, petacomm_xchg_prediction *out,
+                                           int capacity, char *decision, size_t decision_len,
+                                           size_t *needed);
+
+/* petacomm_xchg_model_decide without p2p curve and decision. out must have room for
+ * petacomm_xchg_strategy_count entries (5 today; it grows when a strategy is added). */
 petacomm_status petacomm_xchg_model_predict(const petacomm_xchg_rank_stats *ranks, int64_t nranks,
                                             const petacomm_xchg_global_stats *global,
                                             const petacomm_xchg_cost_params *cost,

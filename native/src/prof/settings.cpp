@@ -100,7 +100,11 @@ bool parse_size_text(const char *raw, double *bytes, char *error, size_t cap) {
   }
   text[number_end] = '\0';
   const double value = c_strtod(text) * scale;
-  if (!std::isfinite(value) || value != std::floor(value)) {
+  if (!std::isfinite(value)) {  // same words as petacomm.units.parse_size
+    std::snprintf(error, cap, "byte size '%s' is too large", raw);
+    return false;
+  }
+  if (value != std::floor(value)) {
     std::snprintf(error, cap, "not a whole number of bytes: '%s'", raw);
     return false;
   }

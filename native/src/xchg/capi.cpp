@@ -1,5 +1,6 @@
 // The C API of xchg: argument checks that need no MPI, then the Plan object; every entry
 // point runs through petacomm::guard so no exception crosses into C.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -8,8 +9,9 @@
 #include "exchange.hpp"
 #include "petacomm/xchg.h"
 #include "plan.hpp"
+#include "planner.hpp"
+#include "registry.hpp"
 
-using petacomm::fail_arg;
 using petacomm::guard;
 using petacomm::xchg::Plan;
 
@@ -20,9 +22,18 @@ struct petacomm_xchg_plan_s {
 namespace {
 
 Plan &checked(petacomm_xchg_plan plan) {
-  if (plan == nullptr || !plan->impl)
-    fail_arg("plan: NULL (create it with petacomm_xchg_plan_create)");
+  PETACOMM_CHECK_ARG(plan != nullptr && plan->impl,
+                     "plan: NULL (create it with petacomm_xchg_plan_create)");
   return *plan->impl;
+}
+
+// Copies text like snprintf (at most buflen bytes including the NUL) and reports its size.
+void copy_text(const std::string &text, char *buf, size_t buflen, size_t *needed) {
+  if (needed != nullptr) *needed = text.size() + 1;
+  if (buf == nullptr || buflen == 0) return;
+  const size_t copied = std::min(buflen - 1, text.size());
+  std::memcpy(buf, text.data(), copied);
+  buf[copied] = '\0';
 }
 
 }  // namespace
@@ -31,32 +42,58 @@ extern "C" {
 
 petacomm_status petacomm_xchg_options_default(petacomm_xchg_options *opts) {
   return guard([&] {
-    if (opts == nullptr) fail_arg("opts: NULL");
+    PETACOMM_CHECK_ARG(opts != nullptr, "opts: NULL");
     *opts = petacomm::xchg::default_options();
   });
+}
+
+petacomm_status petacomm_xchg_strategy_count(int *count) {
+  return guard([&] {
+    PETACOMM_CHECK_ARG(count != nullptr, "count: NULL output pointer");
+    *count = static_cast<int>(petacomm::xchg::registry().size());
+  });
+}
+
+petacomm_status petacomm_xchg_strategy_info(int index, petacomm_strategy_info *info) {
+  return guard([&] { petacomm::xchg::registry().info(index, info); });
+}
+
+petacomm_status petacomm_xchg_plan_create_ext(MPI_Comm comm, const int64_t *keys, int64_t n,
+                                              const petacomm_xchg_options *opts,
+                                              const petacomm_xchg_p2p_curve *p2p,
+                                              const char *caller_error, petacomm_xchg_plan *plan) {
+  return guard([&] {
+    PETACOMM_CHECK_ARG(plan != nullptr, "plan: NULL output pointer");
+    *plan = nullptr;
+    auto handle = std::make_unique<petacomm_xchg_plan_s>();
+    handle->impl = std::make_unique<Plan>(comm, keys, n, opts, p2p, caller_error);
+    *plan = handle.release();
+  });
+}
+
+petacomm_status petacomm_xchg_plan_create_ext_f(MPI_Fint comm, const int64_t *keys, int64_t n,
+                                                const petacomm_xchg_options *opts,
+                                                const petacomm_xchg_p2p_curve *p2p,
+                                                const char *caller_error,
+                                                petacomm_xchg_plan *plan) {
+  return petacomm_xchg_plan_create_ext(MPI_Comm_f2c(comm), keys, n, opts, p2p, caller_error, plan);
 }
 
 petacomm_status petacomm_xchg_plan_create(MPI_Comm comm, const int64_t *keys, int64_t n,
                                           const petacomm_xchg_options *opts,
                                           petacomm_xchg_plan *plan) {
-  return guard([&] {
-    if (plan == nullptr) fail_arg("plan: NULL output pointer");
-    *plan = nullptr;
-    auto handle = std::make_unique<petacomm_xchg_plan_s>();
-    handle->impl = std::make_unique<Plan>(comm, keys, n, opts);
-    *plan = handle.release();
-  });
+  return petacomm_xchg_plan_create_ext(comm, keys, n, opts, nullptr, nullptr, plan);
 }
 
 petacomm_status petacomm_xchg_plan_create_f(MPI_Fint comm, const int64_t *keys, int64_t n,
                                             const petacomm_xchg_options *opts,
                                             petacomm_xchg_plan *plan) {
-  return petacomm_xchg_plan_create(MPI_Comm_f2c(comm), keys, n, opts, plan);
+  return petacomm_xchg_plan_create_ext(MPI_Comm_f2c(comm), keys, n, opts, nullptr, nullptr, plan);
 }
 
 petacomm_status petacomm_xchg_plan_free(petacomm_xchg_plan *plan) {
   return guard([&] {
-    if (plan == nullptr) fail_arg("plan: NULL pointer to a plan handle");
+    PETACOMM_CHECK_ARG(plan != nullptr, "plan: NULL pointer to a plan handle");
     if (*plan == nullptr) return;
     std::unique_ptr<petacomm_xchg_plan_s> owned(*plan);
     *plan = nullptr;
@@ -64,19 +101,35 @@ petacomm_status petacomm_xchg_plan_free(petacomm_xchg_plan *plan) {
   });
 }
 
+petacomm_status petacomm_xchg_execute_begin_ext(petacomm_xchg_plan plan, MPI_Comm comm,
+                                                void *values, int64_t n, int k,
+                                                petacomm_xchg_dtype dtype, petacomm_xchg_op op,
+                                                const petacomm_xchg_user_op *user,
+                                                const char *caller_error) {
+  return guard([&] { checked(plan).begin(comm, values, n, k, dtype, op, user, caller_error); });
+}
+
+petacomm_status petacomm_xchg_execute_begin_ext_f(petacomm_xchg_plan plan, MPI_Fint comm,
+                                                  void *values, int64_t n, int k,
+                                                  petacomm_xchg_dtype dtype, petacomm_xchg_op op,
+                                                  const char *caller_error) {
+  const bool user = op == PETACOMM_XCHG_USER && (caller_error == nullptr || !*caller_error);
+  return petacomm_xchg_execute_begin_ext(
+      plan, MPI_Comm_f2c(comm), values, n, k, dtype, op, nullptr,
+      user ? "op: user operators need petacomm_xchg_execute_begin_ext" : caller_error);
+}
+
 petacomm_status petacomm_xchg_execute_begin(petacomm_xchg_plan plan, MPI_Comm comm, void *values,
                                             int64_t n, int k, petacomm_xchg_dtype dtype,
                                             petacomm_xchg_op op,
                                             const petacomm_xchg_user_op *user) {
-  return guard([&] { checked(plan).begin(comm, values, n, k, dtype, op, user); });
+  return petacomm_xchg_execute_begin_ext(plan, comm, values, n, k, dtype, op, user, nullptr);
 }
 
 petacomm_status petacomm_xchg_execute_begin_f(petacomm_xchg_plan plan, MPI_Fint comm, void *values,
                                               int64_t n, int k, petacomm_xchg_dtype dtype,
                                               petacomm_xchg_op op) {
-  if (op == PETACOMM_XCHG_USER)
-    return guard([&] { fail_arg("op: user operators need petacomm_xchg_execute_begin"); });
-  return petacomm_xchg_execute_begin(plan, MPI_Comm_f2c(comm), values, n, k, dtype, op, nullptr);
+  return petacomm_xchg_execute_begin_ext_f(plan, comm, values, n, k, dtype, op, nullptr);
 }
 
 petacomm_status petacomm_xchg_execute_end(petacomm_xchg_plan plan) {
@@ -86,11 +139,11 @@ petacomm_status petacomm_xchg_execute_end(petacomm_xchg_plan plan) {
 petacomm_status petacomm_xchg_execute(petacomm_xchg_plan plan, MPI_Comm comm, void *values,
                                       int64_t n, int k, petacomm_xchg_dtype dtype,
                                       petacomm_xchg_op op) {
-  if (op == PETACOMM_XCHG_USER)
-    return guard([&] { fail_arg("op: user operators need petacomm_xchg_execute_user"); });
   return guard([&] {
     Plan &p = checked(plan);
-    p.begin(comm, values, n, k, dtype, op, nullptr);
+    p.begin(
+        comm, values, n, k, dtype, op, nullptr,
+        op == PETACOMM_XCHG_USER ? "op: user operators need petacomm_xchg_execute_user" : nullptr);
     p.end();
   });
 }
@@ -100,21 +153,21 @@ petacomm_status petacomm_xchg_execute_user(petacomm_xchg_plan plan, MPI_Comm com
                                            const petacomm_xchg_user_op *user) {
   return guard([&] {
     Plan &p = checked(plan);
-    p.begin(comm, values, n, k, dtype, PETACOMM_XCHG_USER, user);
+    p.begin(comm, values, n, k, dtype, PETACOMM_XCHG_USER, user, nullptr);
     p.end();
   });
 }
 
 petacomm_status petacomm_xchg_plan_strategy(petacomm_xchg_plan plan, const char **name) {
   return guard([&] {
-    if (name == nullptr) fail_arg("name: NULL output pointer");
+    PETACOMM_CHECK_ARG(name != nullptr, "name: NULL output pointer");
     *name = checked(plan).strategy_name();
   });
 }
 
 petacomm_status petacomm_xchg_plan_size(petacomm_xchg_plan plan, int64_t *n) {
   return guard([&] {
-    if (n == nullptr) fail_arg("n: NULL output pointer");
+    PETACOMM_CHECK_ARG(n != nullptr, "n: NULL output pointer");
     *n = checked(plan).positions();
   });
 }
@@ -123,22 +176,60 @@ petacomm_status petacomm_xchg_plan_describe(petacomm_xchg_plan plan, char *buf, 
                                             size_t *needed) {
   return guard([&] {
     const std::string &text = checked(plan).description();
-    if (needed != nullptr) *needed = text.size() + 1;
-    if (buf == nullptr || buflen == 0) {
-      if (needed == nullptr) fail_arg("buf: NULL (or buflen 0) and needed NULL: nothing to do");
-      return;
-    }
-    const size_t copied = std::min(buflen - 1, text.size());
-    std::memcpy(buf, text.data(), copied);
-    buf[copied] = '\0';
+    PETACOMM_CHECK_ARG((buf != nullptr && buflen > 0) || needed != nullptr,
+                       "buf: NULL (or buflen 0) and needed NULL: nothing to do");
+    copy_text(text, buf, buflen, needed);
   });
 }
 
 petacomm_status petacomm_xchg_plan_stats(petacomm_xchg_plan plan, petacomm_xchg_dtype dtype, int k,
                                          petacomm_xchg_stats *stats) {
   return guard([&] {
-    if (stats == nullptr) fail_arg("stats: NULL output pointer");
+    PETACOMM_CHECK_ARG(stats != nullptr, "stats: NULL output pointer");
     *stats = checked(plan).stats(dtype, k);
+  });
+}
+
+petacomm_status petacomm_xchg_model_decide(const petacomm_xchg_rank_stats *ranks, int64_t nranks,
+                                           const petacomm_xchg_global_stats *global,
+                                           const petacomm_xchg_cost_params *cost,
+                                           const petacomm_xchg_p2p_curve *p2p, int64_t elem_bytes,
+                                           const char *transport, petacomm_xchg_prediction *out,
+                                           int capacity, char *decision, size_t decision_len,
+                                           size_t *needed) {
+  namespace x = petacomm::xchg;
+  return guard([&] {
+    PETACOMM_CHECK_ARG(nranks >= 1, "nranks: must be >= 1, got ", nranks);
+    PETACOMM_CHECK_ARG(ranks != nullptr, "ranks: NULL");
+    PETACOMM_CHECK_ARG(global != nullptr, "global: NULL");
+    PETACOMM_CHECK_ARG(out != nullptr, "out: NULL");
+    const int count = static_cast<int>(x::registry().size());
+    PETACOMM_CHECK_ARG(capacity >= count, "capacity: out has room for ", capacity,
+                       " predictions, the registry has ", count, " strategies");
+    PETACOMM_CHECK_ARG(elem_bytes >= 1, "elem_bytes: must be >= 1, got ", elem_bytes);
+    PETACOMM_CHECK_ARG(global->ranks == nranks, "global: ranks = ", global->ranks,
+                       " but nranks = ", nranks);
+    const bool a2a = x::parse_transport(transport) == x::Transport::kAlltoallv;
+    const petacomm_xchg_cost_params params = cost ? *cost : x::default_cost_params();
+    const std::string problem = x::validate_cost(params, p2p);
+    PETACOMM_CHECK_ARG(problem.empty(), problem);
+    const x::CostModel model(params, p2p);
+    const double eb = static_cast<double>(elem_bytes);
+    // What a plan's fused reduction computes: every rank's terms, maximum over ranks.
+    std::vector<double> worst;
+    for (int64_t r = 0; r < nranks; ++r) {
+      const std::vector<double> terms =
+          x::rank_cost_terms(x::RankCost{ranks[r], nranks, model, eb, a2a});
+      if (worst.empty()) {
+        worst = terms;
+      } else {
+        for (size_t i = 0; i < terms.size(); ++i) worst[i] = std::max(worst[i], terms[i]);
+      }
+    }
+    const x::Planned planned = x::decide(worst, x::GlobalCost{*global, model, eb, 0});
+    std::copy(planned.predicted.begin(), planned.predicted.end(), out);
+    if (decision != nullptr || needed != nullptr)
+      copy_text(x::decision_json(planned.decision), decision, decision_len, needed);
   });
 }
 
@@ -147,30 +238,10 @@ petacomm_status petacomm_xchg_model_predict(const petacomm_xchg_rank_stats *rank
                                             const petacomm_xchg_cost_params *cost,
                                             int64_t elem_bytes, const char *transport,
                                             petacomm_xchg_prediction *out) {
-  return guard([&] {
-    if (nranks < 1) fail_arg("nranks: must be >= 1, got ", nranks);
-    if (ranks == nullptr) fail_arg("ranks: NULL");
-    if (global == nullptr) fail_arg("global: NULL");
-    if (out == nullptr) fail_arg("out: NULL");
-    if (elem_bytes < 1) fail_arg("elem_bytes: must be >= 1, got ", elem_bytes);
-    if (global->ranks != nranks)
-      fail_arg("global: ranks = ", global->ranks, " but nranks = ", nranks);
-    const bool a2a =
-        petacomm::xchg::parse_transport(transport) == petacomm::xchg::Transport::kAlltoallv;
-    const petacomm_xchg_cost_params params = cost ? *cost : petacomm::xchg::default_cost_params();
-    std::vector<double> worst;
-    for (int64_t r = 0; r < nranks; ++r) {
-      std::vector<double> v = petacomm::xchg::cost_components(ranks[r], *global, params,
-                                                              static_cast<double>(elem_bytes), a2a);
-      if (worst.empty()) {
-        worst = std::move(v);
-      } else {
-        for (size_t i = 0; i < v.size(); ++i) worst[i] = std::max(worst[i], v[i]);
-      }
-    }
-    petacomm::xchg::combine_predictions(worst, *global, params, static_cast<double>(elem_bytes), 0,
-                                        out);
-  });
+  int count = 0;
+  petacomm_xchg_strategy_count(&count);
+  return petacomm_xchg_model_decide(ranks, nranks, global, cost, nullptr, elem_bytes, transport,
+                                    out, count, nullptr, 0, nullptr);
 }
 
 }  // extern "C"

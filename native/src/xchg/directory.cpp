@@ -23,11 +23,17 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
     : comm_(comm) {
   check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
-  const std::size_t u_count = keys.size();
+  std::vector<Message> incoming = send_keys_home(keys);
+  build_home_table(std::move(incoming));
+  std::vector<std::vector<std::int32_t>> received = exchange_replies(make_replies(list_limit));
+  decode_replies(received, keys.size(), list_limit);
+}
 
-  // Round 1 (NBX): my keys to their homes, ascending within each home; keys are ascending
-  // in index order. (home, index) pairs packed in one integer: a counting sort by home when
-  // p <= keys (O(keys) memory either way), else an integer sort.
+std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &keys) {
+  // My keys to their homes, ascending within each home (keys are ascending in index order).
+  // (home, index) pairs packed in one integer: a counting sort by home when p <= keys
+  // (O(keys) memory either way), else an integer sort.
+  const std::size_t u_count = keys.size();
   std::vector<std::uint64_t> by_home(u_count);
   for (std::size_t u = 0; u < u_count; ++u)
     by_home[u] = (mix64(static_cast<std::uint64_t>(keys[u])) % static_cast<std::uint64_t>(size_))
@@ -55,11 +61,13 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
     keys_at_home_.back().push_back(u);
     outgoing.back().data.push_back(keys[static_cast<std::size_t>(u)]);
   }
-  std::vector<Message> incoming = nbx_exchange(comm_, kTagKeys, std::move(outgoing), traffic_);
+  return nbx_exchange(comm_, kTagKeys, std::move(outgoing), traffic_);
+}
 
-  // The home table: every (key, holder) pair homed here, sorted by key then holder. Each
-  // message is ascending by key, so with the messages in holder order the table is a row of
-  // sorted runs: merging them pairwise (stable, ceil(log2 runs) linear passes) sorts it.
+void Directory::build_home_table(std::vector<Message> incoming) {
+  // Every (key, holder) pair homed here, sorted by key then holder. Each message is
+  // ascending by key, so with the messages in holder order the table is a row of sorted
+  // runs: merging them pairwise (stable, ceil(log2 runs) linear passes) sorts it.
   std::sort(incoming.begin(), incoming.end(),
             [](const Message &a, const Message &b) { return a.rank < b.rank; });
   std::size_t total = 0;
@@ -92,25 +100,22 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
     table_.swap(merged);
     bounds.swap(next);
   }
+}
 
-  // Replies: per holder, for each of its keys here (ascending): d, owner, [other holders].
+std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
+  // Per holder, for each of its keys here (ascending): d, owner, [other holders].
   std::vector<std::vector<std::int32_t>> replies(sources_.size());
   {  // sizes first: every append below then writes into reserved memory
     std::vector<std::size_t> sizes(sources_.size(), 0);
-    for (std::size_t g = 0; g < table_.size();) {
-      std::size_t end = g;
-      while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+    for_each_key([&](std::size_t g, std::size_t end) {
       const std::size_t d = end - g;
       for (std::size_t j = g; j < end; ++j)
         sizes[static_cast<std::size_t>(table_[j].source)] +=
             2 + (static_cast<int>(d) <= list_limit ? d - 1 : 0);
-      g = end;
-    }
+    });
     for (std::size_t s = 0; s < sources_.size(); ++s) replies[s].reserve(sizes[s]);
   }
-  for (std::size_t g = 0; g < table_.size();) {
-    std::size_t end = g;
-    while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+  for_each_key([&](std::size_t g, std::size_t end) {
     const int d = static_cast<int>(end - g);
     const int owner =
         table_[g + mix64(static_cast<std::uint64_t>(table_[g].key) ^ kOwnerSalt) % d].rank;
@@ -123,8 +128,12 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
         for (std::size_t q = g; q < end; ++q)
           if (q != j) out.push_back(table_[q].rank);
     }
-    g = end;
-  }
+  });
+  return replies;
+}
+
+std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
+    std::vector<std::vector<std::int32_t>> replies) {
   std::vector<MPI_Request> reply_sends;
   std::vector<std::int32_t> self_reply;
   for (std::size_t s = 0; s < sources_.size(); ++s) {
@@ -140,8 +149,7 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
     traffic_.messages += 1;
     traffic_.bytes += static_cast<std::int64_t>(replies[s].size() * 4);
   }
-
-  // Receive one reply per home, decode in the order the keys were sent.
+  // One reply per home I sent keys to, on the private communicator: probe, then receive.
   std::vector<std::vector<std::int32_t>> received(homes_.size());
   for (std::size_t h = 0; h < homes_.size(); ++h) {
     if (homes_[h] == me_) {
@@ -149,7 +157,7 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
       continue;
     }
     MpiWait wait;
-    MPI_Status status;  // one reply per home on the private communicator: probe, then receive
+    MPI_Status status;
     check_mpi(MPI_Probe(homes_[h], kTagReply, comm_, &status), "MPI_Probe");
     int count = 0;
     check_mpi(MPI_Get_count(&status, MPI_INT32_T, &count), "MPI_Get_count");
@@ -159,22 +167,25 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
               "MPI_Recv");
     reply_ints_ += count;
   }
-  {
-    MpiWait wait;
-    check_mpi(
-        MPI_Waitall(static_cast<int>(reply_sends.size()), reply_sends.data(), MPI_STATUSES_IGNORE),
-        "MPI_Waitall");
-  }
+  MpiWait wait;
+  check_mpi(
+      MPI_Waitall(static_cast<int>(reply_sends.size()), reply_sends.data(), MPI_STATUSES_IGNORE),
+      "MPI_Waitall");
+  return received;
+}
 
+void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &received,
+                               std::size_t u_count, int list_limit) {
+  // In the order the keys were sent: d, owner, and the other holders when listed.
   sharing_.multiplicity.assign(u_count, 1);
   sharing_.owner.assign(u_count, me_);
   sharing_.list_begin.assign(u_count + 1, 0);
   std::vector<std::size_t> list_at(u_count, 0);  // offset of the list in the home's reply
   for (std::size_t h = 0; h < homes_.size(); ++h) {
+    const std::vector<std::int32_t> &r = received[h];
     std::size_t at = 0;
     for (std::int32_t u : keys_at_home_[h]) {
-      const std::vector<std::int32_t> &r = received[h];
-      if (at + 2 > r.size()) fail_state("internal: short directory reply from rank ", homes_[h]);
+      PETACOMM_CHECK_INTERNAL(at + 2 <= r.size(), "short directory reply from rank ", homes_[h]);
       const int d = r[at], owner = r[at + 1];
       at += 2;
       sharing_.multiplicity[u] = d;
@@ -185,9 +196,8 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
         at += static_cast<std::size_t>(d - 1);
       }
     }
-    if (at != received[h].size())
-      fail_state("internal: directory reply from rank ", homes_[h], " has ", received[h].size(),
-                 " ints, decoded ", at);
+    PETACOMM_CHECK_INTERNAL(at == r.size(), "directory reply from rank ", homes_[h], " has ",
+                            r.size(), " ints, decoded ", at);
   }
   for (std::size_t u = 0; u < u_count; ++u) sharing_.list_begin[u + 1] += sharing_.list_begin[u];
   sharing_.list_ranks.resize(static_cast<std::size_t>(sharing_.list_begin[u_count]));
@@ -203,12 +213,9 @@ Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int l
 std::int64_t Directory::assign_hubs(int threshold) {
   // Number this home's hub keys, offset by the hub keys of lower homes.
   std::int64_t local_hubs = 0;
-  for (std::size_t g = 0; g < table_.size();) {
-    std::size_t end = g;
-    while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+  for_each_key([&](std::size_t g, std::size_t end) {
     if (static_cast<int>(end - g) > threshold) ++local_hubs;
-    g = end;
-  }
+  });
   std::int64_t offset = 0, total = 0;
   {
     MpiWait wait;
@@ -219,15 +226,11 @@ std::int64_t Directory::assign_hubs(int threshold) {
 
   std::vector<std::vector<std::int64_t>> numbers(sources_.size());
   std::int64_t next = offset;
-  for (std::size_t g = 0; g < table_.size();) {
-    std::size_t end = g;
-    while (end < table_.size() && table_[end].key == table_[g].key) ++end;
-    if (static_cast<int>(end - g) > threshold) {
-      for (std::size_t j = g; j < end; ++j) numbers[table_[j].source].push_back(next);
-      ++next;
-    }
-    g = end;
-  }
+  for_each_key([&](std::size_t g, std::size_t end) {
+    if (static_cast<int>(end - g) <= threshold) return;
+    for (std::size_t j = g; j < end; ++j) numbers[table_[j].source].push_back(next);
+    ++next;
+  });
   std::vector<MPI_Request> sends;
   std::vector<std::int64_t> self_numbers;
   for (std::size_t s = 0; s < sources_.size(); ++s) {
@@ -258,7 +261,8 @@ std::int64_t Directory::assign_hubs(int threshold) {
                          comm_, MPI_STATUS_IGNORE),
                 "MPI_Recv");
     }
-    if (got.size() != mine.size()) fail_state("internal: hub numbering size mismatch");
+    PETACOMM_CHECK_INTERNAL(got.size() == mine.size(), "hub numbers from rank ", homes_[h], ": ",
+                            got.size(), " for ", mine.size(), " hub keys");
     for (std::size_t j = 0; j < mine.size(); ++j) sharing_.hub_index[mine[j]] = got[j];
   }
   MpiWait wait;

@@ -44,6 +44,27 @@ class Directory {
     int rank;
     std::int32_t source;  // index into sources_
   };
+  // The steps of construction, in order: NBX of my keys to their homes (returns what was
+  // homed here), the sorted home table, per holder the replies (d, owner, other holders),
+  // their exchange (returns one reply per home), and decoding them into sharing_.
+  std::vector<Message> send_keys_home(const std::vector<std::int64_t> &keys);
+  void build_home_table(std::vector<Message> incoming);
+  std::vector<std::vector<std::int32_t>> make_replies(int list_limit);
+  std::vector<std::vector<std::int32_t>> exchange_replies(
+      std::vector<std::vector<std::int32_t>> replies);
+  void decode_replies(const std::vector<std::vector<std::int32_t>> &received, std::size_t u_count,
+                      int list_limit);
+  // f(begin, end) for each key's run of holders [begin, end) in the home table.
+  template <class F>
+  void for_each_key(F f) const {
+    for (std::size_t g = 0; g < table_.size();) {
+      std::size_t end = g;
+      while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+      f(g, end);
+      g = end;
+    }
+  }
+
   MPI_Comm comm_;
   int me_ = 0, size_ = 1;
   Sharing sharing_;

@@ -228,7 +228,7 @@ ElementOp::ElementOp(petacomm_xchg_dtype dtype, petacomm_xchg_op op, int k,
                      const petacomm_xchg_user_op *user)
     : dtype_(dtype), op_(op), k_(k), user_(user) {
   comp_bytes_ = dtype_size(dtype, "dtype");
-  if (k < 1) fail_arg("k: must be at least 1 component per key, got ", k);
+  PETACOMM_CHECK_ARG(k >= 1, "k: must be at least 1 component per key, got ", k);
   elem_bytes_ = comp_bytes_ * static_cast<std::size_t>(k);
   void *fn = nullptr;
   switch (op) {
@@ -296,7 +296,7 @@ void ElementOp::fill_identity(void *dst, std::size_t nelem) const {
       PETACOMM_FILL(std::complex<double>)
   }
 #undef PETACOMM_FILL
-  fail_state("internal: no identity for ", dtype_name(dtype_), " ", op_name(op_));
+  fail_internal("no identity for ", dtype_name(dtype_), " ", op_name(op_));
 }
 
 void ElementOp::fold(void *acc, const void *src, std::size_t nelem) const {

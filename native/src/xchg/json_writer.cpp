@@ -85,7 +85,7 @@ JsonWriter &JsonWriter::value(const char *key, double number) {
     return *this;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", number);
+  std::snprintf(buf, sizeof buf, "%.17g", number);
   out_ += buf;
   return *this;
 }

@@ -22,7 +22,7 @@ std::string validate_keys(const std::int64_t *keys, std::int64_t n) {
 
 KeyIndex::KeyIndex(const std::int64_t *keys, std::int64_t n) : n_(n) {
   const std::string problem = validate_keys(keys, n);
-  if (!problem.empty()) fail_arg(problem);
+  PETACOMM_CHECK_ARG(problem.empty(), problem);
   const std::size_t count = static_cast<std::size_t>(n);
   bool sorted_distinct = true;
   for (std::size_t i = 1; i < count && sorted_distinct; ++i)
@@ -39,8 +39,9 @@ KeyIndex::KeyIndex(const std::int64_t *keys, std::int64_t n) : n_(n) {
   for (std::size_t j = 0; j < count; ++j) {
     const std::int64_t pos = order[j];
     if (j == 0 || keys[order[j - 1]] != keys[pos]) {
-      if (keys_.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-        fail_arg("keys: more than 2^31-1 distinct keys on one rank are not supported");
+      PETACOMM_CHECK_ARG(
+          keys_.size() < static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()),
+          "keys: more than 2^31-1 distinct keys on one rank are not supported");
       keys_.push_back(keys[pos]);
       first_position_.push_back(pos);
     }

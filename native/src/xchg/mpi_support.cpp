@@ -10,26 +10,28 @@
 
 namespace petacomm::xchg {
 
-void agree_or_fail(MPI_Comm comm, const std::string &problem) {
-  int rank = 0, size = 1;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  int mine = problem.empty() ? size : rank;
-  int first = size;
-  {
-    MpiWait wait;
-    check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  }
-  if (first == size) return;
-  if (!problem.empty()) fail_arg(problem);
-  fail_arg("invalid arguments on rank ", first, " (see that rank's error); no plan was created");
+std::uint64_t hash_text(const char *text) {
+  std::uint64_t h = 0x84222325cbf29ce4ULL;
+  for (const char *c = text ? text : ""; *c != '\0'; ++c)
+    h = mix64(h ^ static_cast<unsigned char>(*c));
+  return h;
 }
 
-void agree_or_fail(MPI_Comm comm, const std::string &problem, std::uint64_t fingerprint,
-                   const char *mismatch) {
+std::uint64_t hash_number(double value) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return mix64(bits ^ 0xd6e8feb86659fd93ULL);
+}
+
+std::uint64_t hash_number(std::int64_t value) { return mix64(static_cast<std::uint64_t>(value)); }
+
+void agree_or_fail(MPI_Comm comm, const std::string &problem,
+                   const std::vector<AgreedValue> &values, const char *consequence) {
   int rank = 0, size = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  std::uint64_t fingerprint = 0x9ae16a3b2f90404fULL;
+  for (const AgreedValue &v : values) fingerprint = mix64(fingerprint ^ v.hash);
   // One MIN reduction: the lowest failing rank, the smallest fingerprint and the smallest
   // complement (= the complement of the largest fingerprint).
   const std::uint64_t mine[3] = {static_cast<std::uint64_t>(problem.empty() ? size : rank),
@@ -40,10 +42,40 @@ void agree_or_fail(MPI_Comm comm, const std::string &problem, std::uint64_t fing
     check_mpi(MPI_Allreduce(mine, low, 3, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
   }
   if (low[0] != static_cast<std::uint64_t>(size)) {
-    if (!problem.empty()) fail_arg(problem);
-    fail_arg("invalid arguments on rank ", low[0], " (see that rank's error); no plan was created");
+    PETACOMM_CHECK_ARG(problem.empty(), problem);
+    fail_arg("invalid arguments on rank ", low[0], " (see that rank's error); ", consequence);
   }
-  if (low[1] != ~low[2]) fail_arg(mismatch);
+  if (low[1] == ~low[2]) return;
+
+  // The values differ somewhere: name the lowest rank and its first value unlike rank 0's.
+  std::vector<std::uint64_t> reference(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) reference[i] = values[i].hash;
+  std::uint64_t first = static_cast<std::uint64_t>(size) * (values.size() + 1);
+  {
+    MpiWait wait;
+    check_mpi(MPI_Bcast(reference.data(), to_int_count(reference.size(), "agreed values"),
+                        MPI_UINT64_T, 0, comm),
+              "MPI_Bcast");
+    std::uint64_t differs = first;
+    for (std::size_t i = 0; i < values.size(); ++i)
+      if (values[i].hash != reference[i]) {
+        differs = static_cast<std::uint64_t>(rank) * (values.size() + 1) + i;
+        break;
+      }
+    check_mpi(MPI_Allreduce(&differs, &first, 1, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
+  }
+  const std::uint64_t at_rank = first / (values.size() + 1), at_value = first % (values.size() + 1);
+  PETACOMM_CHECK_INTERNAL(at_rank < static_cast<std::uint64_t>(size) && at_value < values.size(),
+                          "fingerprints differ but every value equals rank 0's");
+  const AgreedValue &v = values[at_value];
+  if (at_rank == static_cast<std::uint64_t>(rank))
+    fail_arg(v.name, ": ", v.shown, " on rank ", rank,
+             " differs from rank 0's (arguments of collective calls must be the same on every "
+             "rank); ",
+             consequence);
+  fail_arg("arguments differ between ranks: ", v.name, " on rank ", at_rank,
+           " differs from rank 0's", rank == 0 ? concat(" (", v.shown, ")") : std::string(), "; ",
+           consequence);
 }
 
 int to_int_count(std::size_t count, const char *what) {

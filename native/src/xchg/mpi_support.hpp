@@ -11,14 +11,28 @@
 
 namespace petacomm::xchg {
 
-// Collective: if `problem` is non-empty on any rank, every rank throws fail_arg — the rank
-// at fault with its own message, the others naming the lowest failing rank. Keeps
-// collective creation from hanging when one rank's arguments are bad.
-// With a fingerprint (of the options), the same single reduction also checks that it is
-// equal on every rank and fails on all of them with `mismatch` if not.
-void agree_or_fail(MPI_Comm comm, const std::string &problem);
-void agree_or_fail(MPI_Comm comm, const std::string &problem, std::uint64_t fingerprint,
-                   const char *mismatch);
+// One argument of a collective call whose value must be the same on every rank.
+struct AgreedValue {
+  std::string name;    // as the caller spells it: "strategy", "cost.p2p_alpha"
+  std::uint64_t hash;  // of the value
+  std::string shown;   // the value as text, for this rank's message
+};
+
+// Collective over comm: keeps a collective call from hanging or corrupting memory when one
+// rank's arguments are bad. One MPI_Allreduce (three integers) finds the lowest rank whose
+// `problem` is non-empty and whether the values' fingerprints differ. If a rank has a
+// problem, every rank throws ERR_ARG: that rank with its own message, the others naming
+// it. If the values differ, a second step (on that failure path only: a broadcast of rank
+// 0's value hashes and one reduction) finds the lowest rank whose value differs from rank
+// 0's and every rank throws ERR_ARG naming that rank and the argument. `consequence` ends
+// every message ("no plan was created"). Every rank must pass the same value names.
+void agree_or_fail(MPI_Comm comm, const std::string &problem,
+                   const std::vector<AgreedValue> &values, const char *consequence);
+
+// Hashes for AgreedValue.
+std::uint64_t hash_text(const char *text);  // NULL hashes like ""
+std::uint64_t hash_number(double value);
+std::uint64_t hash_number(std::int64_t value);
 
 // int count for an MPI call; throws naming `what` if it does not fit.
 int to_int_count(std::size_t count, const char *what);

@@ -4,47 +4,34 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <limits>
-#include <sstream>
 
 #include "allgather_discovery.hpp"
-#include "cost_model.hpp"
 #include "directory.hpp"
 #include "error.hpp"
 #include "exchange.hpp"
 #include "json_writer.hpp"
-#include "planner.hpp"
-#include "strategies.hpp"
+#include "registry.hpp"
 
 namespace petacomm::xchg {
 namespace {
 
-enum class Requested { kAuto, kDense, kAllgather, kDirectory, kOwner, kHubSplit };
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-bool parse_strategy(const char *name, Requested *out) {
-  static const std::pair<const char *, Requested> names[] = {
-      {"auto", Requested::kAuto},           {"dense-allreduce", Requested::kDense},
-      {"allgather", Requested::kAllgather}, {"directory", Requested::kDirectory},
-      {"owner", Requested::kOwner},         {"hub-split", Requested::kHubSplit}};
-  if (name == nullptr || *name == '\0') {
-    *out = Requested::kAuto;
-    return true;
-  }
-  for (const auto &[text, value] : names)
-    if (std::strcmp(name, text) == 0) {
-      *out = value;
-      return true;
-    }
-  return false;
+// The registry entry a caller asked for, nullptr for auto (NULL, "" or "auto"); ERR_ARG
+// naming the choices for an unknown name.
+const XchgStrategy *requested_strategy(const char *name) {
+  if (name == nullptr || *name == '\0' || std::strcmp(name, "auto") == 0) return nullptr;
+  const XchgStrategy *s = registry().find(name);
+  PETACOMM_CHECK_ARG(s != nullptr, "strategy: unknown strategy '", name, "' (expected ",
+                     registry().names("auto"), ")");
+  return s;
 }
 
-std::string validate_options(const petacomm_xchg_options &o) {
-  Requested r;
-  if (!parse_strategy(o.strategy, &r))
-    return concat("strategy: unknown strategy '", o.strategy,
-                  "' (expected auto, dense-allreduce, allgather, directory, owner or hub-split)");
+// "" or the first problem with the options (no MPI: agreed on collectively before use).
+std::string validate_options(const petacomm_xchg_options &o, const petacomm_xchg_p2p_curve *p2p) {
   try {
+    requested_strategy(o.strategy);
     parse_transport(o.transport);
     ElementOp check(o.plan_dtype, PETACOMM_XCHG_SUM, o.plan_k, nullptr);
   } catch (const Error &e) {
@@ -57,23 +44,35 @@ std::string validate_options(const petacomm_xchg_options &o) {
     return concat("allgather_keys: must be in [1, ", INT_MAX / 2, "], got ", o.allgather_keys);
   if (o.hub_threshold < 0) return concat("hub_threshold: must be >= 0, got ", o.hub_threshold);
   if (o.autotune < 0) return concat("autotune: must be >= 0, got ", o.autotune);
-  const double params[] = {o.cost.p2p_alpha,       o.cost.p2p_beta,        o.cost.allreduce_alpha,
-                           o.cost.allreduce_beta,  o.cost.allgather_alpha, o.cost.allgather_beta,
-                           o.cost.alltoallv_alpha, o.cost.alltoallv_beta,  o.cost.local_beta};
-  for (double v : params)
-    if (!(v >= 0) || !std::isfinite(v))
-      return concat("cost: parameters must be finite and >= 0, got ", v);
-  return {};
+  return validate_cost(o.cost, p2p);
 }
 
-std::uint64_t options_fingerprint(const petacomm_xchg_options &o) {
-  std::uint64_t h = mix64(std::hash<std::string>{}(o.strategy ? o.strategy : ""));
-  h = mix64(h ^ std::hash<std::string>{}(o.transport ? o.transport : ""));
-  for (std::int64_t v : {o.chunk_keys, o.allgather_keys, std::int64_t{o.hub_threshold},
-                         std::int64_t{o.deterministic}, std::int64_t{o.autotune},
-                         std::int64_t{o.plan_dtype}, std::int64_t{o.plan_k}})
-    h = mix64(h ^ static_cast<std::uint64_t>(v));
-  return h;
+// What every rank must pass alike to plan creation.
+std::vector<AgreedValue> option_values(const petacomm_xchg_options &o,
+                                       const petacomm_xchg_p2p_curve *p2p) {
+  auto quoted = [](const char *s) { return concat("'", s ? s : "", "'"); };
+  std::vector<AgreedValue> v = {
+      {"strategy", hash_text(o.strategy), quoted(o.strategy)},
+      {"transport", hash_text(o.transport), quoted(o.transport)},
+      {"chunk_keys", hash_number(o.chunk_keys), concat(o.chunk_keys)},
+      {"allgather_keys", hash_number(o.allgather_keys), concat(o.allgather_keys)},
+      {"hub_threshold", hash_number(std::int64_t{o.hub_threshold}), concat(o.hub_threshold)},
+      {"deterministic", hash_number(std::int64_t{o.deterministic}), concat(o.deterministic)},
+      {"autotune", hash_number(std::int64_t{o.autotune}), concat(o.autotune)},
+      {"plan_dtype", hash_number(std::int64_t{o.plan_dtype}), concat(o.plan_dtype)},
+      {"plan_k", hash_number(std::int64_t{o.plan_k}), concat(o.plan_k)},
+  };
+  for (int i = 0; i < kCostParams; ++i) {
+    const double value = cost_param(o.cost, i);
+    v.push_back({concat("cost.", cost_param_name(i)), hash_number(value), concat(value)});
+  }
+  const int pieces = p2p ? p2p->pieces : 0;
+  std::uint64_t curve = hash_number(std::int64_t{pieces});
+  for (int i = 0; i < pieces && i < PETACOMM_XCHG_P2P_PIECES; ++i)
+    for (double x : {p2p->from_bytes[i], p2p->alpha[i], p2p->beta[i]})
+      curve = mix64(curve ^ hash_number(x));
+  v.push_back({"p2p", curve, concat(pieces, " pieces")});
+  return v;
 }
 
 double us(double seconds) { return seconds * 1e6; }
@@ -95,60 +94,74 @@ petacomm_xchg_options default_options() {
   return o;
 }
 
-struct Plan::Choice {
-  std::string reason;
-  bool have_sharing = false;
+// What discovery found: nothing (dense-allreduce by name), the allgathered sharing, or the
+// directory (which keeps its home table until the strategy is built).
+struct Plan::Discovered {
+  Discovery kind = Discovery::kNone;
+  std::unique_ptr<Directory> directory;
+  Sharing allgathered;
   bool complete_lists = false;
-  bool have_predictions = false;
-  petacomm_xchg_rank_stats rank{};
-  petacomm_xchg_global_stats global{};
-  std::array<petacomm_xchg_prediction, PETACOMM_XCHG_NSTRATEGIES> predicted{};
-  std::array<double, PETACOMM_XCHG_NSTRATEGIES> measured_execute{};
-  std::array<double, PETACOMM_XCHG_NSTRATEGIES> measured_build{};
-  int autotune = 0;
-  int hub_threshold = 0;
-  std::int64_t hub_keys = 0;
-  SetupTraffic discovery;
-  std::vector<petacomm_xchg_minavgmax> spread;  // describe's per-rank statistics
+  SetupTraffic traffic;
+  std::int64_t reply_ints = 0;
+  Histogram histogram{};
 
-  // Collective: the global statistics, predictions and describe's spread in two reductions.
-  void gather(MPI_Comm comm, const KeyIndex &index, const Histogram &histogram,
-              const petacomm_xchg_options &o, double eb, bool a2a, int fixed_hub_threshold) {
-    const std::vector<double> per_rank = {
-        static_cast<double>(rank.n_local),       static_cast<double>(rank.n_unique),
-        static_cast<double>(rank.n_shared),      static_cast<double>(rank.pair_partners),
-        static_cast<double>(rank.pair_values),   static_cast<double>(rank.owned_keys),
-        static_cast<double>(discovery.messages), static_cast<double>(discovery.bytes)};
-    PlanStatistics s = plan_statistics(comm, index, rank, histogram, per_rank, o.chunk_keys,
-                                       o.allgather_keys, o.cost, eb, a2a, fixed_hub_threshold);
-    global = s.global;
-    predicted = s.predicted;
-    spread = std::move(s.spread);
+  Sharing *sharing() {
+    if (kind == Discovery::kDirectory) return &directory->sharing();
+    return kind == Discovery::kAllgather ? &allgathered : nullptr;
   }
 };
 
+// What plan creation learnt and decided, for describe().
+struct Plan::Choice {
+  petacomm_xchg_rank_stats rank{};
+  PlanStatistics statistics;
+  Planned planned;  // predictions (meaningful when sharing is known) and auto's decision
+  bool have_sharing = false;
+  bool complete_lists = false;
+  SetupTraffic discovery;
+  std::string reason;
+  std::size_t chosen = 0;  // registry index of the strategy built
+  // Per registry index: what its build reported, autotuned times (NaN: not timed).
+  std::vector<int> hub_threshold;
+  std::vector<std::int64_t> hub_keys;
+  std::vector<std::string> detail;
+  std::vector<double> measured_execute, measured_build;
+
+  explicit Choice(std::size_t strategies)
+      : hub_threshold(strategies, 0),
+        hub_keys(strategies, 0),
+        detail(strategies),
+        measured_execute(strategies, kNaN),
+        measured_build(strategies, kNaN) {}
+};
+
 Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
-           const petacomm_xchg_options *options) {
+           const petacomm_xchg_options *options, const petacomm_xchg_p2p_curve *p2p,
+           const char *caller_error) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized || mpi_finalized())
-    fail_state(
-        "MPI is not initialised (or already finalised): create plans between MPI_Init "
-        "and MPI_Finalize");
-  if (comm == MPI_COMM_NULL) fail_arg("comm: MPI_COMM_NULL is not a valid communicator");
+  PETACOMM_CHECK_STATE(initialized && !mpi_finalized(),
+                       "MPI is not initialised (or already finalised): create plans between "
+                       "MPI_Init and MPI_Finalize");
+  PETACOMM_CHECK_ARG(comm != MPI_COMM_NULL, "comm: MPI_COMM_NULL is not a valid communicator");
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
-  if (inter) fail_arg("comm: an intercommunicator is not supported");
+  PETACOMM_CHECK_ARG(!inter, "comm: an intercommunicator is not supported");
   SetupClock clock;
   ActiveSetupClock active(&clock);
   const double t0 = now_seconds(), cpu0 = thread_cpu_seconds();
   const petacomm_xchg_options o = options ? *options : default_options();
-  std::string problem = validate_options(o);
-  if (problem.empty()) problem = validate_keys(keys, n);
+  std::string problem = caller_error != nullptr ? caller_error : "";
+  if (problem.empty()) problem = validate_options(o, p2p);
+  if (problem.empty()) {
+    try {  // local work that may find a bad key: before the agreement, like every check
+      index_ = KeyIndex(keys, n);
+    } catch (const Error &e) {
+      problem = e.what();
+    }
+  }
   // One reduction checks every rank's arguments and that the options agree.
-  agree_or_fail(comm, problem, options_fingerprint(o),
-                "options: differ between ranks (strategy, transport, chunk_keys, allgather_keys, "
-                "hub_threshold, deterministic, autotune, plan_dtype and plan_k must agree)");
+  agree_or_fail(comm, problem, option_values(o, p2p), "no plan was created");
   {
     MpiWait wait;
     check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
@@ -159,8 +172,7 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     deterministic_ = o.deterministic != 0;
     plan_dtype_ = o.plan_dtype;
     plan_k_ = o.plan_k;
-    index_ = KeyIndex(keys, n);
-    build(o);
+    build(o, CostModel(o.cost, p2p));
     clock.wall = now_seconds() - t0;
     clock.cpu = thread_cpu_seconds() - cpu0;
     setup_ = clock;
@@ -201,149 +213,133 @@ const ElementType &Plan::element_type(std::size_t bytes) {
   return it->second;
 }
 
-void Plan::build(const petacomm_xchg_options &o) {
-  Requested requested;
-  parse_strategy(o.strategy, &requested);
-  const Transport transport = parse_transport(o.transport);
-  const bool a2a = transport == Transport::kAlltoallv;
-  const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
-  Choice choice;
-  choice.autotune = o.autotune;
-  const auto &keys = index_.keys();
-
-  if (requested == Requested::kDense) {
-    strategy_ = make_dense_allreduce(comm_, index_, o.chunk_keys, deterministic_);
-    choice.reason = "dense-allreduce requested by name";
-    choice.rank = rank_statistics(index_, Sharing{{}, {}, {0}, {}, {}}, rank_, {}, 0);
-    choice.gather(comm_, index_, Histogram{}, o, eb, a2a, 0);
-    describe(o, choice);
-    return;
-  }
-  if (requested == Requested::kAllgather) {
-    Sharing sharing = allgather_discover(comm_, keys, o.allgather_keys, choice.discovery);
-    Histogram histogram{};
-    for (std::size_t u = 0; u < sharing.keys(); ++u)
-      if (sharing.owner[u] == rank_) histogram[multiplicity_bucket(sharing.multiplicity[u])] += 1;
-    strategy_ = make_pairwise("allgather", comm_, sharing, Transport::kAlltoallv);
-    choice.have_sharing = choice.complete_lists = true;
-    choice.rank = rank_statistics(index_, sharing, rank_, choice.discovery, 0);
-    choice.gather(comm_, index_, histogram, o, eb, a2a, 0);
-    choice.have_predictions = true;
-    choice.reason = "allgather requested by name";
-    describe(o, choice);
-    return;
-  }
-
-  // Directory discovery serves directory, owner, hub-split and the planner.
-  int list_limit = INT_MAX;
-  if (requested == Requested::kOwner) list_limit = 0;
-  if (requested == Requested::kHubSplit && o.hub_threshold > 0) list_limit = o.hub_threshold;
-  Directory directory(comm_, keys, list_limit);
-  Sharing &sharing = directory.sharing();
-  choice.discovery = directory.traffic();
-  choice.have_sharing = true;
-  choice.complete_lists = list_limit == INT_MAX;
-  choice.rank =
-      rank_statistics(index_, sharing, rank_, directory.traffic(), directory.reply_ints());
-  choice.gather(comm_, index_, directory.home_histogram(), o, eb, a2a, o.hub_threshold);
-  choice.have_predictions = true;
-  const int model_threshold = choice.predicted[kHubSplit].hub_threshold;
-  const int hub_threshold = o.hub_threshold > 0 ? o.hub_threshold : std::max(1, model_threshold);
-
-  auto build_hub_split = [&]() {
-    const std::int64_t hubs = directory.assign_hubs(hub_threshold);
-    choice.hub_threshold = hub_threshold;
-    choice.hub_keys = hubs;
-    return make_hub_split(comm_, sharing, hub_threshold, hubs, o.chunk_keys, deterministic_,
-                          transport);
-  };
-  auto build = [&](int id) -> std::unique_ptr<Strategy> {
-    switch (id) {
-      case kDense:
-        return make_dense_allreduce(comm_, index_, o.chunk_keys, deterministic_);
-      case kDirectory:
-        return make_pairwise("directory", comm_, sharing, transport);
-      case kOwner:
-        return make_owner(comm_, sharing, transport);
-      case kHubSplit:
-        return build_hub_split();
-      default:
-        fail_state("internal: strategy ", id, " cannot be built from the directory");
-    }
-  };
-
-  if (requested != Requested::kAuto) {
-    const int id = requested == Requested::kDirectory ? kDirectory
-                   : requested == Requested::kOwner   ? kOwner
-                                                      : kHubSplit;
-    strategy_ = build(id);
-    choice.reason = concat(xchg::strategy_name(id), " requested by name");
-    if (id == kHubSplit)
-      choice.reason +=
-          concat(" (threshold ", hub_threshold, " ranks, ", choice.hub_keys, " hub keys",
-                 o.hub_threshold > 0 ? ", given" : ", from the model", ")");
-    directory.release_home_table();
-    describe(o, choice);
-    return;
-  }
-
-  // auto: rank the candidates by predicted execution time.
-  std::vector<int> candidates = {kDense, kDirectory, kOwner};
-  if (choice.predicted[kHubSplit].hub_keys > 0) candidates.push_back(kHubSplit);
-  std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    return choice.predicted[a].execute_seconds < choice.predicted[b].execute_seconds;
-  });
-  int chosen = candidates.front();
-  if (o.autotune > 0) {
-    std::unique_ptr<Strategy> best;
-    double best_time = 0;
-    for (int id : candidates) {
-      check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
-      const double t0 = now_seconds();
-      std::unique_ptr<Strategy> s = build(id);
-      double mine = now_seconds() - t0;
-      check_mpi(MPI_Allreduce(&mine, &choice.measured_build[id], 1, MPI_DOUBLE, MPI_MAX, comm_),
-                "MPI_Allreduce");
-      choice.measured_execute[id] = measure(*s, o.autotune);
-      if (!best || choice.measured_execute[id] < best_time) {
-        best = std::move(s);
-        best_time = choice.measured_execute[id];
-        chosen = id;
-      }
-    }
-    strategy_ = std::move(best);
-    std::ostringstream why;
-    why << "autotune over " << o.autotune
-        << " executions (max over ranks): " << xchg::strategy_name(chosen) << " " << us(best_time)
-        << " us";
-    for (int id : candidates)
-      if (id != chosen)
-        why << ", " << xchg::strategy_name(id) << " " << us(choice.measured_execute[id]) << " us";
-    why << "; the model had predicted " << xchg::strategy_name(candidates.front());
-    choice.reason = why.str();
+// Discovery, statistics, decision, build, description.
+void Plan::build(const petacomm_xchg_options &o, const CostModel &cost) {
+  const XchgStrategy *requested = requested_strategy(o.strategy);
+  Discovered found = discover(requested, o);
+  Choice choice(registry().size());
+  plan_statistics_of(found, o, cost, choice);
+  BuildContext ctx{comm_,
+                   index_,
+                   o,
+                   parse_transport(o.transport),
+                   deterministic_,
+                   found.sharing(),
+                   found.directory.get()};
+  if (requested != nullptr) {
+    strategy_ = build_one(*requested, ctx, choice);
+    choice.reason = concat(requested->about.name, " requested by name",
+                           ctx.detail.empty() ? "" : concat(" (", ctx.detail, ")"));
+  } else if (o.autotune > 0) {
+    autotune(o, ctx, choice);
   } else {
-    strategy_ = build(chosen);
-    std::ostringstream why;
-    why << "lowest predicted execution time: " << xchg::strategy_name(chosen) << " "
-        << us(choice.predicted[chosen].execute_seconds) << " us";
-    if (candidates.size() > 1)
-      why << " vs " << xchg::strategy_name(candidates[1]) << " "
-          << us(choice.predicted[candidates[1]].execute_seconds) << " us";
-    const double shared_fraction = choice.global.distinct_keys > 0
-                                       ? 1.0 - static_cast<double>(choice.global.multiplicity[0]) /
-                                                   static_cast<double>(choice.global.distinct_keys)
-                                       : 0.0;
-    why << "; " << choice.global.distinct_keys << " distinct keys, "
-        << std::round(shared_fraction * 1000) / 10 << "% shared, dense range "
-        << (choice.global.key_min < 0 ? 0 : choice.global.key_max - choice.global.key_min + 1)
-        << " keys";
-    if (chosen == kHubSplit)
-      why << "; keys on more than " << choice.hub_threshold << " ranks (" << choice.hub_keys
-          << ") reduced densely";
-    choice.reason = why.str();
+    const Decision &decision = choice.planned.decision;
+    const XchgStrategy *chosen = registry().find(decision.choice);
+    PETACOMM_CHECK_INTERNAL(chosen != nullptr, "the planner chose '", decision.choice, "'");
+    strategy_ = build_one(*chosen, ctx, choice);
+    choice.reason = decision.reason + (ctx.detail.empty() ? "" : concat("; ", ctx.detail));
   }
-  directory.release_home_table();
-  describe(o, choice);
+  if (found.directory) found.directory->release_home_table();
+  describe(o, cost, choice);
+}
+
+Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xchg_options &o) {
+  Discovered found;
+  found.kind = requested ? requested->discovery : Discovery::kDirectory;  // auto: directory
+  const auto &keys = index_.keys();
+  switch (found.kind) {
+    case Discovery::kNone:
+      break;
+    case Discovery::kAllgather:
+      found.allgathered = allgather_discover(comm_, keys, o.allgather_keys, found.traffic);
+      found.complete_lists = true;
+      for (std::size_t u = 0; u < found.allgathered.keys(); ++u)  // each key counted by its owner
+        if (found.allgathered.owner[u] == rank_)
+          found.histogram[multiplicity_bucket(found.allgathered.multiplicity[u])] += 1;
+      break;
+    case Discovery::kDirectory: {
+      const int lists = requested ? requested->holder_lists(o) : INT_MAX;
+      found.directory = std::make_unique<Directory>(comm_, keys, lists);
+      found.complete_lists = lists == INT_MAX;
+      found.traffic = found.directory->traffic();
+      found.reply_ints = found.directory->reply_ints();
+      found.histogram = found.directory->home_histogram();
+      break;
+    }
+  }
+  return found;
+}
+
+void Plan::plan_statistics_of(Discovered &found, const petacomm_xchg_options &o,
+                              const CostModel &cost, Choice &choice) {
+  static const Sharing nothing_known{{}, {}, {0}, {}, {}};
+  const Sharing *sharing = found.sharing();
+  choice.have_sharing = sharing != nullptr;
+  choice.complete_lists = found.complete_lists;
+  choice.discovery = found.traffic;
+  choice.rank = rank_statistics(index_, sharing ? *sharing : nothing_known, rank_, found.traffic,
+                                found.reply_ints);
+  const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
+  const RankCost in{choice.rank, size_, cost, eb,
+                    parse_transport(o.transport) == Transport::kAlltoallv};
+  const petacomm_xchg_rank_stats &r = choice.rank;
+  const std::vector<double> per_rank = {static_cast<double>(r.n_local),
+                                        static_cast<double>(r.n_unique),
+                                        static_cast<double>(r.n_shared),
+                                        static_cast<double>(r.pair_partners),
+                                        static_cast<double>(r.pair_values),
+                                        static_cast<double>(r.owned_keys),
+                                        static_cast<double>(found.traffic.messages),
+                                        static_cast<double>(found.traffic.bytes)};
+  choice.statistics = plan_statistics(comm_, index_, found.histogram, rank_cost_terms(in), per_rank,
+                                      o.chunk_keys, o.allgather_keys);
+  choice.planned = decide(choice.statistics.max_terms,
+                          GlobalCost{choice.statistics.global, cost, eb, o.hub_threshold});
+}
+
+std::unique_ptr<Strategy> Plan::build_one(const XchgStrategy &entry, BuildContext &ctx,
+                                          Choice &choice) {
+  const std::size_t i = static_cast<std::size_t>(registry().index_of(entry.about.name));
+  PETACOMM_CHECK_INTERNAL(entry.discovery == Discovery::kNone || ctx.sharing != nullptr,
+                          entry.about.name, " built without its discovery");
+  ctx.predicted = choice.have_sharing ? &choice.planned.predicted[i] : nullptr;
+  ctx.detail.clear();
+  ctx.hub_threshold = 0;
+  ctx.hub_keys = 0;
+  std::unique_ptr<Strategy> built = entry.build(ctx);
+  choice.chosen = i;
+  choice.detail[i] = ctx.detail;
+  choice.hub_threshold[i] = ctx.hub_threshold;
+  choice.hub_keys[i] = ctx.hub_keys;
+  return built;
+}
+
+// Builds every candidate, times o.autotune executions of each (max over ranks) and keeps
+// the fastest.
+void Plan::autotune(const petacomm_xchg_options &o, BuildContext &ctx, Choice &choice) {
+  const auto &entries = registry().entries();
+  std::vector<CandidateCost> timed = choice.planned.decision.candidates;
+  PETACOMM_CHECK_INTERNAL(timed.size() == entries.size(), "one candidate per strategy");
+  std::vector<std::unique_ptr<Strategy>> built(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (!timed[i].applicable) continue;
+    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+    const double t0 = now_seconds();
+    built[i] = build_one(*entries[i], ctx, choice);
+    const double mine = now_seconds() - t0;
+    check_mpi(MPI_Allreduce(&mine, &choice.measured_build[i], 1, MPI_DOUBLE, MPI_MAX, comm_),
+              "MPI_Allreduce");
+    timed[i].measured_seconds = choice.measured_execute[i] = measure(*built[i], o.autotune);
+  }
+  const Decision decision = decide_cheapest(std::move(timed));
+  choice.chosen = static_cast<std::size_t>(registry().index_of(decision.choice));
+  strategy_ = std::move(built[choice.chosen]);
+  PETACOMM_CHECK_INTERNAL(strategy_ != nullptr, "autotune chose '", decision.choice,
+                          "', which it did not build");
+  choice.reason =
+      concat("autotune over ", o.autotune, " executions (max over ranks): ", decision.reason,
+             "; the model had predicted ", choice.planned.decision.choice);
+  if (!choice.detail[choice.chosen].empty()) choice.reason += "; " + choice.detail[choice.chosen];
 }
 
 double Plan::measure(Strategy &strategy, int reps) {
@@ -365,9 +361,57 @@ double Plan::measure(Strategy &strategy, int reps) {
   return worst;
 }
 
-void Plan::describe(const petacomm_xchg_options &o, const Choice &c) {
+namespace {
+
+// describe()'s "statistics": min/avg/max over ranks of the per-rank figures, the global ones.
+void describe_statistics(JsonWriter &j, const PlanStatistics &s, bool have_sharing,
+                         bool complete_lists) {
+  const petacomm_xchg_global_stats &g = s.global;
+  j.begin_object("statistics");
+  const char *names[] = {"n_local",       "n_unique",   "n_shared",           "partners",
+                         "shared_values", "owned_keys", "discovery_messages", "discovery_bytes"};
+  for (std::size_t i = 0; i < s.spread.size(); ++i) {
+    j.begin_object(names[i]);
+    j.value("min", s.spread[i].min).value("avg", s.spread[i].avg).value("max", s.spread[i].max);
+    j.end_object();
+  }
+  j.value("sharing_known", have_sharing);
+  j.value("holder_lists_complete", complete_lists);
+  j.value("distinct_keys", g.distinct_keys);
+  j.value("key_min", g.key_min).value("key_max", g.key_max);
+  j.value("dense_chunks", g.dense_chunks).value("chunk_keys", g.chunk_keys);
+  j.begin_array("multiplicity");
+  for (int b = 0; have_sharing && b <= PETACOMM_XCHG_HUB_LEVELS; ++b) {
+    if (g.multiplicity[b] == 0) continue;
+    j.begin_object();
+    j.value("d_min", b == 0 ? std::int64_t{1} : (std::int64_t{1} << (b - 1)) + 1);
+    j.value("d_max", std::int64_t{1} << b);
+    j.value("keys", g.multiplicity[b]);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+// describe()'s "cost": the machine parameters the planner used.
+void describe_cost(JsonWriter &j, const CostModel &cost) {
+  j.begin_object("cost");
+  for (int i = 0; i < kCostParams; ++i) j.value(cost_param_name(i), cost_param(cost.params(), i));
+  j.begin_array("p2p_curve");
+  for (int i = 0; i < cost.curve().pieces; ++i) {
+    j.begin_object();
+    j.value("from_bytes", cost.curve().from_bytes[i]);
+    j.value("alpha", cost.curve().alpha[i]).value("beta", cost.curve().beta[i]);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+}  // namespace
+
+void Plan::describe(const petacomm_xchg_options &o, const CostModel &cost, const Choice &c) {
   const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
-  const auto &spread = c.spread;
   JsonWriter j;
   j.begin_object();
   j.value("schema", 1);
@@ -376,52 +420,34 @@ void Plan::describe(const petacomm_xchg_options &o, const Choice &c) {
   j.value("reason", c.reason);
   j.value("transport", transport_name(parse_transport(o.transport)));
   j.value("deterministic", deterministic_);
-  j.value("autotune", c.autotune);
-  if (std::strcmp(strategy_->name(), "hub-split") == 0) {
-    j.value("hub_threshold", c.hub_threshold);
-    j.value("hub_keys", c.hub_keys);
+  j.value("autotune", o.autotune);
+  if (c.hub_threshold[c.chosen] > 0) {
+    j.value("hub_threshold", c.hub_threshold[c.chosen]);
+    j.value("hub_keys", c.hub_keys[c.chosen]);
   }
   j.begin_object("element");
   j.value("dtype", dtype_name(o.plan_dtype)).value("k", o.plan_k).value("bytes", eb);
   j.end_object();
-  j.begin_object("statistics");
-  const char *names[] = {"n_local",       "n_unique",   "n_shared",           "partners",
-                         "shared_values", "owned_keys", "discovery_messages", "discovery_bytes"};
-  for (std::size_t i = 0; i < spread.size(); ++i) {
-    j.begin_object(names[i]);
-    j.value("min", spread[i].min).value("avg", spread[i].avg).value("max", spread[i].max);
-    j.end_object();
-  }
-  j.value("sharing_known", c.have_sharing);
-  j.value("holder_lists_complete", c.complete_lists);
-  j.value("distinct_keys", c.global.distinct_keys);
-  j.value("key_min", c.global.key_min).value("key_max", c.global.key_max);
-  j.value("dense_chunks", c.global.dense_chunks).value("chunk_keys", c.global.chunk_keys);
-  j.begin_array("multiplicity");
-  if (c.have_sharing) {
-    for (int b = 0; b <= PETACOMM_XCHG_HUB_LEVELS; ++b) {
-      if (c.global.multiplicity[b] == 0) continue;
-      j.begin_object();
-      j.value("d_min", b == 0 ? std::int64_t{1} : (std::int64_t{1} << (b - 1)) + 1);
-      j.value("d_max", std::int64_t{1} << b);
-      j.value("keys", c.global.multiplicity[b]);
-      j.end_object();
-    }
-  }
-  j.end_array();
-  j.end_object();
-  j.begin_object("strategies");
-  for (int s = 0; s < PETACOMM_XCHG_NSTRATEGIES; ++s) {
-    j.begin_object(xchg::strategy_name(s));
-    if (c.have_predictions) {
-      const petacomm_xchg_prediction &p = c.predicted[s];
+  describe_statistics(j, c.statistics, c.have_sharing, c.complete_lists);
+  describe_cost(j, cost);
+  j.begin_object("strategies");  // predictions (when sharing is known) and autotuned times
+  const auto &entries = registry().entries();
+  for (std::size_t s = 0; s < entries.size(); ++s) {
+    j.begin_object(entries[s]->about.name);
+    if (c.have_sharing) {
+      const petacomm_xchg_prediction &p = c.planned.predicted[s];
+      const CandidateCost &candidate = c.planned.decision.candidates[s];
       j.value("predicted_execute_seconds", p.execute_seconds);
       j.value("predicted_setup_seconds", p.setup_seconds);
       j.value("predicted_messages", p.messages);
       j.value("predicted_bytes", p.bytes);
-      if (s == kHubSplit) j.value("hub_threshold", p.hub_threshold).value("hub_keys", p.hub_keys);
+      if (p.hub_threshold > 0)
+        j.value("hub_threshold", p.hub_threshold).value("hub_keys", p.hub_keys);
+      j.value("candidate", candidate.applicable);
+      if (!candidate.applicable)
+        j.value("not_a_candidate_because", candidate.not_applicable_because);
     }
-    if (c.measured_execute[s] > 0) {
+    if (!std::isnan(c.measured_execute[s])) {
       j.value("measured_execute_seconds", c.measured_execute[s]);
       j.value("measured_build_seconds", c.measured_build[s]);
     }
@@ -432,26 +458,55 @@ void Plan::describe(const petacomm_xchg_options &o, const Choice &c) {
   description_ = j.str();
 }
 
-void Plan::begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xchg_dtype dtype,
-                 petacomm_xchg_op op, const petacomm_xchg_user_op *user) {
-  if (comm_ == MPI_COMM_NULL) fail_state("plan: already freed");
-  if (active_)
-    fail_state("execute_begin: an execution of this plan is in progress; call execute_end first");
-  if (comm == MPI_COMM_NULL) fail_arg("comm: MPI_COMM_NULL is not the plan's communicator");
+std::string Plan::check_execution(MPI_Comm comm, const void *values, std::int64_t n, int k,
+                                  petacomm_xchg_dtype dtype, petacomm_xchg_op op,
+                                  const petacomm_xchg_user_op *user,
+                                  std::unique_ptr<ElementOp> *element) const {
+  if (comm == MPI_COMM_NULL) return "comm: MPI_COMM_NULL is not the plan's communicator";
   int same = MPI_UNEQUAL;
   check_mpi(MPI_Comm_compare(comm, comm_, &same), "MPI_Comm_compare");
   if (same != MPI_IDENT && same != MPI_CONGRUENT) {
     int size = 0;
-    MPI_Comm_size(comm, &size);
-    fail_arg("comm: not the communicator this plan was created on (",
-             same == MPI_SIMILAR ? "same ranks in another order" : "different ranks", ", ", size,
-             " ranks vs the plan's ", size_, ")");
+    check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    return concat("comm: not the communicator this plan was created on (",
+                  same == MPI_SIMILAR ? "same ranks in another order" : "different ranks", ", ",
+                  size, " ranks vs the plan's ", size_, ")");
   }
   if (n != index_.positions())
-    fail_arg("n: the plan has ", index_.positions(), " key positions on rank ", rank_,
-             ", values has ", n);
-  if (values == nullptr && n > 0) fail_arg("values: NULL with n = ", n);
-  auto element = std::make_unique<ElementOp>(dtype, op, k, user);
+    return concat("n: the plan has ", index_.positions(), " key positions on rank ", rank_,
+                  ", values has ", n);
+  if (values == nullptr && n > 0) return concat("values: NULL with n = ", n);
+  try {
+    *element = std::make_unique<ElementOp>(dtype, op, k, user);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return {};
+}
+
+void Plan::begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xchg_dtype dtype,
+                 petacomm_xchg_op op, const petacomm_xchg_user_op *user, const char *caller_error) {
+  PETACOMM_CHECK_STATE(comm_ != MPI_COMM_NULL, "plan: already freed");
+  PETACOMM_CHECK_STATE(!active_,
+                       "execute_begin: an execution of this plan is in progress; call "
+                       "execute_end first");
+  std::unique_ptr<ElementOp> element;
+  std::string problem = caller_error != nullptr ? caller_error : "";
+  if (problem.empty()) problem = check_execution(comm, values, n, k, dtype, op, user, &element);
+  if (size_ > 1) {
+    // Every rank learns of a bad argument on any rank before anything is sent: a rank that
+    // returned alone would leave the others waiting in the exchange, and mismatched element
+    // sizes would overrun the buffers MPI writes into.
+    agree_or_fail(comm_, problem,
+                  {{"dtype", hash_number(std::int64_t{dtype}),
+                    element ? std::string(dtype_name(dtype)) : concat(static_cast<int>(dtype))},
+                   {"k", hash_number(std::int64_t{k}), concat(k)},
+                   {"op", hash_number(std::int64_t{op}),
+                    element ? std::string(op_name(op)) : concat(static_cast<int>(op))}},
+                  "nothing was sent and the values are unchanged");
+  } else {
+    PETACOMM_CHECK_ARG(problem.empty(), problem);
+  }
   const std::size_t eb = element->elem_bytes();
   const ElementType &type = element_type(eb);
   own_.resize(index_.unique() * eb);
@@ -464,7 +519,7 @@ void Plan::begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xc
 }
 
 void Plan::end() {
-  if (!active_) fail_state("execute_end: no execution in progress (call execute_begin first)");
+  PETACOMM_CHECK_STATE(active_, "execute_end: no execution in progress (call execute_begin first)");
   active_ = false;
   const ElementType &type = element_type(op_->elem_bytes());
   strategy_->end(ExecContext{*op_, type, deterministic_}, own_.data(), result_.data());
@@ -473,7 +528,7 @@ void Plan::end() {
 }
 
 petacomm_xchg_stats Plan::stats(petacomm_xchg_dtype dtype, int k) {
-  if (comm_ == MPI_COMM_NULL) fail_state("plan: already freed");
+  PETACOMM_CHECK_STATE(comm_ != MPI_COMM_NULL, "plan: already freed");
   const ElementOp element(dtype, PETACOMM_XCHG_SUM, k, nullptr);
   const double eb = static_cast<double>(element.elem_bytes());
   const Traffic t = strategy_->traffic();

@@ -1,37 +1,44 @@
-// SparseReducePlan: the object behind the C handle. Creation validates the arguments on
-// every rank, duplicates the communicator, indexes the keys, runs discovery, computes the
-// statistics and predictions, chooses (or is told) a strategy, optionally autotunes, and
-// records what it did for describe(). Execution combines repeated keys, runs the strategy
-// and scatters the results back to every position.
+// SparseReducePlan: the object behind the C handle. Creation agrees on the arguments over
+// all ranks, duplicates the communicator, indexes the keys, runs the discovery the strategy
+// needs, computes the statistics, asks the planner (or is told) which strategy to build,
+// optionally autotunes, and records what it did for describe(). Execution agrees on its
+// arguments, combines repeated keys, runs the strategy and scatters the results back.
 #pragma once
 
 #include <mpi.h>
 
-#include <array>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "cost_model.hpp"
 #include "element_op.hpp"
 #include "key_index.hpp"
 #include "mpi_support.hpp"
 #include "petacomm/xchg.h"
+#include "planner.hpp"
 #include "strategy.hpp"
 
 namespace petacomm::xchg {
 
 petacomm_xchg_options default_options();
 
+struct XchgStrategy;
+struct BuildContext;
+
 class Plan {
  public:
+  // caller_error: a binding's argument error on this rank (NULL or "": none); see xchg.h.
   Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
-       const petacomm_xchg_options *options);
+       const petacomm_xchg_options *options, const petacomm_xchg_p2p_curve *p2p,
+       const char *caller_error);
   ~Plan();
   Plan(const Plan &) = delete;
   Plan &operator=(const Plan &) = delete;
 
   void begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xchg_dtype dtype,
-             petacomm_xchg_op op, const petacomm_xchg_user_op *user);
+             petacomm_xchg_op op, const petacomm_xchg_user_op *user, const char *caller_error);
   void end();
   // Collective: completes an active execution and frees the communicators.
   void release();
@@ -42,11 +49,21 @@ class Plan {
   petacomm_xchg_stats stats(petacomm_xchg_dtype dtype, int k);
 
  private:
+  struct Discovered;
   struct Choice;
-  void build(const petacomm_xchg_options &o);
+  void build(const petacomm_xchg_options &o, const CostModel &cost);
+  Discovered discover(const XchgStrategy *requested, const petacomm_xchg_options &o);
+  void plan_statistics_of(Discovered &found, const petacomm_xchg_options &o, const CostModel &cost,
+                          Choice &choice);
+  std::unique_ptr<Strategy> build_one(const XchgStrategy &entry, BuildContext &ctx, Choice &choice);
+  void autotune(const petacomm_xchg_options &o, BuildContext &ctx, Choice &choice);
   double measure(Strategy &strategy, int reps);
   const ElementType &element_type(std::size_t bytes);
-  void describe(const petacomm_xchg_options &o, const Choice &choice);
+  std::string check_execution(MPI_Comm comm, const void *values, std::int64_t n, int k,
+                              petacomm_xchg_dtype dtype, petacomm_xchg_op op,
+                              const petacomm_xchg_user_op *user,
+                              std::unique_ptr<ElementOp> *element) const;
+  void describe(const petacomm_xchg_options &o, const CostModel &cost, const Choice &choice);
 
   MPI_Comm comm_ = MPI_COMM_NULL;  // private duplicate
   int rank_ = 0, size_ = 1;

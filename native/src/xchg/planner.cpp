@@ -1,13 +1,16 @@
 #include "planner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
 #include "dense_reducer.hpp"
 #include "directory.hpp"
 #include "error.hpp"
+#include "json_writer.hpp"
 #include "mpi_support.hpp"
+#include "registry.hpp"
 
 namespace petacomm::xchg {
 
@@ -101,12 +104,20 @@ petacomm_xchg_rank_stats rank_statistics(const KeyIndex &index, const Sharing &s
   return r;
 }
 
-PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index,
-                               const petacomm_xchg_rank_stats &rank, const Histogram &histogram,
+std::vector<double> rank_cost_terms(const RankCost &in) {
+  std::vector<double> terms = {combine_scatter_time(in)};
+  for (const XchgStrategy *s : registry().entries()) {
+    const std::size_t at = terms.size();
+    terms.resize(at + static_cast<std::size_t>(s->terms), 0.0);
+    s->rank_terms(in, terms.data() + at);
+  }
+  return terms;
+}
+
+PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histogram &histogram,
+                               const std::vector<double> &terms,
                                const std::vector<double> &per_rank, std::int64_t chunk_keys,
-                               std::int64_t allgather_keys, const petacomm_xchg_cost_params &cost,
-                               double elem_bytes, bool alltoallv_transport,
-                               int fixed_hub_threshold) {
+                               std::int64_t allgather_keys) {
   PlanStatistics out;
   petacomm_xchg_global_stats &g = out.global;
   int p = 1;
@@ -116,8 +127,6 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index,
   g.allgather_keys = allgather_keys;
   const auto &keys = index.keys();
   constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
-  const std::vector<double> mine =
-      cost_components(rank, g, cost, elem_bytes, alltoallv_transport);  // uses g.ranks only
 
   FusedReduction r;
   const std::size_t at_min = r.add(FusedReduction::kMinI, keys.empty() ? kNone : keys.front());
@@ -126,8 +135,8 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index,
       r.add(FusedReduction::kMaxI, static_cast<std::int64_t>(keys.size()));
   const std::size_t at_hist = r.size();
   for (std::int64_t count : histogram) r.add(FusedReduction::kSumI, count);
-  const std::size_t at_cost = r.size();
-  for (double v : mine) r.add(FusedReduction::kMaxD, v);
+  const std::size_t at_terms = r.size();
+  for (double v : terms) r.add(FusedReduction::kMaxD, v);
   const std::size_t at_spread = r.size();
   for (double v : per_rank) {
     r.add(FusedReduction::kMinD, v);
@@ -143,8 +152,8 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index,
     g.multiplicity[b] = r.integer(at_hist + static_cast<std::size_t>(b));
     g.distinct_keys += g.multiplicity[b];
   }
-  std::vector<double> worst(mine.size());
-  for (std::size_t j = 0; j < mine.size(); ++j) worst[j] = r.real(at_cost + j);
+  out.max_terms.resize(terms.size());
+  for (std::size_t j = 0; j < terms.size(); ++j) out.max_terms[j] = r.real(at_terms + j);
   for (std::size_t j = 0; j < per_rank.size(); ++j)
     out.spread.push_back({r.real(at_spread + 3 * j), r.real(at_spread + 3 * j + 1) / p,
                           r.real(at_spread + 3 * j + 2)});
@@ -164,8 +173,66 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index,
       g.dense_chunks = std::min<std::int64_t>(static_cast<std::int64_t>(nchunks), g.distinct_keys);
     }
   }
-  combine_predictions(worst, g, cost, elem_bytes, fixed_hub_threshold, out.predicted.data());
   return out;
+}
+
+namespace {
+
+// "; 1200 distinct keys, 35.2% shared, dense range 40000 keys"
+std::string statistics_summary(const petacomm_xchg_global_stats &g) {
+  const double shared = g.distinct_keys > 0 ? 1.0 - static_cast<double>(g.multiplicity[0]) /
+                                                        static_cast<double>(g.distinct_keys)
+                                            : 0.0;
+  return concat("; ", g.distinct_keys, " distinct keys, ", std::round(shared * 1000) / 10,
+                "% shared, dense range ", g.key_min < 0 ? 0 : g.key_max - g.key_min + 1, " keys");
+}
+
+}  // namespace
+
+Planned decide(const std::vector<double> &max_terms, const GlobalCost &in) {
+  const auto &entries = registry().entries();
+  PETACOMM_CHECK_INTERNAL(!max_terms.empty(), "no cost terms");
+  // Every execution pays the combine/scatter of the slowest rank and the argument check.
+  const double common = max_terms[0] + agreement_time(in.global.ranks, in.cost);
+  Planned out;
+  std::vector<CandidateCost> candidates;
+  std::size_t at = 1;
+  for (const XchgStrategy *s : entries) {
+    PETACOMM_CHECK_INTERNAL(at + static_cast<std::size_t>(s->terms) <= max_terms.size(),
+                            "cost terms of ", s->about.name, " missing");
+    petacomm_xchg_prediction p = s->predict(max_terms.data() + at, in);
+    at += static_cast<std::size_t>(s->terms);
+    p.strategy = s->about.name;
+    p.execute_seconds += common;
+    const char *why_not = s->not_a_candidate(p);
+    candidates.push_back({s->about.name, *why_not == '\0', why_not, p.execute_seconds,
+                          std::numeric_limits<double>::quiet_NaN()});
+    out.predicted.push_back(p);
+  }
+  PETACOMM_CHECK_INTERNAL(at == max_terms.size(), "cost terms: ", max_terms.size(), " given, ", at,
+                          " read");
+  out.decision = decide_cheapest(std::move(candidates));
+  out.decision.reason += statistics_summary(in.global);
+  return out;
+}
+
+std::string decision_json(const Decision &decision) {
+  JsonWriter j;
+  j.begin_object();
+  j.value("choice", decision.choice).value("reason", decision.reason);
+  j.value("measured", decision.measured);
+  j.begin_array("candidates");
+  for (const CandidateCost &c : decision.candidates) {
+    j.begin_object();
+    j.value("name", c.name).value("candidate", c.applicable);
+    j.value("not_a_candidate_because", c.not_applicable_because);
+    j.value("predicted_execute_seconds", c.predicted_seconds);
+    if (!std::isnan(c.measured_seconds)) j.value("measured_execute_seconds", c.measured_seconds);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  return j.str();
 }
 
 std::vector<petacomm_xchg_minavgmax> min_avg_max(MPI_Comm comm, const std::vector<double> &values) {

@@ -1,8 +1,12 @@
+// dense-allreduce: the baseline. Walks [min key, max key] in chunks of chunk_keys keys,
+// filled with the identity, this rank's values placed, reduced over all ranks; chunks no
+// rank touches are skipped.
+#include <algorithm>
 #include <limits>
 
 #include "dense_reducer.hpp"
 #include "error.hpp"
-#include "strategies.hpp"
+#include "registry.hpp"
 
 namespace petacomm::xchg {
 namespace {
@@ -22,8 +26,6 @@ class DenseAllreduce final : public Strategy {
  private:
   std::unique_ptr<DenseReducer> dense_;
 };
-
-}  // namespace
 
 std::unique_ptr<Strategy> make_dense_allreduce(MPI_Comm comm, const KeyIndex &index,
                                                std::int64_t chunk_keys, bool deterministic) {
@@ -57,5 +59,44 @@ std::unique_ptr<Strategy> make_dense_allreduce(MPI_Comm comm, const KeyIndex &in
       std::make_unique<DenseReducer>(comm, std::move(positions), std::move(local_index),
                                      std::move(chunks), chunk, space, deterministic));
 }
+
+void rank_terms(const RankCost &, double *) {}
+
+petacomm_xchg_prediction predict(const double *, const GlobalCost &in) {
+  const petacomm_xchg_global_stats &g = in.global;
+  const std::int64_t p = g.ranks;
+  const double chunk = static_cast<double>(std::max<std::int64_t>(g.chunk_keys, 1));
+  const double range =
+      g.key_min >= 0 && g.key_max >= g.key_min ? static_cast<double>(g.key_max - g.key_min) + 1 : 0;
+  const double chunks = static_cast<double>(g.dense_chunks);
+  const double keys = std::min(chunks * chunk, range);  // the touched chunks, the last one short
+  return {nullptr,
+          dense_time(keys, chunks, p, in.cost, in.elem_bytes),
+          2.0 * log2_steps(p) * in.cost.params().allreduce_alpha,
+          dense_messages(chunks, p),
+          dense_bytes(keys, p, in.elem_bytes),
+          0,
+          0};
+}
+
+std::unique_ptr<Strategy> build(BuildContext &ctx) {
+  return make_dense_allreduce(ctx.comm, ctx.index, ctx.options.chunk_keys, ctx.deterministic);
+}
+
+}  // namespace
+
+extern const XchgStrategy kDenseAllreduceStrategy{
+    {"dense-allreduce",
+     "the baseline: the key range reduced in chunks of chunk_keys keys by allreduce, untouched "
+     "chunks skipped; best when most ranks hold most keys",
+     "chunk_keys deterministic"},
+    Discovery::kNone,
+    all_holder_lists,
+    0,
+    rank_terms,
+    predict,
+    always_a_candidate,
+    build,
+};
 
 }  // namespace petacomm::xchg

@@ -116,6 +116,39 @@ int main(int argc, char **argv) {
   CHECK(values[0] == 4.0 * nranks && values[2] == 4.0 * nranks && values[1] == 2.0 * nranks &&
         values[3] == 4.0 && values[4] == 5.0 * nranks);
 
+  // One rank's execution arguments bad (the last rank's): every rank fails before anything
+  // is sent, names that rank, leaves the values alone; the next good execution is right.
+  if (nranks > 1) {
+    const int bad = nranks - 1;
+    std::vector<double> mine = {1, 2, 3, 4, 5};
+    std::vector<float> narrow = {1, 2, 3, 4, 5};
+    const std::string at_fault = "rank " + std::to_string(bad);
+    for (int variant = 0; variant < 4; ++variant) {
+      const std::vector<double> kept = mine;
+      void *data = mine.data();
+      std::int64_t n = 5;
+      int k = 1;
+      petacomm_xchg_dtype dtype = PETACOMM_XCHG_FLOAT64;
+      petacomm_xchg_op op = PETACOMM_XCHG_SUM;
+      if (me == bad) {
+        if (variant == 0) data = narrow.data(), dtype = PETACOMM_XCHG_FLOAT32;  // other element
+        if (variant == 1) n = 4;                                                // other length
+        if (variant == 2) op = PETACOMM_XCHG_MAX;                               // other operator
+        if (variant == 3) k = 0;                                                // invalid k
+      }
+      CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, data, n, k, dtype, op) == PETACOMM_ERR_ARG);
+      CHECK(says(at_fault.c_str()) || (me == bad && variant == 3));  // k: its own message
+      if (variant == 0) CHECK(says("dtype"));
+      if (variant == 1) CHECK(me == bad ? says("n:") : says("invalid arguments"));
+      if (variant == 2) CHECK(says("op"));
+      if (variant == 3) CHECK(me == bad ? says("k:") : says("invalid arguments"));
+      CHECK(mine == kept && narrow[0] == 1.0f);
+    }
+    CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, mine.data(), 5, 1, PETACOMM_XCHG_FLOAT64,
+                                PETACOMM_XCHG_SUM) == PETACOMM_SUCCESS);
+    CHECK(mine[1] == 2.0 * nranks && mine[3] == 4.0 && mine[4] == 5.0 * nranks);
+  }
+
   // describe and stats.
   std::size_t needed = 0;
   CHECK(petacomm_xchg_plan_describe(plan, nullptr, 0, &needed) == PETACOMM_SUCCESS && needed > 10);
@@ -143,9 +176,11 @@ int main(int argc, char **argv) {
   CHECK(says("plan"));
 
   // Offline model.
-  petacomm_xchg_prediction out[PETACOMM_XCHG_NSTRATEGIES];
+  int count = 0;
+  CHECK(petacomm_xchg_strategy_count(&count) == PETACOMM_SUCCESS && count >= 5);
+  std::vector<petacomm_xchg_prediction> out(static_cast<std::size_t>(count));
   petacomm_xchg_global_stats global{};
-  CHECK(petacomm_xchg_model_predict(nullptr, 0, &global, nullptr, 8, nullptr, out) ==
+  CHECK(petacomm_xchg_model_predict(nullptr, 0, &global, nullptr, 8, nullptr, out.data()) ==
         PETACOMM_ERR_ARG);
   CHECK(says("nranks"));
 

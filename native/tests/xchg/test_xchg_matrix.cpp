@@ -1,4 +1,4 @@
-// Every strategy x dtype x operator x k in {1, 3} against a reference computed locally
+// Every registered strategy x dtype x operator x k in {1, 3} against a reference computed locally
 // (every rank regenerates every rank's keys and values), on several key sets: mixed with
 // repeats, keys near 2^62 and a rank without keys; all keys on all ranks; none shared; one
 // key everywhere; no keys at all. Integers must match exactly; floats within 1e-5 (float32)
@@ -221,39 +221,48 @@ void run_dtype(petacomm_xchg_plan plan, int scenario, const char *label, bool de
   }
 }
 
-// A non-commutative associative operator: the left-most non-identity value wins. The result
-// of every key is the value of its lowest-ranked holder (first position) — checks rank order.
-void leftmost(void *inout, const void *in, std::int64_t count, void *) {
-  auto *a = static_cast<std::int64_t *>(inout);
-  const auto *b = static_cast<const std::int64_t *>(in);
-  for (std::int64_t i = 0; i < count; ++i)
-    if (a[i] == -1) a[i] = b[i];
+// A non-commutative associative user operator: composition of affine maps x -> a x + b
+// (mod 2^32), the 2x2 matrix [[a, b], [0, 1]] packed in one int64 as a << 32 | b; identity
+// x -> x. inout (+) in = "inout, then in". Any change of order (ranks, or positions within a
+// rank) changes the result, which the reference below composes in the documented order.
+std::uint64_t compose(std::uint64_t f, std::uint64_t g) {
+  const std::uint32_t fa = static_cast<std::uint32_t>(f >> 32), fb = static_cast<std::uint32_t>(f);
+  const std::uint32_t ga = static_cast<std::uint32_t>(g >> 32), gb = static_cast<std::uint32_t>(g);
+  const std::uint32_t a = ga * fa, b = ga * fb + gb;  // g(f(x)) = ga (fa x + fb) + gb
+  return static_cast<std::uint64_t>(a) << 32 | b;
+}
+
+void affine_then(void *inout, const void *in, std::int64_t count, void *) {
+  auto *a = static_cast<std::uint64_t *>(inout);
+  const auto *b = static_cast<const std::uint64_t *>(in);
+  for (std::int64_t i = 0; i < count; ++i) a[i] = compose(a[i], b[i]);
+}
+
+std::uint64_t affine_value(int rank, std::size_t pos) {
+  const std::uint64_t h = hash((static_cast<std::uint64_t>(rank) << 40) ^ (pos * 2654435761ULL));
+  return h | std::uint64_t{1} << 32;  // a odd: an invertible map
 }
 
 void run_user(petacomm_xchg_plan plan, int scenario, const char *label) {
   const std::vector<std::int64_t> keys = keys_for(scenario, me, nranks);
-  const std::int64_t none = -1;
-  petacomm_xchg_user_op user{leftmost, &none, nullptr};
-  std::vector<std::int64_t> values(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    values[i] = me * 100000 + static_cast<std::int64_t>(i);
+  const std::uint64_t identity = std::uint64_t{1} << 32;  // a = 1, b = 0
+  petacomm_xchg_user_op user{affine_then, &identity, nullptr};
+  std::vector<std::uint64_t> values(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) values[i] = affine_value(me, i);
   petacomm_status rc = petacomm_xchg_execute_user(plan, MPI_COMM_WORLD, values.data(),
                                                   static_cast<std::int64_t>(keys.size()), 1,
                                                   PETACOMM_XCHG_INT64, &user);
   CHECK(rc == PETACOMM_SUCCESS, "%s: user op failed: %s", label, petacomm_last_error());
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    std::int64_t want = -1;
-    for (int r = 0; r < nranks && want < 0; ++r) {
+    std::uint64_t want = identity;  // holders in rank order, each one's positions in order
+    for (int r = 0; r < nranks; ++r) {
       const std::vector<std::int64_t> theirs = keys_for(scenario, r, nranks);
       for (std::size_t j = 0; j < theirs.size(); ++j)
-        if (theirs[j] == keys[i]) {
-          want = r * 100000 + static_cast<std::int64_t>(j);
-          break;
-        }
+        if (theirs[j] == keys[i]) want = compose(want, affine_value(r, j));
     }
-    CHECK(values[i] == want, "%s scenario %s user op: position %zu got %lld want %lld", label,
-          scenario_names[scenario], i, static_cast<long long>(values[i]),
-          static_cast<long long>(want));
+    CHECK(values[i] == want, "%s scenario %s user op: position %zu got %llx want %llx", label,
+          scenario_names[scenario], i, static_cast<unsigned long long>(values[i]),
+          static_cast<unsigned long long>(want));
   }
 }
 
@@ -292,24 +301,38 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  const char *strategies[] = {"dense-allreduce", "allgather", "directory",
-                              "owner",           "hub-split", "auto"};
+  // Every registered strategy and auto; transports for those that read the option.
+  std::vector<petacomm_strategy_info> registered;
+  int count = 0;
+  CHECK(petacomm_xchg_strategy_count(&count) == PETACOMM_SUCCESS && count > 0, "strategy_count");
+  for (int i = 0; i < count; ++i) {
+    petacomm_strategy_info info{};
+    CHECK(petacomm_xchg_strategy_info(i, &info) == PETACOMM_SUCCESS, "strategy_info %d", i);
+    registered.push_back(info);
+  }
+  std::vector<const char *> strategies;
+  for (const petacomm_strategy_info &s : registered) strategies.push_back(s.name);
+  strategies.push_back("auto");
   int execution = 0;
   for (int scenario = 0; scenario < kScenarios; ++scenario)
     for (const char *s : strategies)
       for (int det : {0, 1}) run_plan(scenario, s, "p2p", det, 0, execution++);
-  // Transports and explicit hub thresholds on the mixed key set.
+  // Transports (for the strategies that read that option) and explicit hub thresholds on
+  // the mixed key set.
   for (const char *t : {"neighbor", "alltoallv"})
-    for (const char *s : {"directory", "owner", "hub-split"}) run_plan(0, s, t, 1, 0, execution++);
+    for (const petacomm_strategy_info &s : registered)
+      if (std::strstr(s.options, "transport") != nullptr) run_plan(0, s.name, t, 1, 0, execution++);
   for (int threshold : {1, 2, 3}) run_plan(0, "hub-split", "p2p", 1, threshold, execution++);
   run_plan(1, "auto", "p2p", 0, 0, execution++);
+  std::string names;
+  for (const char *s : strategies) names += std::string(names.empty() ? "" : ",") + s;
 
   int all = 0, total = 0;
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&checks, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (me == 0)
-    std::printf("test_xchg_matrix: %s on %d ranks (%d checks, %d failures)\n",
-                all ? "FAILED" : "passed", nranks, total, all);
+    std::printf("test_xchg_matrix: %s on %d ranks (%d checks, %d failures; strategies %s)\n",
+                all ? "FAILED" : "passed", nranks, total, all, names.c_str());
   MPI_Finalize();
   return all ? 1 : 0;
 }

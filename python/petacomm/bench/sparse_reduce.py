@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -28,7 +29,6 @@ from petacomm.files import write_text_atomically
 
 SCHEMA_VERSION = 1
 MARK = "XCHGBENCH "
-STRATEGIES = ("dense-allreduce", "allgather", "directory", "owner", "hub-split")
 GENERATOR_DEFAULTS = {
     "cmb": {"nside": 128, "samples_per_rank": 20000},
     "uniform": {"keys_per_rank": 10000},
@@ -65,7 +65,9 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--ranks", default="2,4,8", help="rank counts (default 2,4,8)")
     parser.add_argument("--generator", default="cmb", help="cmb, uniform, banded (comma list)")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="strategies to run")
+    parser.add_argument(
+        "--strategies", help="strategies to run (comma list; default: every registered one)"
+    )
     parser.add_argument("--reps", type=int, default=20, help="timed executions (default 20)")
     parser.add_argument("--k", type=int, default=3, help="components per key (default 3)")
     parser.add_argument("--dtype", default="float64", help="value dtype (default float64)")
@@ -88,8 +90,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--smpi",
         metavar="BUILD",
-        help="--setup-scaling in SimGrid SMPI simulated time, with libpetacomm from this "
-        "build tree (configured with CC=smpicc CXX=smpicxx -DPETACOMM_SMPI=ON)",
+        help="--setup-scaling in SimGrid SMPI simulated time, with libpetacomm and its "
+        "petacomm-xchg-setup-bench driver from this build tree (configured with CC=smpicc "
+        "CXX=smpicxx -DPETACOMM_SMPI=ON)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
@@ -116,7 +119,10 @@ def run(args) -> int:
     from petacomm.datasets import GENERATORS
 
     generators = _names(args.generator, GENERATORS, "--generator")
-    strategies = _names(args.strategies, STRATEGIES, "--strategies")
+    registered = registered_strategies()
+    strategies = (
+        _names(args.strategies, registered, "--strategies") if args.strategies else list(registered)
+    )
     if args.reps < 1:
         raise PetacommError(f"--reps: must be >= 1, got {args.reps}")
     if args.k < 1:
@@ -211,9 +217,9 @@ def _measure(args, generators, strategies) -> list[dict]:
 
 
 def _load_model(path):
-    from petacomm.model import load_or_default
+    from petacomm.xchg.cost import load_model
 
-    return load_or_default(path)
+    return load_model(path)
 
 
 def _build_plan(config: dict, comm, keys, strategy: str, dtype, k: int, model):
@@ -313,42 +319,50 @@ def _worker(config: dict) -> int:
                     name: entry.get("predicted_execute_seconds")
                     for name, entry in described["strategies"].items()
                 },
+                "candidates": [
+                    name for name, entry in described["strategies"].items() if entry["candidate"]
+                ],
             },
         }
         print(MARK + json.dumps(run), flush=True)
     return 0
 
 
+RUN_HEADER = (
+    f"{'strategy':<15} {'setup ms':>8} {'cpu ms':>7} {'exec us':>9} {'msgs':>5} {'bytes':>10} "
+    f"{'mem KiB':>8} {'speedup':>7} {'pred us':>8}"
+)
+
+
 def _print_run(run: dict) -> None:
     per_rank = run["distinct_keys_per_rank"]
-    print(
-        f"\n{run['generator']} on {run['ranks']} ranks: key range {run['key_range']} keys, "
+    title = (
+        f"{run['generator']} on {run['ranks']} ranks: key range {run['key_range']} keys, "
         f"{per_rank['avg']:.0f} distinct keys per rank (max {per_rank['max']:.0f}), "
         f"partners per rank {run['partners_per_rank']['avg']:.1f}, "
         f"values {run['k']} x {run['dtype']}"
     )
+    print("\n" + textwrap.fill(title, 100, subsequent_indent="  "))
     dense = next((r for r in run["strategies"] if r["strategy"] == "dense-allreduce"), None)
     predicted = run["planner"]["predicted"]
-    header = (
-        f"{'strategy':<16} {'setup ms':>9} {'cpu ms':>7} {'execute us':>11} {'msgs/rank':>10} "
-        f"{'bytes/rank':>12} {'memory KiB':>11} {'speedup':>8} {'predicted us':>13}"
-    )
-    print(header)
+    print(RUN_HEADER)
     for row in run["strategies"]:
         speedup = dense["execute_seconds"] / row["execute_seconds"] if dense else float("nan")
         pred = predicted.get(row["strategy"])
         flag = "" if row["agrees_with_first"] else "  (results differ!)"
         print(
-            f"{row['strategy']:<16} {row['setup_seconds'] * 1e3:9.2f} "
+            f"{row['strategy']:<15} {row['setup_seconds'] * 1e3:8.2f} "
             f"{row['setup_cpu_seconds'] * 1e3:7.2f} "
-            f"{row['execute_seconds'] * 1e6:11.1f} {row['messages_per_rank']['max']:10.0f} "
-            f"{row['bytes_per_rank']['max']:12.0f} {row['memory_bytes']['max'] / 1024:11.1f} "
-            f"{speedup:7.1f}x {pred * 1e6 if pred is not None else float('nan'):13.1f}{flag}"
+            f"{row['execute_seconds'] * 1e6:9.1f} {row['messages_per_rank']['max']:5.0f} "
+            f"{row['bytes_per_rank']['max']:10.0f} {row['memory_bytes']['max'] / 1024:8.1f} "
+            f"{speedup:6.1f}x {pred * 1e6 if pred is not None else float('nan'):8.1f}{flag}"
         )
-    print(f"planner (auto) chose {run['planner']['choice']}: {run['planner']['reason']}")
-    print("(setup: wall and CPU time of plan creation, max over ranks; execute: median over")
-    print(" repetitions of the max over ranks; msgs/bytes: max over ranks per execution,")
-    print(" allreduce figures are Rabenseifner's; speedup: execute time vs dense-allreduce)")
+    reason = f"planner (auto) chose {run['planner']['choice']}: {run['planner']['reason']}"
+    print(textwrap.fill(reason, 100, subsequent_indent="  "))
+    print("(setup: wall and CPU time of plan creation, max over ranks; exec: median over")
+    print(" repetitions of the max over ranks; msgs/bytes: sent per rank per execution, max over")
+    print(" ranks, allreduce figures are Rabenseifner's; mem: plan memory per rank, max;")
+    print(" speedup: exec time vs dense-allreduce; pred: the planner's predicted exec time)")
 
 
 # ---- setup scaling -----------------------------------------------------------------------
@@ -396,10 +410,18 @@ _SMPI_PLATFORM = """<?xml version='1.0'?>
 """
 
 
+def registered_strategies() -> tuple[str, ...]:
+    """Every strategy of the native registry (strategy_names without "auto")."""
+    from petacomm.xchg import strategy_names
+
+    return strategy_names()[1:]
+
+
 def _setup_scaling_smpi(args, generators, strategies) -> list[dict]:
     """Setup time per strategy in SMPI's simulated time: one host per rank (1 us, 10 GB/s
     links), compute bursts timed on this machine at host speed = platform speed, so the
-    simulated compute equals the measured one and ranks never share a core."""
+    simulated compute equals the measured one and ranks never share a core. The driver is
+    native/src/xchg/bench/setup_bench.c, built in the SMPI tree."""
     import shutil
 
     import numpy as np
@@ -408,36 +430,20 @@ def _setup_scaling_smpi(args, generators, strategies) -> list[dict]:
 
     build = Path(args.smpi)
     library = build / "lib"
-    cache = build / "CMakeCache.txt"
-    if not (library / "libpetacomm.so").exists() or not cache.exists():
+    driver = build / "bin" / "petacomm-xchg-setup-bench"
+    if not (library / "libpetacomm.so").exists() or not (build / "CMakeCache.txt").exists():
         raise PetacommError(f"--smpi: no SMPI build of libpetacomm in {build}")
-    source = next(
-        (
-            line.split("=", 1)[1].strip()
-            for line in cache.read_text().splitlines()
-            if line.startswith("CMAKE_HOME_DIRECTORY:")
-        ),
-        "",
-    )
-    include = Path(source) / "native" / "include"
-    tools = {name: shutil.which(name) for name in ("smpicc", "smpirun")}
-    if not all(tools.values()):
-        raise PetacommError("--smpi: smpicc and smpirun (SimGrid) are not on PATH")
+    if not driver.exists():
+        raise PetacommError(
+            f"--smpi: {driver} is missing (build the petacomm-xchg-setup-bench target there)"
+        )
+    smpirun = shutil.which("smpirun")
+    if smpirun is None:
+        raise PetacommError("--smpi: smpirun (SimGrid) is not on PATH")
     counts = _int_list(args.setup_scaling, "--setup-scaling")
     out = []
     with tempfile.TemporaryDirectory(prefix="petacomm-smpi-") as work:
         work = Path(work)
-        driver = work / "xchg_setup_smpi"
-        compiled = subprocess.run(
-            [tools["smpicc"], "-O2", f"-I{include}", "-o", str(driver)]
-            + [str(Path(__file__).with_name("xchg_setup_smpi.c"))]
-            + [f"-L{library}", "-lpetacomm", f"-Wl,-rpath,{library}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if compiled.returncode != 0:
-            raise PetacommError(f"--smpi: cannot build the driver:\n{compiled.stderr[-2000:]}")
         platform = work / "platform.xml"
         platform.write_text(_SMPI_PLATFORM.format(last=max(counts) - 1))
         hosts = work / "hosts"
@@ -451,7 +457,7 @@ def _setup_scaling_smpi(args, generators, strategies) -> list[dict]:
                     keys = np.unique(generator.keys(r)).astype(np.int64)
                     keys.tofile(work / f"p{ranks}_r{r}.bin")
                 done = subprocess.run(
-                    [tools["smpirun"], "-np", str(ranks), "-platform", str(platform)]
+                    [smpirun, "-np", str(ranks), "-platform", str(platform)]
                     + ["-hostfile", str(hosts), "--cfg=smpi/host-speed:1Gf"]
                     + ["--cfg=smpi/display-timing:no", str(driver), str(work)]
                     + [str(args.setup_reps)],
@@ -464,7 +470,7 @@ def _setup_scaling_smpi(args, generators, strategies) -> list[dict]:
                     for line in done.stdout.splitlines()
                     if line.startswith("XCHGSMPI ")
                 ]
-                if done.returncode != 0 or len(rows) != len(STRATEGIES):
+                if done.returncode != 0 or len(rows) != len(registered_strategies()):
                     raise PetacommError(
                         f"--smpi: {name} on {ranks} ranks failed (exit {done.returncode}):\n"
                         f"{(done.stderr or done.stdout).strip()[-2000:]}"
@@ -586,9 +592,9 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
 
     from petacomm.datasets import make
     from petacomm.xchg import offline
-    from petacomm.xchg.cost import cost_params, resolve_model
+    from petacomm.xchg.cost import cost_params, load_model, p2p_curve
 
-    model = resolve_model(_load_model(args.model) if args.model else None)
+    model = load_model(args.model)
     out = []
     for name in generators:
         for p in _int_list(args.model_only, "--model-only"):
@@ -599,8 +605,12 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
             generator = make(name, p, **params)
             keysets = [np.unique(generator.keys(r)) for r in range(p)]
             stats = offline.statistics(keysets)
-            predicted = offline.predict(
-                stats, cost_params(model, p), elem_bytes=elem_bytes, transport=args.transport
+            predicted, decision = offline.decide(
+                stats,
+                cost_params(model, p),
+                elem_bytes=elem_bytes,
+                transport=args.transport,
+                p2p=p2p_curve(model),
             )
             entry = {
                 "generator": name,
@@ -610,6 +620,8 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
                 "distinct_keys_per_rank_max": int(stats.field("n_unique").max()),
                 "partners_per_rank_max": int(stats.field("pair_partners").max()),
                 "predicted": predicted,
+                "planner": {"choice": decision["choice"], "reason": decision["reason"]},
+                "candidates": [c["name"] for c in decision["candidates"] if c["candidate"]],
                 "seconds_to_compute": time.monotonic() - started,
                 "model": getattr(model, "source", "unknown"),
             }
@@ -621,12 +633,12 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
 def _print_model(entry: dict, elem_bytes: int) -> None:
     predicted = entry["predicted"]
     dense = predicted["dense-allreduce"]["execute_seconds"]
-    best = min(predicted, key=lambda s: predicted[s]["execute_seconds"])
-    print(
-        f"\n{entry['generator']} on {entry['ranks']} ranks (predicted, {elem_bytes} B per key, "
-        f"model: {entry['model']}): key range {entry['key_range']}, max distinct keys per rank "
-        f"{entry['distinct_keys_per_rank_max']}, max partners {entry['partners_per_rank_max']}"
+    title = (
+        f"{entry['generator']} on {entry['ranks']} ranks (predicted, {elem_bytes} B per key, "
+        f"model: {entry['model']}): key range {entry['key_range']} keys, max distinct keys per "
+        f"rank {entry['distinct_keys_per_rank_max']}, max partners {entry['partners_per_rank_max']}"
     )
+    print("\n" + textwrap.fill(title, 100, subsequent_indent="  "))
     print(
         f"{'strategy':<16} {'execute us':>11} {'setup ms':>9} {'msgs/rank':>10} "
         f"{'bytes/rank':>12} {'speedup':>8}"
@@ -639,7 +651,13 @@ def _print_model(entry: dict, elem_bytes: int) -> None:
             f"{name:<16} {p['execute_seconds'] * 1e6:11.1f} {p['setup_seconds'] * 1e3:9.2f} "
             f"{p['messages']:10.0f} {p['bytes']:12.0f} {dense / p['execute_seconds']:7.1f}x{extra}"
         )
-    print(f"best predicted: {best}")
+    planner = entry["planner"]
+    print(
+        f"best predicted: {planner['choice']} (auto's candidates: {', '.join(entry['candidates'])})"
+    )
+    print(textwrap.fill(planner["reason"], 100, initial_indent="  ", subsequent_indent="  "))
+    print("(execute: predicted time of one execution, max over ranks; setup: plan creation;")
+    print(" msgs/bytes: sent per rank per execution; speedup: execute time vs dense-allreduce)")
 
 
 def _write_json(path: Path, results: dict) -> None:

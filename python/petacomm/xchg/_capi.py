@@ -1,4 +1,10 @@
-"""ctypes declarations of native/include/petacomm/xchg.h (kept field for field in sync)."""
+"""ctypes declarations of native/include/petacomm/xchg.h (and core.h's strategy info).
+
+The structures mirror the C header by hand; tests/xchg/test_binding_layout.py compiles a C
+program that prints every struct's sizeof and each field's offsetof and compares them with
+:data:`STRUCTS`, so a header change cannot silently corrupt memory. Strategy names and
+options are not copied here: petacomm.xchg.registry reads them from the native registry.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,8 @@ from functools import cache
 
 from petacomm.errors import PetacommError
 
-HUB_LEVELS = 32
-NSTRATEGIES = 5
+HUB_LEVELS = 32  # PETACOMM_XCHG_HUB_LEVELS
+P2P_PIECES = 8  # PETACOMM_XCHG_P2P_PIECES
 
 SUCCESS, ERR_ARG, ERR_MPI, ERR_NOMEM, ERR_STATE, ERR_INTERNAL = range(6)
 
@@ -37,6 +43,15 @@ class CostParams(ctypes.Structure):
             "alltoallv_beta",
             "local_beta",
         )
+    ]
+
+
+class P2PCurve(ctypes.Structure):
+    _fields_ = [
+        ("pieces", ctypes.c_int),
+        ("from_bytes", ctypes.c_double * P2P_PIECES),
+        ("alpha", ctypes.c_double * P2P_PIECES),
+        ("beta", ctypes.c_double * P2P_PIECES),
     ]
 
 
@@ -123,6 +138,27 @@ class Prediction(ctypes.Structure):
     ]
 
 
+class StrategyInfo(ctypes.Structure):  # core.h: petacomm_strategy_info
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("summary", ctypes.c_char_p),
+        ("options", ctypes.c_char_p),
+    ]
+
+
+# C type name -> its mirror, for the layout test.
+STRUCTS = {
+    "petacomm_xchg_cost_params": CostParams,
+    "petacomm_xchg_p2p_curve": P2PCurve,
+    "petacomm_xchg_options": Options,
+    "petacomm_xchg_minavgmax": MinAvgMax,
+    "petacomm_xchg_stats": Stats,
+    "petacomm_xchg_rank_stats": RankStats,
+    "petacomm_xchg_global_stats": GlobalStats,
+    "petacomm_xchg_prediction": Prediction,
+    "petacomm_strategy_info": StrategyInfo,
+}
+
 Plan = ctypes.c_void_p
 _P = ctypes.POINTER
 
@@ -133,23 +169,27 @@ def library() -> ctypes.CDLL:
     from petacomm.native import load_library
 
     lib = load_library("petacomm")
-    if not hasattr(lib, "petacomm_xchg_plan_create_f"):
+    if not hasattr(lib, "petacomm_xchg_plan_create_ext_f"):
         raise PetacommError(
             "libpetacomm was built without the xchg family (configure with "
             "-DPETACOMM_FAMILIES including xchg)"
         )
-    status = ctypes.c_int
+    status, text = ctypes.c_int, ctypes.c_char_p
     protos = {
         "petacomm_xchg_options_default": [_P(Options)],
-        "petacomm_xchg_plan_create_f": [
+        "petacomm_xchg_strategy_count": [_P(ctypes.c_int)],
+        "petacomm_xchg_strategy_info": [ctypes.c_int, _P(StrategyInfo)],
+        "petacomm_xchg_plan_create_ext_f": [
             ctypes.c_int,
             _P(ctypes.c_int64),
             ctypes.c_int64,
             _P(Options),
+            _P(P2PCurve),
+            text,
             _P(Plan),
         ],
         "petacomm_xchg_plan_free": [_P(Plan)],
-        "petacomm_xchg_execute_begin_f": [
+        "petacomm_xchg_execute_begin_ext_f": [
             Plan,
             ctypes.c_int,
             ctypes.c_void_p,
@@ -157,25 +197,26 @@ def library() -> ctypes.CDLL:
             ctypes.c_int,
             ctypes.c_int,
             ctypes.c_int,
+            text,
         ],
         "petacomm_xchg_execute_end": [Plan],
-        "petacomm_xchg_plan_strategy": [Plan, _P(ctypes.c_char_p)],
+        "petacomm_xchg_plan_strategy": [Plan, _P(text)],
         "petacomm_xchg_plan_size": [Plan, _P(ctypes.c_int64)],
-        "petacomm_xchg_plan_describe": [
-            Plan,
-            ctypes.c_char_p,
-            ctypes.c_size_t,
-            _P(ctypes.c_size_t),
-        ],
+        "petacomm_xchg_plan_describe": [Plan, text, ctypes.c_size_t, _P(ctypes.c_size_t)],
         "petacomm_xchg_plan_stats": [Plan, ctypes.c_int, ctypes.c_int, _P(Stats)],
-        "petacomm_xchg_model_predict": [
+        "petacomm_xchg_model_decide": [
             _P(RankStats),
             ctypes.c_int64,
             _P(GlobalStats),
             _P(CostParams),
+            _P(P2PCurve),
             ctypes.c_int64,
-            ctypes.c_char_p,
+            text,
             _P(Prediction),
+            ctypes.c_int,
+            text,
+            ctypes.c_size_t,
+            _P(ctypes.c_size_t),
         ],
     }
     for name, argtypes in protos.items():

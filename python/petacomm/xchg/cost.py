@@ -1,16 +1,25 @@
 """Planner cost parameters from a machine model.
 
-The native planner uses alpha-beta formulas (see docs/sparse-reduce.md). A
+The native planner uses alpha-beta formulas (see docs/sparse-reduce.md). Point-to-point
+messages are priced by size: the ping-pong fit's pieces become a
+``petacomm_xchg_p2p_curve`` (each piece's alpha and beta from
+:meth:`MachineModel.alpha_beta` at the piece's sizes), so the planner takes the latency of
+an 8-byte message from the small-message piece rather than the 1 MiB one. A
 :class:`petacomm.model.MachineModel` predicts each collective on ``p`` ranks; two sizes give
 the effective latency and per-byte cost at that ``p``, which are divided by the formula's
 step and volume factors to give the per-step parameters the planner expects.
+
+Reading a model file (JSON parse and schema validation, a few milliseconds) happens once per
+process and file version: :func:`load_model` caches by path, modification time and size.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
-from petacomm.xchg._capi import CostParams, default_options
+from petacomm.xchg._capi import P2P_PIECES, CostParams, P2PCurve, default_options
 
 _SMALL = 8.0
 _LARGE = float(1 << 20)
@@ -25,9 +34,10 @@ def _line(model, op: str, p: int) -> tuple[float, float]:
 
 
 def cost_params(model, p: int) -> CostParams:
-    """CostParams for a plan on ``p`` ranks from ``model`` (collective terms need p >= 2)."""
+    """CostParams for a plan on ``p`` ranks from ``model`` (collective terms need p >= 2).
+    p2p_alpha/p2p_beta are the small-message piece's; :func:`p2p_curve` has every piece."""
     params = default_options().cost
-    alpha, beta = model.alpha_beta("pingpong")
+    alpha, beta = model.alpha_beta("pingpong", _SMALL)
     params.p2p_alpha, params.p2p_beta = float(alpha), float(beta)
     if p < 2:
         return params
@@ -44,10 +54,61 @@ def cost_params(model, p: int) -> CostParams:
     return params
 
 
-def resolve_model(model):
-    """The given model, else the measured one if present, else the defaults (lazy import)."""
-    if model is not None:
-        return model
-    from petacomm.model import load_or_default
+def p2p_curve(model) -> P2PCurve:
+    """The point-to-point cost by message size: one piece per piece of the model's ping-pong
+    fit (the default model has one), alpha and beta as ``model.alpha_beta`` gives them at
+    that piece's sizes."""
+    name = model.point_to_point_operation()
+    starts = [0.0]
+    if name is not None:
+        starts = sorted({float(piece.from_bytes) for piece in model.operations[name].pieces})
+    if len(starts) > P2P_PIECES:
+        from petacomm.errors import PetacommError
 
-    return load_or_default()
+        raise PetacommError(
+            f"machine model: the {name} fit has {len(starts)} pieces, the planner takes at "
+            f"most {P2P_PIECES}"
+        )
+    curve = P2PCurve()
+    curve.pieces = len(starts)
+    for i, start in enumerate(starts):
+        alpha, beta = model.alpha_beta("pingpong", start)
+        curve.from_bytes[i] = start
+        curve.alpha[i], curve.beta[i] = float(alpha), float(beta)
+    return curve
+
+
+_LOADED: dict[tuple[str, int, int], object] = {}
+
+
+def load_model(path: str | os.PathLike | None = None):
+    """petacomm.model.load_or_default, read once per process and file version (path,
+    modification time, size); the defaults when no path is given and netbench wrote none."""
+    from petacomm.model import default_model, default_model_path, load
+
+    file = Path(path) if path is not None else default_model_path()
+    try:
+        info = file.stat()
+    except FileNotFoundError:
+        if path is not None:
+            return load(file)  # raises the model package's "not found" error
+        key = ("", 0, 0)
+        if key not in _LOADED:
+            _LOADED[key] = default_model()
+        return _LOADED[key]
+    key = (str(file.resolve()), info.st_mtime_ns, info.st_size)
+    model = _LOADED.get(key)
+    if model is None:
+        model = load(file)
+        for stale in [k for k in _LOADED if k[0] == key[0]]:
+            del _LOADED[stale]
+        _LOADED[key] = model
+    return model
+
+
+def resolve_model(model):
+    """A MachineModel as given; a path: that file (cached); None: the measured model if
+    netbench wrote one, else the defaults (cached)."""
+    if model is None or isinstance(model, str | os.PathLike):
+        return load_model(model)
+    return model

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from petacomm.xchg import _capi
+from petacomm.xchg.registry import strategies
 
 HUB_LEVELS = _capi.HUB_LEVELS
 _OWNER_SALT = np.uint64(0x5BD1E9955BD1E995)
@@ -182,28 +183,43 @@ def _popcount_without_self(bits, p) -> np.ndarray:
     return counts - self_set
 
 
-def predict(
+def decide(
     stats: PlanStatistics,
     cost: _capi.CostParams | None = None,
     *,
     elem_bytes: int = 8,
     transport: str = "p2p",
-) -> dict[str, dict]:
-    """Predicted cost of every strategy (seconds, messages and bytes per rank per execute)."""
+    p2p: _capi.P2PCurve | None = None,
+) -> tuple[dict[str, dict], dict]:
+    """The planner without MPI (``petacomm_xchg_model_decide``): the predicted cost of every
+    registered strategy (seconds, messages and bytes per rank per execution) and the
+    decision strategy "auto" would take: {"choice", "reason", "candidates": [...]}."""
+    import json
+
     lib = _capi.library()
     table = np.ascontiguousarray(stats.ranks)
-    out = (_capi.Prediction * _capi.NSTRATEGIES)()
-    status = lib.petacomm_xchg_model_predict(
-        table.ctypes.data_as(ctypes.POINTER(_capi.RankStats)),
-        table.shape[0],
-        ctypes.byref(stats.global_stats),
-        ctypes.byref(cost) if cost is not None else None,
-        int(elem_bytes),
-        transport.encode(),
-        out,
-    )
-    _capi.check(lib, status, "model_predict")
-    result = {}
+    count = len(strategies())
+    out = (_capi.Prediction * count)()
+    needed = ctypes.c_size_t(4096)
+    text = ctypes.create_string_buffer(0)
+    while needed.value > len(text):  # twice at most: the first call reports the length
+        text = ctypes.create_string_buffer(needed.value)
+        status = lib.petacomm_xchg_model_decide(
+            table.ctypes.data_as(ctypes.POINTER(_capi.RankStats)),
+            table.shape[0],
+            ctypes.byref(stats.global_stats),
+            ctypes.byref(cost) if cost is not None else None,
+            ctypes.byref(p2p) if p2p is not None else None,
+            int(elem_bytes),
+            transport.encode(),
+            out,
+            count,
+            text,
+            len(text),
+            ctypes.byref(needed),
+        )
+        _capi.check(lib, status, "model_decide")
+    predicted = {}
     for item in out:
         entry = {
             "execute_seconds": item.execute_seconds,
@@ -211,8 +227,20 @@ def predict(
             "messages": item.messages,
             "bytes": item.bytes,
         }
-        if item.strategy.decode() == "hub-split":
+        if item.hub_threshold > 0:
             entry["hub_threshold"] = item.hub_threshold
             entry["hub_keys"] = item.hub_keys
-        result[item.strategy.decode()] = entry
-    return result
+        predicted[item.strategy.decode()] = entry
+    return predicted, json.loads(text.value.decode())
+
+
+def predict(
+    stats: PlanStatistics,
+    cost: _capi.CostParams | None = None,
+    *,
+    elem_bytes: int = 8,
+    transport: str = "p2p",
+    p2p: _capi.P2PCurve | None = None,
+) -> dict[str, dict]:
+    """Predicted cost of every strategy (seconds, messages and bytes per rank per execute)."""
+    return decide(stats, cost, elem_bytes=elem_bytes, transport=transport, p2p=p2p)[0]

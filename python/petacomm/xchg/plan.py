@@ -1,7 +1,8 @@
 """SparseReducePlan: the Python face of the native sparse key/value reduction.
 
 Creation and execution are collective over the communicator, like the C API they wrap.
-Values are numpy arrays aligned with the keys, reduced in place.
+Values are numpy arrays aligned with the keys, reduced in place. Arguments found invalid
+here are handed to the native call, which agrees on them with the other ranks first.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import numpy as np
 from petacomm.errors import PetacommError
 from petacomm.xchg import _capi
 
-STRATEGIES = ("auto", "dense-allreduce", "allgather", "directory", "owner", "hub-split")
 TRANSPORTS = ("p2p", "neighbor", "alltoallv")
 
 
@@ -28,15 +28,62 @@ def _dtype_code(dtype, what: str) -> int:
     return _capi.DTYPES[name]
 
 
+def _keys_array(keys) -> np.ndarray:
+    """This rank's keys as contiguous int64; ValueError naming the problem."""
+    try:
+        array = np.asarray(keys)
+    except ValueError as err:  # ragged nested sequences
+        raise ValueError(f"keys: not an array of integers ({err})") from None
+    if array.ndim != 1:
+        raise ValueError(f"keys: expected a one-dimensional array, got shape {array.shape}")
+    if array.size and array.dtype.kind not in "iu":
+        raise ValueError(f"keys: expected integers, got dtype {array.dtype}")
+    # Unsigned keys >= 2**63 wrap to negative values, which the library rejects by name.
+    return np.ascontiguousarray(array.astype(np.int64, copy=False))
+
+
+def _options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
+    """The C options and p2p curve; ValueError/PetacommError naming a bad argument."""
+    options = _capi.default_options()
+    for name in ("strategy", "transport"):
+        if not isinstance(given[name], str):
+            raise ValueError(f"{name}: expected a string, got {given[name]!r}")
+        setattr(options, name, given[name].encode())
+    for name in ("chunk_keys", "allgather_keys", "hub_threshold", "autotune", "k"):
+        value = given[name]
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{name}: expected an integer, got {value!r}")
+    options.chunk_keys = int(given["chunk_keys"])
+    options.allgather_keys = int(given["allgather_keys"])
+    options.hub_threshold = int(given["hub_threshold"])
+    options.autotune = int(given["autotune"])
+    options.deterministic = 1 if given["deterministic"] else 0
+    options.plan_dtype = _dtype_code(given["dtype"], "dtype")
+    k = int(given["k"])
+    if not -(2**31) <= k < 2**31:
+        raise ValueError(f"k: must be at least 1 component per key, got {k}")
+    options.plan_k = k
+    from petacomm.xchg.cost import cost_params, p2p_curve, resolve_model
+
+    model = resolve_model(given["model"])
+    options.cost = cost_params(model, given["size"])
+    return options, p2p_curve(model)
+
+
 class SparseReducePlan:
     """A plan reducing values keyed by int64 keys over the ranks of ``comm``.
 
     ``keys``: this rank's keys (any order, repeats allowed, each in [0, 2**63)); repeated
     keys on one rank are combined once and every copy receives the result. ``strategy``:
-    one of STRATEGIES; ``auto`` asks the planner, ``autotune=N`` times the candidates. The
-    planner's costs come from ``model`` (a petacomm.model.MachineModel; default: the
-    measured model if netbench wrote one, else the built-in defaults). ``dtype`` and ``k``
-    describe the values the planner should assume; any dtype and k may be executed.
+    "auto" or a registered strategy (petacomm.xchg.strategy_names()); ``auto`` asks the planner,
+    ``autotune=N`` times the candidates. The planner's costs come from ``model`` (a
+    petacomm.model.MachineModel or a model file; default: the measured model if netbench
+    wrote one, else the built-in defaults). ``dtype`` and ``k`` describe the values the
+    planner should assume; any dtype and k may be executed.
+
+    Creation and execution are collective: a bad argument on one rank (keys that are not
+    integers, another strategy, another model) fails on every rank together, naming the rank
+    at fault, instead of leaving the others waiting.
     """
 
     def __init__(
@@ -58,33 +105,37 @@ class SparseReducePlan:
         self._plan = _capi.Plan()
         self._lib = _capi.library()
         self._pending = None
-        self._comm_handle = int(comm.py2f())
+        self._comm_handle = int(comm.py2f())  # without a communicator nothing can be agreed
         self._size = comm.Get_size()
-        array = np.asarray(keys)
-        if array.ndim != 1:
-            raise ValueError(f"keys: expected a one-dimensional array, got shape {array.shape}")
-        if array.size and array.dtype.kind not in "iu":
-            raise ValueError(f"keys: expected integers, got dtype {array.dtype}")
-        # Unsigned keys >= 2**63 wrap to negative values, which the library rejects by name.
-        self._keys = np.ascontiguousarray(array.astype(np.int64, copy=False))
-        options = _capi.default_options()
-        options.strategy = str(strategy).encode()
-        options.transport = str(transport).encode()
-        options.chunk_keys = int(chunk_keys)
-        options.allgather_keys = int(allgather_keys)
-        options.hub_threshold = int(hub_threshold)
-        options.deterministic = 1 if deterministic else 0
-        options.autotune = int(autotune)
-        options.plan_dtype = _dtype_code(dtype, "dtype")
-        options.plan_k = int(k)
-        from petacomm.xchg.cost import cost_params, resolve_model
-
-        options.cost = cost_params(resolve_model(model), self._size)
-        status = self._lib.petacomm_xchg_plan_create_f(
+        self._keys = np.zeros(0, dtype=np.int64)
+        # Problems found here are passed to the native call, which takes part in the
+        # collective argument check, so every rank fails together.
+        problem = None
+        try:
+            self._keys = _keys_array(keys)
+            options, curve = _options(
+                strategy=strategy,
+                transport=transport,
+                chunk_keys=chunk_keys,
+                allgather_keys=allgather_keys,
+                hub_threshold=hub_threshold,
+                deterministic=deterministic,
+                autotune=autotune,
+                dtype=dtype,
+                k=k,
+                model=model,
+                size=self._size,
+            )
+        except (ValueError, TypeError, OverflowError, PetacommError) as err:
+            problem = str(err).encode(errors="replace") or b"invalid argument"
+            options, curve = _capi.default_options(), None
+        status = self._lib.petacomm_xchg_plan_create_ext_f(
             self._comm_handle,
             self._keys.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
             self._keys.size,
             ctypes.byref(options),
+            ctypes.byref(curve) if curve is not None else None,
+            problem,
             ctypes.byref(self._plan),
         )
         _capi.check(self._lib, status, "plan_create")
@@ -97,24 +148,31 @@ class SparseReducePlan:
         return self.execute_end()
 
     def execute_begin(self, values, op: str = "sum", *, comm=None) -> None:
-        """Starts a reduction; ``values`` must not be written until execute_end()."""
+        """Starts a reduction; ``values`` must not be written until execute_end().
+        Collective: a bad ``values``, ``op`` or ``comm`` on one rank fails on every rank."""
         self._require_open()
         if self._pending is not None:
             raise PetacommError("execute_begin: an execution is in progress; call execute_end")
-        array, k = self._check_values(values)
-        if op not in _capi.OPS:
-            raise ValueError(
-                f"op: unknown operator {op!r} (expected one of {', '.join(_capi.OPS)})"
-            )
-        handle = self._comm_handle if comm is None else int(comm.py2f())
-        status = self._lib.petacomm_xchg_execute_begin_f(
+        problem, array, k, handle = None, None, 1, self._comm_handle
+        try:
+            array, k = self._check_values(values)
+            if op not in _capi.OPS:
+                raise ValueError(
+                    f"op: unknown operator {op!r} (expected one of {', '.join(_capi.OPS)})"
+                )
+            if comm is not None:
+                handle = int(comm.py2f())
+        except (ValueError, TypeError, AttributeError) as err:
+            problem = str(err).encode(errors="replace") or b"invalid argument"
+        status = self._lib.petacomm_xchg_execute_begin_ext_f(
             self._plan,
             handle,
-            array.ctypes.data_as(ctypes.c_void_p),
-            array.shape[0],
+            array.ctypes.data_as(ctypes.c_void_p) if problem is None else None,
+            array.shape[0] if problem is None else 0,
             k,
-            _capi.DTYPES[array.dtype.name],
-            _capi.OPS[op],
+            _capi.DTYPES[array.dtype.name] if problem is None else _capi.DTYPES["float64"],
+            _capi.OPS[op] if problem is None else _capi.OPS["sum"],
+            problem,
         )
         _capi.check(self._lib, status, "execute_begin")
         self._pending = array

@@ -1,7 +1,8 @@
+#include "pairwise.hpp"
+
 #include <climits>
 
 #include "error.hpp"
-#include "strategies.hpp"
 
 namespace petacomm::xchg {
 namespace {

@@ -1,0 +1,88 @@
+"""Messages and bytes one execution of each strategy sends from each rank, counted plainly
+from every rank's keys (a second implementation: dictionaries and loops, no numpy tricks,
+nothing from petacomm). Figures as docs/sparse-reduce.md defines them: point-to-point and
+all-to-all messages exactly, MPI_Allreduce by Rabenseifner's figures."""
+
+from __future__ import annotations
+
+MASK = (1 << 64) - 1
+OWNER_SALT = 0x5BD1E9955BD1E995
+
+
+def splitmix64(x: int) -> int:
+    """The splitmix64 finaliser (Steele, Lea, Flood 2014), as the directory hashes keys."""
+    x = (x + 0x9E3779B97F4A7C15) & MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+def holders(keysets) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for rank, keys in enumerate(keysets):
+        for key in sorted(set(int(k) for k in keys)):
+            out.setdefault(key, []).append(rank)
+    return out
+
+
+def _allreduce(lengths, p, elem_bytes):
+    """Rabenseifner per chunk: 2 ceil(log2 p) messages, 2 (p-1)/p of the chunk's bytes."""
+    if p == 1:
+        return 0.0, 0.0
+    steps = (p - 1).bit_length()
+    return 2.0 * steps * len(lengths), sum(2.0 * (p - 1) / p * n * elem_bytes for n in lengths)
+
+
+def _pairwise(mine, held, me, elem_bytes, max_d):
+    partners, values = set(), 0
+    for key in mine:
+        d = len(held[key])
+        if 2 <= d <= max_d:
+            partners.update(q for q in held[key] if q != me)
+            values += d - 1
+    return float(len(partners)), float(values * elem_bytes)
+
+
+def traffic(strategy, keysets, me, *, elem_bytes, chunk_keys, hub=0):
+    """(messages, bytes) rank `me` sends per execution with `strategy` (hub-split: keys
+    on more than `hub` ranks are hubs)."""
+    held = holders(keysets)
+    mine = sorted(set(int(k) for k in keysets[me]))
+    p = len(keysets)
+    if strategy in ("directory", "allgather"):
+        return _pairwise(mine, held, me, elem_bytes, p)
+    if strategy == "owner":
+        to_owners, back_to, values = set(), set(), 0
+        for key in mine:
+            ranks = held[key]
+            d = len(ranks)
+            if d < 2:
+                continue
+            owner = ranks[splitmix64(key ^ OWNER_SALT) % d]
+            if owner != me:
+                to_owners.add(owner)  # round 1: my value to the owner
+                values += 1
+            else:
+                back_to.update(q for q in ranks if q != me)  # round 2: the result back
+                values += d - 1
+        return float(len(to_owners) + len(back_to)), float(values * elem_bytes)
+    if strategy == "dense-allreduce":
+        everything = sorted(held)
+        if not everything:
+            return 0.0, 0.0
+        low, span = everything[0], everything[-1] - everything[0] + 1
+        chunks = sorted({(k - low) // chunk_keys for k in everything})
+        lengths = [min(chunk_keys, span - c * chunk_keys) for c in chunks]
+        return _allreduce(lengths, p, elem_bytes)
+    if strategy == "hub-split":
+        messages, nbytes = _pairwise(mine, held, me, elem_bytes, hub)
+        hubs = sum(1 for ranks in held.values() if len(ranks) > hub)
+        full, rest = divmod(hubs, chunk_keys)
+        lengths = [chunk_keys] * full + ([rest] if rest else [])
+        dense = _allreduce(lengths, p, elem_bytes)
+        return messages + dense[0], nbytes + dense[1]
+    raise ValueError(f"strategy: no reference count for {strategy}")
+
+
+def spread(values):
+    return min(values), sum(values) / len(values), max(values)
