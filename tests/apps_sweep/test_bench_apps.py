@@ -24,8 +24,8 @@ def write_model(path):
 def test_bench_sweep3d_over_block_sizes_uses_the_machine_model(tmp_path):
     model = write_model(tmp_path / "model.json")
     done = run_cli(
-        "bench", "sweep3d", "-n", "2", "--grid", "8x6x4", "--mk", "1,2,4", "--iterations", "1", "--rounds", "1",
-        "--model", tmp_path / "model.json", "--json", tmp_path / "bench.json",
+        "bench", "sweep3d", "-n", "2", "--grid", "8x6x4", "--mk", "1,2,4", "--iterations", "1",
+        "--rounds", "1", "--model", tmp_path / "model.json", "--json", tmp_path / "bench.json",
     )  # fmt: skip
     assert done.returncode == 0, done.describe()
     doc = json.loads((tmp_path / "bench.json").read_text())

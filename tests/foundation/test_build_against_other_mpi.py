@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from cli_harness import run_cli
-from mpi_harness import mpi_test_env
 from prerequisites import require_program
 
 ROOT = Path(__file__).resolve().parents[2]
