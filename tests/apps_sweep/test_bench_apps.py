@@ -78,6 +78,10 @@ def test_bench_refusals_name_the_argument(tmp_path):
         "bench", "halo", "--ranks", "1,2", "--mapping", mapping, names="--mapping",
         inputs=[mapping],
     )  # fmt: skip
+
+
+@pytest.mark.mpi
+def test_bench_halo_passes_on_the_apps_refusal():
     expect_clean_error(
         "bench", "halo", "--ranks", "3", "--variants", "bogus", names=("--variants", "bogus")
     )

@@ -202,6 +202,7 @@ def test_bad_parameters_are_refused_on_every_rank(args, texts, tmp_path):
     assert previous.read_text() == "{}\n"
 
 
+@pytest.mark.mpi
 def test_help_lists_the_options():
     done = run_app(SWEEP, 1, "--help")
     for option in ("--grid", "--procs", "--mk", "--mmi", "--angles", "--iterations",

@@ -11,9 +11,6 @@ import os
 
 import numpy as np
 import pytest
-from test_sparse_reduce import needs_native
-
-pytestmark = needs_native
 
 US = 1e-6
 
