@@ -82,7 +82,7 @@ def sweep_args(tmp_path, problem, extra=()):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks", [1, 2, 3, 4, 6, 8])
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4, 6, 7, 8])
 def test_every_decomposition_and_transport_equals_the_serial_sweep(ranks, tmp_path):
     p = PROBLEM
     done = run_app(SWEEP, ranks, *sweep_args(tmp_path, p, ["--message-cost", MESSAGE_COST]))
