@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_sparse_reduce import needs_native
 
 from mpi_harness import mpi_test_env, mpirun_python
 from prerequisites import require_program
@@ -48,7 +47,6 @@ def _petacomm(*args, timeout=300):
 
 
 @pytest.mark.mpi
-@needs_native
 @pytest.mark.parametrize("ranks", (1, 3))
 def test_python_example_from_docs_runs(ranks, tmp_path):
     script = tmp_path / "example.py"
@@ -64,7 +62,6 @@ def test_c_example_in_docs_is_the_tested_file():
 
 
 @pytest.mark.mpi
-@needs_native
 def test_c_example_runs_when_built():
     from native_build import build_tree
 
@@ -76,7 +73,6 @@ def test_c_example_runs_when_built():
 
 
 @pytest.mark.mpi
-@needs_native
 @pytest.mark.parametrize("ranks", (2, 4))
 def test_offline_model_matches_plan(ranks):
     result = mpirun_python(ranks, str(HERE / "consistency_worker.py"), timeout=120)
@@ -102,7 +98,6 @@ def _registered() -> tuple[str, ...]:
     return strategy_names()[1:]
 
 
-@needs_native
 def test_bench_model_only(tmp_path):
     out = tmp_path / "model.json"
     done = _petacomm(
@@ -144,7 +139,6 @@ def test_bench_model_only(tmp_path):
 
 
 @pytest.mark.mpi
-@needs_native
 def test_bench_measured_run(tmp_path):
     out = tmp_path / "bench.json"
     done = _petacomm(
@@ -203,7 +197,6 @@ def test_bench_errors_are_one_line():
     assert "--generator: unknown spiral" in done.stderr and "Traceback" not in done.stderr
 
 
-@needs_native
 def test_model_local_work_terms():
     """With only local work priced (gamma per byte), the predictions are the documented
     element counts: 2(n+u) for combine/scatter, 3u + 4V pairwise, 3u + 2s + 2r and 2(s+r)
@@ -238,7 +231,6 @@ def test_model_local_work_terms():
 
 
 @pytest.mark.mpi
-@needs_native
 def test_bench_setup_scaling(tmp_path):
     out = tmp_path / "setup.json"
     done = _petacomm(
@@ -306,7 +298,6 @@ def smpi_build(tmp_path_factory) -> str:
 
 
 @pytest.mark.mpi
-@needs_native
 def test_bench_smpi_setup_scaling(tmp_path, smpi_build):
     build = smpi_build
     out = tmp_path / "smpi.json"

@@ -9,8 +9,6 @@ import ctypes
 import subprocess
 from pathlib import Path
 
-from test_sparse_reduce import needs_native
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -54,7 +52,6 @@ def _c_program() -> str:
     return "\n".join(lines) + "\n"
 
 
-@needs_native
 def test_ctypes_structures_match_the_compiler(tmp_path):
     from petacomm.native import build_info
 

@@ -15,19 +15,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
-def needs_native(test):
-    """Marks a test that needs libpetacomm with the xchg family. A library that is missing or
-    does not load fails the test with the loader's message: it is never skipped."""
-    return test
-
-
 def _all_ranks_say(result, text: str, ranks: int) -> None:
     lines = result.stdout.splitlines()
     assert sum(text in line for line in lines) == ranks, result.stdout + result.stderr
 
 
 @pytest.mark.mpi
-@needs_native
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_matrix_against_reference(ranks):
     from petacomm.xchg import strategy_names
@@ -40,7 +33,6 @@ def test_matrix_against_reference(ranks):
 
 
 @pytest.mark.mpi
-@needs_native
 @pytest.mark.parametrize("ranks", (1, 3, 4))
 def test_errors_leave_values_untouched(ranks):
     result = mpirun_python(ranks, str(HERE / "errors_worker.py"), timeout=120)
@@ -57,7 +49,6 @@ def test_import_does_not_touch_mpi():
     assert done.returncode == 0 and "lazy" in done.stdout, done.stderr
 
 
-@needs_native
 def test_lazy_attribute_resolves():
     import petacomm
     from petacomm.xchg import SparseReducePlan
@@ -68,7 +59,6 @@ def test_lazy_attribute_resolves():
 
 
 @pytest.mark.mpi
-@needs_native
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_setup_statistics_clock_and_agreement(ranks):
     result = mpirun_python(ranks, str(HERE / "setup_worker.py"), timeout=180)

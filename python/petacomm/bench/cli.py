@@ -13,6 +13,7 @@ BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.bench.sparse_reduce",
     "petacomm.profile.overhead",
     "petacomm.bench.mapmaker",
+    "petacomm.bench.node",
     "petacomm.bench.sweep3d",
     "petacomm.bench.halo",
 )
