@@ -12,9 +12,19 @@ def program(name: str) -> str:
     return str(program_path(name))
 
 
+# Open MPI 5 prints a harmless osc/ucx error for every shared-memory window (the node-aware
+# transports create one) on machines without UCX transports; the node layer does not use it.
+QUIET = {"OMPI_MCA_osc": "^ucx"}
+
+
 def run_app(name: str, ranks: int, *args, check: bool = True, timeout: float = 120) -> MpiResult:
     return mpirun(
-        ranks, [program(name), *map(str, args)], check=check, tag_output=False, timeout=timeout
+        ranks,
+        [program(name), *map(str, args)],
+        check=check,
+        tag_output=False,
+        timeout=timeout,
+        env=QUIET,
     )
 
 

@@ -19,6 +19,10 @@ SWEEP = "petacomm-sweep3d"
 PROBLEM = dict(grid=(9, 8, 6), mk=2, angles=4, mmi=2, sigma_t=4.0, iterations=3)
 # Two pieces so that small and large faces are costed by different pieces.
 MESSAGE_COST = "0:2e-6:1e-9,100:5e-6:2e-10"
+# Virtual node sizes of the node-aware transport: the whole machine, one rank per node (every
+# face through two gateways), and 3 (uneven nodes, some faces inside, some between).
+NODE_SIZES = (0, 1, 3)
+TRANSPORTS = (("blocking", -1), ("nonblocking", -1), *(("node", k) for k in NODE_SIZES))
 
 
 @cache
@@ -36,6 +40,23 @@ def factorisations(p, grid):
 
 def relative_difference(a, b):
     return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def messages_in_node(px, py, blocks, node_size):
+    """Faces sent per iteration between ranks of one virtual node: rank r (= x + Px y) is on
+    node r // node_size of the one machine (0: all on one node)."""
+    if node_size == 0:
+        return blocks * 8 * ((px - 1) * py + px * (py - 1))
+    count = 0
+    for di, dj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+        for x in range(px):
+            for y in range(py):
+                r = x + px * y
+                if 0 <= x + di < px and (x + di + px * y) // node_size == r // node_size:
+                    count += 2 * blocks  # two octants per (i, j) quadrant
+                if 0 <= y + dj < py and (x + px * (y + dj)) // node_size == r // node_size:
+                    count += 2 * blocks
+    return count
 
 
 def expected_traffic(grid, px, py, mk, angles, mmi):
@@ -76,7 +97,8 @@ def sweep_args(tmp_path, problem, extra=()):
         "--grid", grid, "--mk", problem["mk"], "--angles", problem["angles"],
         "--mmi", problem["mmi"], "--sigma-t", problem["sigma_t"],
         "--iterations", problem["iterations"], "--fixup", "--procs", "all",
-        "--transport", "all", "--flux", tmp_path / "flux-{case}.npy",
+        "--transport", "all", "--node-size", ",".join(map(str, NODE_SIZES)),
+        "--flux", tmp_path / "flux-{case}.npy",
         "--json", tmp_path / "run.json", *extra,
     ]  # fmt: skip
 
@@ -91,11 +113,12 @@ def test_every_decomposition_and_transport_equals_the_serial_sweep(ranks, tmp_pa
         p["grid"], p["angles"], p["sigma_t"], True, p["iterations"]
     )
     assert fixups > 0  # the problem exercises the fixup
-    cases = {(tuple(c["procs"]), c["transport"]): c for c in doc["cases"]}
+    cases = {(tuple(c["procs"]), c["transport"], c["node_size"]): c for c in doc["cases"]}
     assert sorted(cases) == sorted(
-        (f, t) for f in factorisations(ranks, p["grid"]) for t in ("blocking", "nonblocking")
+        (f, *t) for f in factorisations(ranks, p["grid"]) for t in TRANSPORTS
     )
-    for (procs, transport), case in cases.items():
+    blocks = (p["grid"][2] // p["mk"]) * (p["angles"] // p["mmi"])
+    for (procs, transport, node_size), case in cases.items():
         flux = np.load(case["flux_file"])
         assert flux.shape == p["grid"]
         assert relative_difference(flux, phi) <= 1e-12, (procs, transport)
@@ -105,10 +128,13 @@ def test_every_decomposition_and_transport_equals_the_serial_sweep(ranks, tmp_pa
         messages, nbytes = expected_traffic(p["grid"], *procs, p["mk"], p["angles"], p["mmi"])
         assert case["messages_per_iteration"] == messages
         assert case["bytes_per_iteration"] == nbytes
+        in_node = -1 if node_size < 0 else messages_in_node(*procs, blocks, node_size)
+        assert case["messages_in_node_per_iteration"] == in_node
     # The table prints one row per case in each of its two tables.
-    for procs, transport in cases:
+    for procs, transport, node_size in cases:
         name = f"{procs[0]}x{procs[1]}"
-        rows = [ln for ln in done.stdout.splitlines() if ln.split()[:2] == [name, transport]]
+        label = transport + (str(node_size) if node_size > 0 else "")
+        rows = [ln for ln in done.stdout.splitlines() if ln.split()[:2] == [name, label]]
         assert len(rows) == 2, done.stdout
     check_pipeline_model(doc, p)
 
@@ -169,7 +195,7 @@ def test_tolerance_uneven_subdomains_and_one_k_block(tmp_path):
     run_app(SWEEP, 4, *args)
     doc = json.loads((tmp_path / "run.json").read_text())
     phi, iterations, change, _ = reference_solution(grid, angles, 1.0, False, 0, 1e-6)
-    assert len(doc["cases"]) == 6
+    assert len(doc["cases"]) == 3 * 3  # three grids x blocking, nonblocking, node
     for case in doc["cases"]:
         assert case["converged"] is True
         assert case["iterations"] == iterations
@@ -186,6 +212,7 @@ BAD_ARGUMENTS = [
     (["--transport", "bogus"], ("--transport", "bogus")),
     (["--procs", "all", "--flux", "out.npy"], ("--flux", "{case}")),
     (["--message-cost", "5:1e-6:1e-9"], ("--message-cost",)),
+    (["--transport", "node", "--node-size", "2,-1"], ("--node-size", "-1")),
     (["--flux", "/nonexistent-dir/flux.npy"], ("--flux", "/nonexistent-dir")),
 ]
 

@@ -68,7 +68,7 @@ SolveResult solve(const SolveSetup &setup, MPI_Comm comm) {
   const std::vector<Direction> directions = quadrature(setup.size.angles);
   const std::vector<SweepStep> steps = sweep_schedule(setup.grid, r.sub, setup.size);
   std::unique_ptr<SweepTransport> transport =
-      transports().require("--transport", setup.transport).make(comm);
+      transports().require("--transport", setup.transport).make(comm, setup.transport_options);
   transport->plan(steps, r.shape);
   r.counters = transport->counters();
 

@@ -20,6 +20,7 @@ struct SolveSetup {
   Iteration iteration;
   ProcessGrid grid;
   std::string transport;  // a name in transports()
+  TransportOptions transport_options;
 };
 
 struct SolveResult {

@@ -28,6 +28,7 @@ struct Options {
   Iteration iteration;
   std::string procs = "auto";
   std::string transport = "nonblocking";
+  std::vector<int> node_sizes{0};
   std::string flux, json;
   MessageCost cost = default_message_cost();
   bool quiet = false;
@@ -36,6 +37,7 @@ struct Options {
 struct Case {
   ProcessGrid grid;
   std::string transport;
+  int node_size = -1;  // node-aware transports: ranks per virtual node (0: layer default)
 };
 
 ProblemSize parse_problem_grid(const std::string &text, ProblemSize size) {
@@ -103,8 +105,17 @@ ArgParser make_parser(Options &o, std::string &grid_text) {
            "comma list such as 4x2,2x4 (default auto)",
            [&](const std::string &v) { o.procs = v; });
   p.option("--transport", "NAME",
-           "blocking, nonblocking, a comma list, or all\n(default nonblocking)",
+           concat(transports().names(), ", a comma list, or all\n(default nonblocking)"),
            [&](const std::string &v) { o.transport = v; });
+  p.option("--node-size", "LIST",
+           "node-aware transports: ranks per virtual node, a list runs\neach (default 0: "
+           "PETACOMM_NODE_SIZE, else the whole node)",
+           [&](const std::string &v) {
+             o.node_sizes.clear();
+             for (const auto &item : split_list(v))
+               o.node_sizes.push_back(static_cast<int>(parse_int("--node-size", item, 0, 1 << 20)));
+             PETACOMM_CHECK_ARG(!o.node_sizes.empty(), "--node-size: empty list");
+           });
   p.section("model and output");
   p.option("--message-cost", "PIECES",
            "point-to-point cost FROM_BYTES:ALPHA_S:BETA_S_PER_BYTE,...\n(default: 1.5 us, 10 "
@@ -144,7 +155,13 @@ std::vector<Case> make_cases(const Options &o, int ranks) {
   std::vector<Case> cases;
   for (const auto &grid : grids) {
     check_message_sizes(o.size, grid);
-    for (const auto &name : names) cases.push_back(Case{grid, name});
+    for (const auto &name : names) {
+      if (!transports().require("--transport", name).uses_node_size) {
+        cases.push_back(Case{grid, name});
+        continue;
+      }
+      for (int k : o.node_sizes) cases.push_back(Case{grid, name, k});
+    }
   }
   if (!o.flux.empty() && cases.size() > 1)
     PETACOMM_CHECK_ARG(o.flux.find("{case}") != std::string::npos, "--flux: ", cases.size(),
@@ -153,7 +170,12 @@ std::vector<Case> make_cases(const Options &o, int ranks) {
   return cases;
 }
 
-std::string case_name(const Case &c) { return to_string(c.grid) + "-" + c.transport; }
+// "node" with the layer's default node size, "node2" with virtual nodes of 2 ranks.
+std::string transport_label(const Case &c) {
+  return c.node_size > 0 ? c.transport + std::to_string(c.node_size) : c.transport;
+}
+
+std::string case_name(const Case &c) { return to_string(c.grid) + "-" + transport_label(c); }
 
 std::string flux_path(const std::string &pattern, const Case &c) {
   std::string path = pattern;
@@ -208,6 +230,7 @@ struct CaseFigures {
   double comm_share_mean = 0, comm_share_max = 0;
   double grind_ns = 0, calibration_grind_ns = 0;
   double messages_per_iteration = 0, bytes_per_iteration = 0, max_rank_messages = 0;
+  double messages_in_node = -1;  // per iteration, all ranks; -1: the transport knows no nodes
   PipelinePrediction model;
   double measured_over_predicted = 0, efficiency_infinite_network = 0, parallel_efficiency = 0;
   std::string flux_file;
@@ -227,10 +250,11 @@ CaseFigures figures_of(const Case &c, const SolveResult &r, const Options &o, do
   const double share = (r.transport_seconds + r.reduce_seconds) / r.total_seconds;
   double maxima[4] = {r.total_seconds / n, r.compute_seconds / n, share,
                       static_cast<double>(r.counters.messages_sent)};
-  double sums[3] = {share, static_cast<double>(r.counters.messages_sent),
-                    static_cast<double>(r.counters.bytes_sent)};
+  double sums[4] = {share, static_cast<double>(r.counters.messages_sent),
+                    static_cast<double>(r.counters.bytes_sent),
+                    static_cast<double>(r.counters.messages_in_node)};
   PETACOMM_APP_MPI(MPI_Allreduce(MPI_IN_PLACE, maxima, 4, MPI_DOUBLE, MPI_MAX, comm));
-  PETACOMM_APP_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, comm));
+  PETACOMM_APP_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 4, MPI_DOUBLE, MPI_SUM, comm));
   f.time_per_iteration_s = maxima[0];
   f.compute_per_iteration_s = maxima[1];
   f.comm_share_max = maxima[2];
@@ -238,6 +262,7 @@ CaseFigures figures_of(const Case &c, const SolveResult &r, const Options &o, do
   f.comm_share_mean = sums[0] / ranks;
   f.messages_per_iteration = sums[1];
   f.bytes_per_iteration = sums[2];
+  if (r.counters.messages_in_node >= 0) f.messages_in_node = sums[3];
   const double cell_angles =
       static_cast<double>(o.size.I) * o.size.J * o.size.K * 8.0 * o.size.angles;
   f.grind_ns = 1e9 * f.time_per_iteration_s / cell_angles;
@@ -267,17 +292,21 @@ void print_report(const Options &o, int ranks, const std::vector<CaseFigures> &a
   else
     std::printf("%d iterations\n", o.iteration.iterations);
   std::printf("# message cost: %s\n", o.cost.source.c_str());
-  std::printf("%-6s %-12s %5s %9s %10s %9s %7s %9s %10s\n", "procs", "transport", "iters", "change",
-              "ms/iter", "grind ns", "comm %", "msgs/it", "KiB/it");
-  for (const auto &f : all)
-    std::printf("%-6s %-12s %5d %9.2e %10.3f %9.2f %7.1f %9.0f %10.1f\n",
-                to_string(f.c.grid).c_str(), f.c.transport.c_str(), f.iterations, f.flux_change,
-                1e3 * f.time_per_iteration_s, f.grind_ns, 100 * f.comm_share_mean,
-                f.messages_per_iteration, f.bytes_per_iteration / 1024.0);
+  std::printf("%-6s %-12s %5s %9s %10s %9s %7s %9s %8s %10s\n", "procs", "transport", "iters",
+              "change", "ms/iter", "grind ns", "comm %", "msgs/it", "in node", "KiB/it");
+  for (const auto &f : all) {
+    char in_node[32] = "-";
+    if (f.messages_in_node >= 0) std::snprintf(in_node, sizeof in_node, "%.0f", f.messages_in_node);
+    std::printf("%-6s %-12s %5d %9.2e %10.3f %9.2f %7.1f %9.0f %8s %10.1f\n",
+                to_string(f.c.grid).c_str(), transport_label(f.c).c_str(), f.iterations,
+                f.flux_change, 1e3 * f.time_per_iteration_s, f.grind_ns, 100 * f.comm_share_mean,
+                f.messages_per_iteration, in_node, f.bytes_per_iteration / 1024.0);
+  }
   std::printf(
       "  ms/iter: max over ranks; grind: ns per cell-direction per iteration (wall);"
       " comm %%: mean over ranks\n  of time in transport calls and the convergence "
-      "allreduce; msgs, KiB: sent by all ranks\n");
+      "allreduce;\n  msgs, KiB: sent by all ranks; in node: of those, between ranks of one "
+      "(virtual) node\n");
   std::printf("# pipeline model (one-rank calibration of a block + face messages)\n");
   std::printf("%-6s %-12s %6s %5s %9s %9s %9s %9s %6s %7s %6s %6s\n", "procs", "transport",
               "stages", "fill", "block us", "msgs us", "pred ms", "free ms", "meas/", "eff-inf",
@@ -286,7 +315,7 @@ void print_report(const Options &o, int ranks, const std::vector<CaseFigures> &a
               "", "pred", "net %", "eff %", "eff %");
   for (const auto &f : all)
     std::printf("%-6s %-12s %6lld %5lld %9.2f %9.2f %9.3f %9.3f %6.2f %7.1f %6.1f %6.1f\n",
-                to_string(f.c.grid).c_str(), f.c.transport.c_str(),
+                to_string(f.c.grid).c_str(), transport_label(f.c).c_str(),
                 static_cast<long long>(f.model.steady_stages + f.model.fill_stages),
                 static_cast<long long>(f.model.fill_stages), 1e6 * f.model.block_compute_s,
                 1e6 * (f.model.message_x_s + f.model.message_y_s), 1e3 * f.model.predicted_s,
@@ -335,6 +364,7 @@ void write_json(const Options &o, int ranks, const std::vector<CaseFigures> &all
     j.begin_object();
     j.begin_array("procs").value(f.c.grid.Px).value(f.c.grid.Py).end_array();
     j.field("transport", f.c.transport)
+        .field("node_size", f.c.node_size)
         .field("iterations", f.iterations)
         .field("converged", f.converged)
         .field("flux_change", f.flux_change)
@@ -347,6 +377,7 @@ void write_json(const Options &o, int ranks, const std::vector<CaseFigures> &all
         .field("messages_per_iteration", f.messages_per_iteration)
         .field("bytes_per_iteration", f.bytes_per_iteration)
         .field("max_rank_messages_per_iteration", f.max_rank_messages)
+        .field("messages_in_node_per_iteration", f.messages_in_node)
         .field("flux_file", f.flux_file);
     const PipelinePrediction &m = f.model;
     j.begin_object("model")
@@ -408,7 +439,8 @@ int run(int argc, char **argv) {
   std::vector<CaseFigures> all;
   std::vector<std::pair<int, double>> calibrated;  // Px -> block seconds (Py follows)
   for (const Case &c : cases) {
-    SolveSetup setup{o.size, o.physics, o.iteration, c.grid, c.transport};
+    SolveSetup setup{o.size, o.physics,   o.iteration,
+                     c.grid, c.transport, TransportOptions{std::max(c.node_size, 0)}};
     double block_s = -1;
     for (const auto &[px, s] : calibrated)
       if (px == c.grid.Px) block_s = s;

@@ -36,6 +36,11 @@ struct OutgoingFaces {
 struct TransportCounters {
   std::int64_t messages_sent = 0, bytes_sent = 0;
   std::int64_t messages_received = 0, bytes_received = 0;
+  std::int64_t messages_in_node = -1;  // sent to ranks of this rank's node; -1: not known
+};
+
+struct TransportOptions {
+  int node_size = 0;  // node-aware transports: ranks per virtual node (0: the layer's default)
 };
 
 class SweepTransport {
@@ -57,7 +62,8 @@ class SweepTransport {
 
 struct TransportEntry {
   StrategyAbout about;
-  std::unique_ptr<SweepTransport> (*make)(MPI_Comm comm);
+  bool uses_node_size;  // runs once per --node-size
+  std::unique_ptr<SweepTransport> (*make)(MPI_Comm comm, const TransportOptions &options);
 };
 
 const StrategyRegistry<TransportEntry> &transports();

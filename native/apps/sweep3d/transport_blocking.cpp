@@ -64,7 +64,7 @@ class BlockingTransport final : public SweepTransport {
   TransportCounters counters_;
 };
 
-std::unique_ptr<SweepTransport> make_blocking(MPI_Comm comm) {
+std::unique_ptr<SweepTransport> make_blocking(MPI_Comm comm, const TransportOptions &) {
   return std::make_unique<BlockingTransport>(comm);
 }
 
@@ -73,6 +73,7 @@ std::unique_ptr<SweepTransport> make_blocking(MPI_Comm comm) {
 extern const TransportEntry kBlockingTransport;
 const TransportEntry kBlockingTransport{
     {"blocking", "flat MPI: MPI_Recv upstream faces, compute, MPI_Send downstream faces", ""},
+    false,
     make_blocking};
 
 }  // namespace petacomm::apps::sweep3d

@@ -92,7 +92,7 @@ class NonblockingTransport final : public SweepTransport {
   TransportCounters counters_;
 };
 
-std::unique_ptr<SweepTransport> make_nonblocking(MPI_Comm comm) {
+std::unique_ptr<SweepTransport> make_nonblocking(MPI_Comm comm, const TransportOptions &) {
   return std::make_unique<NonblockingTransport>(comm);
 }
 
@@ -102,6 +102,7 @@ extern const TransportEntry kNonblockingTransport;
 const TransportEntry kNonblockingTransport{
     {"nonblocking",
      "flat MPI: receives posted 4 blocks ahead, MPI_Isend from a ring of 4 face buffers", ""},
+    false,
     make_nonblocking};
 
 }  // namespace petacomm::apps::sweep3d

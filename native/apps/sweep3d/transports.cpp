@@ -4,10 +4,18 @@ namespace petacomm::apps::sweep3d {
 
 extern const TransportEntry kBlockingTransport;     // transport_blocking.cpp
 extern const TransportEntry kNonblockingTransport;  // transport_nonblocking.cpp
+#ifdef PETACOMM_SWEEP3D_NODE
+extern const TransportEntry kNodeTransport;  // transport_node.cpp (the node family)
+#endif
 
 const StrategyRegistry<TransportEntry> &transports() {
-  static const StrategyRegistry<TransportEntry> registry(
-      {&kBlockingTransport, &kNonblockingTransport});
+  static const StrategyRegistry<TransportEntry> registry({
+      &kBlockingTransport,
+      &kNonblockingTransport,
+#ifdef PETACOMM_SWEEP3D_NODE
+      &kNodeTransport,
+#endif
+  });
   return registry;
 }
 
