@@ -25,7 +25,8 @@ def test_bench_sweep3d_over_block_sizes_uses_the_machine_model(tmp_path):
     model = write_model(tmp_path / "model.json")
     done = run_cli(
         "bench", "sweep3d", "-n", "2", "--grid", "8x6x4", "--mk", "1,2,4", "--iterations", "1",
-        "--rounds", "1", "--model", tmp_path / "model.json", "--json", tmp_path / "bench.json",
+        "--rounds", "1", "--node-sizes", "0,1", "--model", tmp_path / "model.json",
+        "--json", tmp_path / "bench.json",
     )  # fmt: skip
     assert done.returncode == 0, done.describe()
     doc = json.loads((tmp_path / "bench.json").read_text())
@@ -47,6 +48,18 @@ def test_bench_sweep3d_over_block_sizes_uses_the_machine_model(tmp_path):
         assert float(match[0][3]) == pytest.approx(1e3 * row["time_per_iteration_s"], abs=6e-4)
         assert int(match[0][7]) == row["messages_per_iteration"]
     assert "best mk:" in done.stdout
+    # Flat against node-aware at the fastest mk: the whole machine is one node (every face
+    # inside it), nodes of one rank (none inside).
+    rows = doc["node_rows"]
+    assert [(r["transport"], r["node_size"]) for r in rows] == [
+        ("blocking", None), ("nonblocking", None), ("node", 0), ("node", 1),
+    ]  # fmt: skip
+    assert rows[2]["messages_in_node_per_iteration"] == rows[2]["messages_per_iteration"] > 0
+    assert rows[3]["messages_in_node_per_iteration"] == 0
+    for row in rows:
+        assert row["speedup"] == pytest.approx(
+            rows[0]["time_per_iteration_s"] / row["time_per_iteration_s"]
+        )
 
 
 @pytest.mark.mpi

@@ -16,7 +16,10 @@ def run_app_json(launcher, program: str, ranks: int, args: list[str]) -> dict:
     name = Path(program).name
     with tempfile.TemporaryDirectory(prefix=f"{name}-") as scratch:
         out = Path(scratch) / "run.json"
-        argv = launcher.command(ranks, [program, *map(str, args), "--json", str(out)])
+        # Open MPI 5 prints an osc/ucx error for every shared-memory window (the node-aware
+        # strategies create one) where UCX has no transport; the node layer does not use it.
+        extra = ["--mca", "osc", "^ucx"] if launcher.vendor == "openmpi" else []
+        argv = launcher.command(ranks, [program, *map(str, args), "--json", str(out)], extra)
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0 or not out.exists():
             lines = [ln for ln in done.stderr.splitlines() if ln.startswith(f"{name}: error:")]

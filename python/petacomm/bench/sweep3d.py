@@ -10,6 +10,10 @@ compute from a one-rank calibration, per-message cost from the machine model tha
 pipeline stages per iteration. Each mk runs ``--rounds`` times (rounds interleaved over
 the block sizes) and the fastest round of each (mk, transport) is shown: shared machines
 are noisy, compare within one run.
+
+Then, at the block size that measured fastest, the flat transports against the node-aware
+one (the node layer, node.h) at each virtual node size of ``--node-sizes`` (0: the whole
+shared-memory node; k: nodes of k ranks, so faces between them go through the gateways).
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ def register(subparsers) -> None:
         "--transports",
         default="blocking,nonblocking",
         help="transports side by side (default blocking,nonblocking)",
+    )
+    parser.add_argument(
+        "--node-sizes",
+        default="0,1,2",
+        help="virtual node sizes for the node-aware transport (0: whole node; default 0,1,2; "
+        "none: skip that table)",
     )
     parser.add_argument("--model", metavar="FILE", help="machine model (default: netbench's)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -95,6 +105,18 @@ def _fastest(docs: list[dict]) -> dict:
     return best
 
 
+def _node_sizes(text: str) -> list[int]:
+    if text == "none":
+        return []
+    try:
+        sizes = [int(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise PetacommError(f"--node-sizes: expected integers or none, got '{text}'") from None
+    if not sizes or min(sizes) < 0:
+        raise PetacommError(f"--node-sizes: expected integers >= 0 or none, got '{text}'")
+    return sizes
+
+
 def run(args) -> int:
     from petacomm.bench.native_app import run_app_json
     from petacomm.launch import find_mpiexec
@@ -106,6 +128,7 @@ def run(args) -> int:
             raise PetacommError(f"--{option}: must be >= 1, got {getattr(args, option)}")
     grid = _grid(args.grid)
     block_sizes = _block_sizes(args.mk, grid[2])
+    node_sizes = _node_sizes(args.node_sizes)
     model = load_or_default(args.model)
     if args.json:
         from petacomm.files import check_output_path
@@ -118,10 +141,15 @@ def run(args) -> int:
     common = [
         "--grid", args.grid, "--angles", args.angles, "--mmi", args.mmi,
         "--iterations", args.iterations, "--procs", args.procs,
-        "--transport", args.transports, "--message-cost", cost, "--quiet",
+        "--message-cost", cost, "--quiet",
     ]  # fmt: skip
     rounds = [
-        [run_app_json(launcher, program, args.ranks, [*common, "--mk", mk]) for mk in block_sizes]
+        [
+            run_app_json(
+                launcher, program, args.ranks, [*common, "--transport", args.transports, "--mk", mk]
+            )
+            for mk in block_sizes
+        ]
         for _ in range(args.rounds)
     ]
     runs = [_fastest([r[i] for r in rounds]) for i in range(len(block_sizes))]
@@ -179,6 +207,9 @@ def run(args) -> int:
         f"{1e3 * measured['time_per_iteration_s']:.3f} ms), predicted {predicted['mk']} "
         f"({1e3 * predicted['predicted_s']:.3f} ms)"
     )
+    node_rows = []
+    if node_sizes:
+        node_rows = _flat_vs_node(args, launcher, program, common, measured, node_sizes)
     if args.json:
         from petacomm.files import write_text_atomically
 
@@ -191,6 +222,51 @@ def run(args) -> int:
             "model_source": model.source,
             "rows": rows,
             "runs": runs,
+            "node_rows": node_rows,
         }
         write_text_atomically(args.json, json.dumps(results, indent=1) + "\n", "--json")
     return 0
+
+
+def _flat_vs_node(args, launcher, program, common, best, node_sizes) -> list[dict]:
+    """The flat transports and the node-aware one at each virtual node size, at the block size
+    that measured fastest; prints the table and returns its rows."""
+    from petacomm.bench.native_app import run_app_json
+
+    flat = [t for t in args.transports.split(",") if t and t != "node"]
+    argv = [*common, "--transport", ",".join([*flat, "node"]), "--mk", best["mk"]]
+    argv += ["--node-size", ",".join(map(str, node_sizes))]
+    doc = _fastest([run_app_json(launcher, program, args.ranks, argv) for _ in range(args.rounds)])
+    base = doc["cases"][0]
+    print(
+        f"\nflat vs node-aware at mk {best['mk']} (fastest above); node size 0: the whole "
+        "shared-memory node"
+    )
+    print(
+        f"{'transport':<12} {'node size':>9} {'ms/iter':>9} {'meas/pred':>9} {'msgs/it':>8} "
+        f"{'in node':>8} {'x ' + base['transport']:>14}"
+    )
+    rows = []
+    for case in doc["cases"]:
+        node = case["node_size"] >= 0
+        row = {
+            "transport": case["transport"],
+            "node_size": case["node_size"] if node else None,
+            "time_per_iteration_s": case["time_per_iteration_s"],
+            "measured_over_predicted": case["model"]["measured_over_predicted"],
+            "messages_per_iteration": case["messages_per_iteration"],
+            "messages_in_node_per_iteration": case["messages_in_node_per_iteration"]
+            if node
+            else None,
+            "speedup": base["time_per_iteration_s"] / case["time_per_iteration_s"],
+        }
+        rows.append(row)
+        size = ("whole" if case["node_size"] == 0 else str(case["node_size"])) if node else "-"
+        in_node = f"{row['messages_in_node_per_iteration']:8.0f}" if node else f"{'-':>8}"
+        print(
+            f"{row['transport']:<12} {size:>9} {1e3 * row['time_per_iteration_s']:9.3f} "
+            f"{row['measured_over_predicted']:9.2f} {row['messages_per_iteration']:8.0f} "
+            f"{in_node} {row['speedup']:13.2f}x"
+        )
+    print("  in node: faces sent between ranks of one (virtual) node, per iteration")
+    return rows
