@@ -36,6 +36,7 @@ test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgr
                netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libhwloc-dev hwloc libotf2-trace-dev)
 test_packages+=(libscalapack-openmpi-dev)  # MADbench
+test_packages+=(libfftw3-mpi-dev python3-mpi4py-fft)  # bench transpose's peers
 wanted=("${base_packages[@]}")
 [ "$testing" = 1 ] && wanted+=("${test_packages[@]}")
 [ "$optional" = 1 ] && wanted+=("${optional_packages[@]}")

@@ -16,6 +16,8 @@ BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.bench.node",
     "petacomm.bench.sweep3d",
     "petacomm.bench.halo",
+    "petacomm.bench.transpose",
+    "petacomm.bench.fftfilter",
 )
 
 
