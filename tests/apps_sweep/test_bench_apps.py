@@ -66,7 +66,8 @@ def test_bench_sweep3d_over_block_sizes_uses_the_machine_model(tmp_path):
 def test_bench_halo_compares_the_strategies(tmp_path):
     done = run_cli(
         "bench", "halo", "--ranks", "1,3", "--dims", "2", "--stencil", "star", "-m", "8:16",
-        "-i", "2", "-x", "0", "--json", tmp_path / "bench.json",
+        "-i", "2", "-x", "0", "--periodic", "no", "--node-sizes", "0,1",
+        "--json", tmp_path / "bench.json",
     )  # fmt: skip
     assert done.returncode == 0, done.describe()
     doc = json.loads((tmp_path / "bench.json").read_text())
@@ -74,12 +75,27 @@ def test_bench_halo_compares_the_strategies(tmp_path):
     for row in doc["rows"]:
         assert set(row["avg_us"]) == {
             "sendrecv", "nonblocking", "neighbor-cart", "neighbor-graph", "persistent",
+            "node", "node1",
         }  # fmt: skip
         assert row["best"] == min(row["avg_us"], key=row["avg_us"].get)
         assert row["speedup_over_sendrecv"] == pytest.approx(
             row["avg_us"]["sendrecv"] / row["avg_us"][row["best"]]
         )
-    assert len([ln for ln in done.stdout.splitlines() if ln.split()[:1] in (["1"], ["3"])]) == 4
+    # Two blocks of columns (5 strategies, then 2 with the best), 4 rows each, within 100
+    # columns; the app's figures in the cells.
+    lines = done.stdout.splitlines()
+    table = [ln for ln in lines if ln.split()[:1] in (["1"], ["3"]) and "ranks," not in ln]
+    assert len(table) == 8 and max(map(len, lines)) <= 100
+    for row, line in zip(doc["rows"], table[4:], strict=True):
+        cells = line.split()
+        assert [float(c) for c in cells[4:6]] == [
+            pytest.approx(row["avg_us"][v], abs=5e-3) for v in ("node", "node1")
+        ]
+    # A 3x1 open grid sends 4 faces per exchange: all inside the one machine, none inside
+    # nodes of one rank.
+    assert "3 ranks, 3x1 star: messages in node per exchange (of 4): node 4, node1 0" in map(
+        str.strip, lines
+    )
 
 
 def test_bench_refusals_name_the_argument(tmp_path):
@@ -91,6 +107,11 @@ def test_bench_refusals_name_the_argument(tmp_path):
         "bench", "halo", "--ranks", "1,2", "--mapping", mapping, names="--mapping",
         inputs=[mapping],
     )  # fmt: skip
+
+    expect_clean_error("bench", "halo", "--node-sizes", "2,-1", names=("--node-sizes", "-1"))
+    expect_clean_error(
+        "bench", "halo", "--node-sizes", "none", "--variants", "node", names="--node-sizes"
+    )
 
 
 @pytest.mark.mpi

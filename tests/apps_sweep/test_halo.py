@@ -1,8 +1,10 @@
-"""petacomm-halo: every strategy at 1, 2, 3, 4, 7 and 8 ranks on 1-, 2- and 3-D grids, star
-and box, open and periodic (the app checks every received face of every exchange and
-fails otherwise); the neighbours it exchanged with equal petacomm's pattern module's; mapping
-files written by `petacomm map` are read back in both modes; the JSON pattern round-trips
-through `petacomm map --pattern-file`; bad input is refused on every rank."""
+"""petacomm-halo: every strategy (the node-aware one at virtual node sizes) at 1, 2, 3, 4, 7
+and 8 ranks on 1-, 2- and 3-D grids, star and box, open and periodic (the app checks every
+received face of every exchange and fails otherwise); the neighbours it exchanged with equal
+petacomm's pattern module's, the messages kept within a node an enumeration's; mapping files
+written by `petacomm map` are read back in both modes (the node layer's nodes then follow the
+mapping); the JSON pattern round-trips through `petacomm map --pattern-file`; bad input is
+refused on every rank."""
 
 from __future__ import annotations
 
@@ -17,7 +19,13 @@ from cli_harness import run_cli
 from mpi_harness import mpi_test_env, mpiexec_argv
 
 HALO = "petacomm-halo"
-VARIANTS = ("sendrecv", "nonblocking", "neighbor-cart", "neighbor-graph", "persistent")
+# Virtual node sizes of the node-aware variant: the whole machine, one rank per node (every
+# face between ranks through two gateways) and 3 (uneven nodes, some faces inside).
+NODE_SIZES = (0, 1, 3)
+VARIANTS = (
+    "sendrecv", "nonblocking", "neighbor-cart", "neighbor-graph", "persistent",
+    *(f"node{k or ''}" for k in NODE_SIZES),
+)  # fmt: skip
 SIZES = (1, 8, 100)
 WARMUP, ITERATIONS = 1, 2
 
@@ -46,6 +54,15 @@ def self_messages(dims, periodic, stencil):
     return count * ranks
 
 
+def messages_in_node(edges, selfs, node_size):
+    """Messages of one exchange between ranks of one virtual node (self-messages included):
+    rank r is on node r // node_size of the one machine (0: all on one node)."""
+    inside = sum(
+        c for (a, b), c in edges.items() if node_size == 0 or a // node_size == b // node_size
+    )
+    return inside + selfs
+
+
 def halo_args(tmp_path, *extra):
     return [
         "--sizes", ",".join(map(str, SIZES)), "-x", WARMUP, "-i", ITERATIONS,
@@ -59,6 +76,7 @@ def test_every_strategy_delivers_every_face(ranks, tmp_path):
     from petacomm.topology.pattern_language import parse_pattern
 
     args = halo_args(tmp_path, "--dims", "1,2,3", "--stencil", "star,box", "--periodic", "no,yes")
+    args += ["--node-size", ",".join(map(str, NODE_SIZES))]
     done = run_app(HALO, ranks, *args, "-f")
     doc = json.loads((tmp_path / "halo.json").read_text())
     assert len(doc["configurations"]) == 12
@@ -86,6 +104,12 @@ def test_every_strategy_delivers_every_face(ranks, tmp_path):
             # Every face sent is received once per exchange, and each was checked.
             assert row["faces_verified"] == (WARMUP + ITERATIONS) * (sum(edges.values()) + selfs)
             assert row["min_us"] <= row["avg_us"] <= row["max_us"]
+            if row["variant"].startswith("node"):
+                k = row["node_size"]
+                assert row["variant"] == f"node{k or ''}"
+                assert row["messages_in_node_per_exchange"] == messages_in_node(edges, selfs, k)
+            else:
+                assert "messages_in_node_per_exchange" not in row
     assert doc["pattern"].startswith("phase c1 ")
     tables = sum(len(c["results"]) for c in doc["configurations"]) // len(SIZES)
     assert done.stdout.count("Avg Latency(us)") == tables  # -f: one table per strategy
@@ -129,7 +153,9 @@ def expected_placement(network, cores, ranks):
 def test_mapping_written_by_petacomm_map_places_the_ranks(fmt, network, cores, grid, tmp_path):
     pattern = f"grid2d {grid} star 64"
     mapping = write_map(tmp_path, fmt, network, cores, pattern)
-    args = halo_args(tmp_path, "--grid", grid, "--mapping", mapping, "--variants", "nonblocking")
+    args = halo_args(tmp_path, "--grid", grid, "--mapping", mapping)
+    # Virtual nodes of the file's cores per node: the node layer's nodes are the mapping's.
+    args += ["--variants", "nonblocking,node", "--node-size", cores]
     run_app(HALO, 8, *args)
     doc = json.loads((tmp_path / "halo.json").read_text())
     node, core = expected_placement(network, cores, 8)
@@ -147,6 +173,9 @@ def test_mapping_written_by_petacomm_map_places_the_ranks(fmt, network, cores, g
     config = doc["configurations"][0]
     between_nodes = sum(c for (a, b), c in edges.items() if node[a] != node[b])
     assert config["internode_messages_per_exchange"] == between_nodes
+    for row in config["results"]:
+        if row["variant"] == f"node{cores}":
+            assert row["messages_in_node_per_exchange"] == sum(edges.values()) - between_nodes
     # The pattern read back by petacomm map is the one measured.
     again = run_cli(
         "map", "--network", network, "--cores-per-node", cores,
@@ -156,6 +185,26 @@ def test_mapping_written_by_petacomm_map_places_the_ranks(fmt, network, cores, g
     mapped = json.loads(again.stdout)
     assert mapped["pattern"] == f"grid2d {grid} open star {max(SIZES)}"
     assert mapped["nranks"] == 8
+
+
+@pytest.mark.mpi
+def test_node_layer_nodes_follow_a_mapping_across_the_logical_order(tmp_path):
+    # Logical ranks r and r + 4 share a node: no node holds logical neighbours of a 4x2 open
+    # star grid (ranks 2x + y), while nodes of consecutive logical ranks would hold 8 faces.
+    node = [r % 4 for r in range(8)]
+    mapping = tmp_path / "map.csv"
+    mapping.write_text("rank,node,core\n" + "".join(f"{r},{node[r]},{r // 4}\n" for r in range(8)))
+    args = halo_args(tmp_path, "--grid", "4x2", "--mapping", mapping, "--variants", "node")
+    run_app(HALO, 8, *args, "--node-size", "2,4")
+    config = json.loads((tmp_path / "halo.json").read_text())["configurations"][0]
+    edges = pattern_edges((4, 2), (0, 0), "star")
+    inside = {2: sum(c for (a, b), c in edges.items() if node[a] == node[b])}
+    # Nodes of 4 launched ranks hold two of the file's nodes: logical ranks {0, 1, 4, 5} etc.
+    inside[4] = sum(c for (a, b), c in edges.items() if node[a] // 2 == node[b] // 2)
+    assert (inside[2], inside[4]) == (0, 8)
+    assert config["internode_messages_per_exchange"] == sum(edges.values())
+    found = {r["node_size"]: r["messages_in_node_per_exchange"] for r in config["results"]}
+    assert found == inside
 
 
 @pytest.mark.mpi
@@ -194,6 +243,8 @@ BAD_ARGUMENTS = [
     (["--dims", "2", "--periodic", "101"], ("--periodic", "101")),
     (["--mapping", "/nonexistent/map.csv"], ("--mapping", "/nonexistent/map.csv")),
     (["-m", "8", "--sizes", "8,16"], ("--sizes", "-m")),
+    (["--variants", "sendrecv", "--node-size", "2"], ("--node-size", "node")),
+    (["--node-size", "2,-1"], ("--node-size", "-1")),
 ]
 
 

@@ -1,7 +1,8 @@
-"""petacomm-sweep3d: the scalar flux of every Px x Py decomposition and both flat transports
-equals a plain serial sweep (sweep3d_reference.py) to 1e-12; message counts, the pipeline
-model and its fill-stage count are checked against independent computations; bad
-parameters are refused on every rank with one line naming the argument."""
+"""petacomm-sweep3d: the scalar flux of every Px x Py decomposition and every transport (flat
+MPI blocking and non-blocking, node-aware at virtual node sizes) equals a plain serial sweep
+(sweep3d_reference.py) to 1e-12; message counts, faces sent within a node, the pipeline model
+and its fill-stage count are checked against independent computations; bad parameters are
+refused on every rank with one line naming the argument."""
 
 from __future__ import annotations
 

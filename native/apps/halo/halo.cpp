@@ -25,6 +25,7 @@ constexpr int kSchemaVersion = 1;
 constexpr const char *kProgram = "petacomm-halo";
 constexpr long long kMaxMessage = 64LL << 20;  // x 26 faces stays within MPI's int counts
 constexpr long long kMaxEdgesInJson = 1000000;
+constexpr std::size_t kColumns = 100;  // terminal tables stay within this width
 
 struct Options {
   std::vector<int> dims{2};
@@ -32,6 +33,7 @@ struct Options {
   std::vector<std::string> stencils{"star"};
   std::vector<std::string> periodic{"no"};
   std::vector<std::string> variants;  // empty: all
+  std::vector<int> node_sizes{0};     // node-aware variants run once per size (0: whole node)
   std::string size_range = "8:64K", size_list;
   int iterations = 100, warmup = 10;
   bool full = false;
@@ -102,12 +104,21 @@ ArgParser make_parser(Options &o, bool *sizes_given_twice) {
            });
   p.section("strategies and sizes");
   p.option("--variants", "LIST",
-           "sendrecv, nonblocking, neighbor-cart, neighbor-graph,\npersistent (default: all "
+           "sendrecv, nonblocking, neighbor-cart, neighbor-graph,\npersistent, node (default: all "
            "that apply)",
            [&](const std::string &v) {
              o.variants = split_list(v);
              PETACOMM_CHECK_ARG(!o.variants.empty(), "--variants: empty list");
              for (const auto &name : o.variants) exchanges().require("--variants", name);
+           });
+  p.option("--node-size", "LIST",
+           "ranks per virtual node for the node variant (node.h), one\nrun each: 0 = the whole "
+           "shared-memory node, k = nodes\nof k ranks (default 0)",
+           [&](const std::string &v) {
+             o.node_sizes.clear();
+             for (const auto &item : split_list(v))
+               o.node_sizes.push_back(static_cast<int>(parse_int("--node-size", item, 0, 1 << 20)));
+             PETACOMM_CHECK_ARG(!o.node_sizes.empty(), "--node-size: empty list");
            });
   p.option("-m", "[MIN:]MAX", "message sizes in bytes, doubling (K, M suffixes; default\n8:64K)",
            [&](const std::string &v) {
@@ -204,6 +215,33 @@ std::vector<Configuration> configurations(const Options &o, int ranks, bool dims
   return out;
 }
 
+// One strategy as run: node-aware ones once per virtual node size ("node", "node2").
+struct Variant {
+  std::string name;
+  int node_size = -1;  // -1: the strategy knows no nodes
+  std::string label() const { return node_size > 0 ? name + std::to_string(node_size) : name; }
+};
+
+// The strategies to run, in order; node-aware ones once per --node-size.
+std::vector<Variant> variants_of(const Options &o, bool node_size_given) {
+  std::vector<std::string> names = o.variants;
+  if (names.empty())
+    for (const auto *e : exchanges().entries()) names.emplace_back(e->about.name);
+  std::vector<Variant> out;
+  for (const std::string &name : names) {
+    if (!exchanges().require("--variants", name).uses_node_size) {
+      out.push_back({name});
+      continue;
+    }
+    for (int k : o.node_sizes) out.push_back({name, k});
+  }
+  const bool any =
+      std::any_of(out.begin(), out.end(), [](const Variant &v) { return v.node_size >= 0; });
+  PETACOMM_CHECK_ARG(!node_size_given || any,
+                     "--node-size: no variant of this run uses nodes (add node to --variants)");
+  return out;
+}
+
 // Collective: the lowest failing rank's message (empty when no rank failed).
 std::string first_failure(const std::string &local, MPI_Comm comm) {
   try {
@@ -280,10 +318,12 @@ Placement place_ranks(const Options &o, MPI_Comm world) {
 }
 
 struct Row {
-  std::string variant;
+  std::string variant;  // its label
+  int node_size = -1;
   long long bytes = 0;
   double avg_us = 0, min_us = 0, max_us = 0;
   long long faces_verified = 0;
+  long long messages_in_node = -1;  // per exchange, all ranks (node-aware variants)
 };
 
 struct ConfigResult {
@@ -319,22 +359,26 @@ void count_messages(ConfigResult &r, const Placement &placement, int ranks) {
 }
 
 // Runs one strategy at one size; returns the verification failure of this rank, if any.
+// After a failure the exchanges go on unchecked, so every rank makes the same collective
+// calls and the failure is reported together.
 std::string run_strategy(const ExchangeEntry &entry, const HaloSetup &setup, const Options &o,
                          const Neighbours &n, int me, Row &row) {
   const std::size_t faces = n.offsets.size(), bytes = setup.bytes;
   std::unique_ptr<HaloExchange> exchange = entry.make(setup);
+  unsigned char *send = exchange->send_buffer(setup), *recv = exchange->recv_buffer(setup);
   double spent = 0;
   std::string failure;
-  for (int e = 0; e < o.warmup + o.iterations && failure.empty(); ++e) {
+  const int exchanges = o.warmup + o.iterations;
+  for (int e = 0; e < exchanges; ++e) {
     for (std::size_t k = 0; k < faces; ++k)
-      if (n.send_to[k] >= 0) fill_face(setup.send + k * bytes, bytes, me, static_cast<int>(k), e);
-    std::fill(setup.recv, setup.recv + faces * bytes, kUntouched);
-    PETACOMM_APP_MPI(MPI_Barrier(setup.comm));
+      if (n.send_to[k] >= 0) fill_face(send + k * bytes, bytes, me, static_cast<int>(k), e);
+    std::fill(recv, recv + faces * bytes, kUntouched);
+    exchange->synchronize(setup.comm);
     const double t = MPI_Wtime();
     exchange->exchange();
     if (e >= o.warmup) spent += MPI_Wtime() - t;
     for (std::size_t k = 0; k < faces && failure.empty(); ++k) {
-      const unsigned char *face = setup.recv + k * bytes;
+      const unsigned char *face = recv + k * bytes;
       std::string wrong;
       if (n.recv_from[k] >= 0) {
         wrong = check_face(face, bytes, n.recv_from[k], static_cast<int>(k), e);
@@ -352,6 +396,8 @@ std::string run_strategy(const ExchangeEntry &entry, const HaloSetup &setup, con
     }
   }
   row.avg_us = 1e6 * spent / o.iterations;
+  const long long in_node = exchange->messages_in_node();
+  row.messages_in_node = in_node < 0 ? -1 : in_node / exchanges;
   return failure;
 }
 
@@ -373,18 +419,34 @@ void print_config(const Options &o, int ranks, const ConfigResult &r, const Plac
   std::printf("\n");
   for (const auto &[name, why] : r.skipped)
     std::printf("# %s: not run (%s)\n", name.c_str(), why.c_str());
-  std::printf("%-10s", "# Size");
-  for (const auto &v : r.variants) std::printf(" %17s", (v + "(us)").c_str());
-  std::printf("\n");
   std::vector<long long> sizes;
   for (const Row &row : r.rows)
     if (std::find(sizes.begin(), sizes.end(), row.bytes) == sizes.end()) sizes.push_back(row.bytes);
-  for (long long s : sizes) {
-    std::printf("%-10lld", s);
-    for (const auto &v : r.variants)
-      for (const Row &row : r.rows)
-        if (row.bytes == s && row.variant == v) std::printf(" %17.2f", row.avg_us);
+  // One column per variant; as many tables as it takes to stay within kColumns.
+  std::size_t first = 0;
+  while (first < r.variants.size()) {
+    std::size_t last = first, width = 10;
+    for (; last < r.variants.size(); ++last) {
+      const std::size_t column = 1 + std::max<std::size_t>(r.variants[last].size() + 4, 10);
+      if (last > first && width + column > kColumns) break;
+      width += column;
+    }
+    std::printf("%-10s", "# Size");
+    for (std::size_t v = first; v < last; ++v)
+      std::printf(" %*s", static_cast<int>(std::max<std::size_t>(r.variants[v].size() + 4, 10)),
+                  (r.variants[v] + "(us)").c_str());
     std::printf("\n");
+    for (long long size : sizes) {
+      std::printf("%-10lld", size);
+      for (std::size_t v = first; v < last; ++v)
+        for (const Row &row : r.rows)
+          if (row.bytes == size && row.variant == r.variants[v])
+            std::printf(" %*.2f",
+                        static_cast<int>(std::max<std::size_t>(r.variants[v].size() + 4, 10)),
+                        row.avg_us);
+      std::printf("\n");
+    }
+    first = last;
   }
   if (o.full)
     for (const auto &v : r.variants) {
@@ -395,6 +457,14 @@ void print_config(const Options &o, int ranks, const ConfigResult &r, const Plac
           std::printf("%-10lld %16.2f %16.2f %16.2f %10d\n", row.bytes, row.avg_us, row.min_us,
                       row.max_us, o.iterations);
     }
+  for (const auto &v : r.variants)
+    for (const Row &row : r.rows)
+      if (row.variant == v && row.messages_in_node >= 0) {
+        std::printf("# %s: %lld of the %lld messages per exchange within a node (node size %s)\n",
+                    v.c_str(), row.messages_in_node, r.messages + r.self_messages,
+                    row.node_size > 0 ? std::to_string(row.node_size).c_str() : "whole");
+        break;
+      }
   long long verified = 0;
   for (const Row &row : r.rows) verified += row.faces_verified;
   std::printf(
@@ -473,7 +543,7 @@ void write_json(const Options &o, int ranks, const std::vector<ConfigResult> &re
     for (const auto &[name, why] : r.skipped)
       j.begin_object().field("variant", name).field("reason", why).end_object();
     j.end_array().begin_array("results");
-    for (const Row &row : r.rows)
+    for (const Row &row : r.rows) {
       j.begin_object()
           .field("variant", row.variant)
           .field("bytes", static_cast<std::int64_t>(row.bytes))
@@ -481,8 +551,13 @@ void write_json(const Options &o, int ranks, const std::vector<ConfigResult> &re
           .field("avg_us", row.avg_us)
           .field("min_us", row.min_us)
           .field("max_us", row.max_us)
-          .field("faces_verified", static_cast<std::int64_t>(row.faces_verified))
-          .end_object();
+          .field("faces_verified", static_cast<std::int64_t>(row.faces_verified));
+      if (row.node_size >= 0)
+        j.field("node_size", row.node_size)
+            .field("messages_in_node_per_exchange",
+                   static_cast<std::int64_t>(row.messages_in_node));
+      j.end_object();
+    }
     j.end_array().end_object();
   }
   j.end_array().end_object();
@@ -501,6 +576,7 @@ int run(int argc, char **argv) {
   bool help = false;
   std::vector<Configuration> configs;
   std::vector<long long> sizes;
+  std::vector<Variant> variants;
   try {
     help = !parser.parse(argc, argv);
     if (!help) {
@@ -508,6 +584,7 @@ int run(int argc, char **argv) {
                          "--sizes: not with -m (give the sizes one way)");
       sizes = message_sizes(o);
       configs = configurations(o, ranks, parser.given("--dims"));
+      variants = variants_of(o, parser.given("--node-size"));
       if (world_rank == 0) check_parent_writable(o.json, "--json");
     }
   } catch (const Error &e) {
@@ -522,9 +599,6 @@ int run(int argc, char **argv) {
   MPI_Comm comm = placement.comm;
   int me = 0;
   PETACOMM_APP_MPI(MPI_Comm_rank(comm, &me));
-  std::vector<std::string> names = o.variants;
-  if (names.empty())
-    for (const auto *e : exchanges().entries()) names.emplace_back(e->about.name);
   const long long largest = *std::max_element(sizes.begin(), sizes.end());
 
   std::vector<ConfigResult> results;
@@ -537,19 +611,23 @@ int run(int argc, char **argv) {
     const std::size_t faces = n.offsets.size();
     std::vector<unsigned char> send(faces * static_cast<std::size_t>(largest));
     std::vector<unsigned char> recv(send.size());
-    for (const std::string &name : names) {
-      const ExchangeEntry &entry = exchanges().require("--variants", name);
-      HaloSetup setup{comm, &config.grid, config.stencil, &n, 0, send.data(), recv.data()};
+    for (const Variant &variant : variants) {
+      const ExchangeEntry &entry = exchanges().require("--variants", variant.name);
+      HaloSetup setup{comm, &config.grid, config.stencil, &n,
+                      0,    send.data(),  recv.data(),    std::max(variant.node_size, 0)};
+      setup.launched = world;
+      if (placement.mapped) setup.launched_rank = &placement.launched_rank;
       const std::string why = entry.not_applicable(setup);
       if (!why.empty()) {
-        r.skipped.emplace_back(name, why);
+        r.skipped.emplace_back(variant.label(), why);
         continue;
       }
-      r.variants.push_back(name);
+      r.variants.push_back(variant.label());
       for (long long bytes : sizes) {
         setup.bytes = static_cast<std::size_t>(bytes);
         Row row;
-        row.variant = name;
+        row.variant = variant.label();
+        row.node_size = variant.node_size;
         row.bytes = bytes;
         failure = first_failure(run_strategy(entry, setup, o, n, me, row), comm);
         double mine[2] = {row.avg_us, -row.avg_us}, extreme[2] = {0, 0}, sum = 0;
@@ -558,6 +636,12 @@ int run(int argc, char **argv) {
         PETACOMM_APP_MPI(MPI_Reduce(&row.avg_us, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, comm));
         PETACOMM_APP_MPI(
             MPI_Reduce(&row.faces_verified, &verified, 1, MPI_LONG_LONG, MPI_SUM, 0, comm));
+        if (row.messages_in_node >= 0) {
+          long long in_node = 0;
+          PETACOMM_APP_MPI(
+              MPI_Reduce(&row.messages_in_node, &in_node, 1, MPI_LONG_LONG, MPI_SUM, 0, comm));
+          row.messages_in_node = in_node;
+        }
         row.max_us = extreme[0];
         row.min_us = -extreme[1];
         row.avg_us = sum / ranks;

@@ -26,3 +26,17 @@ def run_app_json(launcher, program: str, ranks: int, args: list[str]) -> dict:
             why = lines[0] if lines else (done.stderr or done.stdout).strip()[-2000:]
             raise PetacommError(f"{name} on {ranks} ranks failed (exit {done.returncode}): {why}")
         return json.loads(out.read_text())
+
+
+def node_sizes_option(text: str) -> list[int]:
+    """``--node-sizes``: virtual node sizes of the node-aware variants (0: the whole node);
+    ``none``: no node-aware runs."""
+    if text == "none":
+        return []
+    try:
+        sizes = [int(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise PetacommError(f"--node-sizes: expected integers or none, got '{text}'") from None
+    if not sizes or min(sizes) < 0:
+        raise PetacommError(f"--node-sizes: expected integers >= 0 or none, got '{text}'")
+    return sizes

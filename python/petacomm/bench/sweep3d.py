@@ -105,20 +105,8 @@ def _fastest(docs: list[dict]) -> dict:
     return best
 
 
-def _node_sizes(text: str) -> list[int]:
-    if text == "none":
-        return []
-    try:
-        sizes = [int(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        raise PetacommError(f"--node-sizes: expected integers or none, got '{text}'") from None
-    if not sizes or min(sizes) < 0:
-        raise PetacommError(f"--node-sizes: expected integers >= 0 or none, got '{text}'")
-    return sizes
-
-
 def run(args) -> int:
-    from petacomm.bench.native_app import run_app_json
+    from petacomm.bench.native_app import node_sizes_option, run_app_json
     from petacomm.launch import find_mpiexec
     from petacomm.model.machine import load_or_default
     from petacomm.native import program_path
@@ -128,7 +116,7 @@ def run(args) -> int:
             raise PetacommError(f"--{option}: must be >= 1, got {getattr(args, option)}")
     grid = _grid(args.grid)
     block_sizes = _block_sizes(args.mk, grid[2])
-    node_sizes = _node_sizes(args.node_sizes)
+    node_sizes = node_sizes_option(args.node_sizes)
     model = load_or_default(args.model)
     if args.json:
         from petacomm.files import check_output_path
