@@ -213,7 +213,7 @@ def test_netbench_recovers_the_simulated_link(tmp_path, smpi_tree):
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_netbench_collectives_recover_the_simulated_bandwidth(tmp_path, smpi_tree):
-    raw = _smpi_netbench(tmp_path, smpi_tree, STAR, 4, "pingpong,allgather,alltoall")
+    raw = _smpi_netbench(tmp_path, smpi_tree, STAR, 4, "pingpong,allgather,alltoall,bcast")
     model_file = tmp_path / "model.json"
     done = run_cli("netbench", "--raw", raw, "-o", model_file, "--json")
     assert done.returncode == 0, done.describe()
@@ -231,3 +231,8 @@ def test_netbench_collectives_recover_the_simulated_bandwidth(tmp_path, smpi_tre
         assert 1 / op_beta == pytest.approx(BANDWIDTH_B_S, rel=TOLERANCE), op
         measured = next(pt for pt in model.operations[op].points if pt.nbytes == 1 << 20)
         assert model.predict(op, 1 << 20, 4) == pytest.approx(measured.median_s, rel=TOLERANCE)
+    # A collective's time is the slowest rank's: a broadcast is not over before the data
+    # reached the other ranks, which takes at least one message (two links) of n bytes. The
+    # root alone can be done at once (small sends complete before they are received).
+    for point in model.operations["bcast"].points:
+        assert point.min_s >= LATENCY_S + point.nbytes / BANDWIDTH_B_S, point

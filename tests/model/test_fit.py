@@ -1,5 +1,8 @@
 """Hockney fits on synthetic data with known parameters."""
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 
@@ -79,3 +82,86 @@ def test_coefficients_never_negative():
 def test_bad_input(n, t, message):
     with pytest.raises(PetacommError, match=message):
         fit_line(n, t)
+
+
+def test_breakpoint_next_to_either_end_is_found():
+    # A piece needs min_points (3) points; cuts 3 points from the start or from the end are
+    # valid and, on exact two-line data, the only fits with no residual.
+    low, high = (0.5e-6, 1 / 2.0e9), (8.0e-6, 1 / 10.0e9)
+    for cut in (3, SIZES.size - 3):
+        t = np.where(np.arange(SIZES.size) < cut, *(a + b * SIZES for a, b in (low, high)))
+        pieces = fit_piecewise(SIZES, t, max_pieces=2)
+        assert [p.from_bytes for p in pieces] == [8, int(SIZES[cut])], cut
+        assert [p.points for p in pieces] == [cut, SIZES.size - cut]
+
+
+def _line(piece):  # (from_bytes, to_bytes) -> a LineFit covering that range
+    from petacomm.model.fit import LineFit
+
+    return LineFit(1e-6, 1e-9, 1.0, piece[0], piece[1], 3, 0.0)
+
+
+def test_piece_for_at_and_around_the_breakpoints():
+    # The documented rule: the piece whose range starts at or below the size; below the
+    # first piece the first one, above the last the last one.
+    pieces = [_line((64, 4096)), _line((8192, 65536)), _line((131072, 1 << 20))]
+    expected = {1: 0, 64: 0, 8191: 0, 8192: 1, 100000: 1, 131071: 1, 131072: 2, 1 << 30: 2}
+    for size, index in expected.items():
+        assert piece_for(pieces, size) is pieces[index], size
+
+
+def _relative_sse(x, y) -> float:
+    """Smallest sum of ((y - alpha - beta x) / y)^2 over alpha, beta >= 0: the unconstrained
+    least-squares solution when it is non-negative, else the best fit on a boundary (one
+    coefficient zero, the other its one-variable optimum clamped at zero)."""
+    columns = np.column_stack([1 / y, x / y])  # each row scaled by 1/t
+    ones = np.ones_like(y)
+    candidates = [np.zeros(2)]
+    for j in range(2):
+        c = np.zeros(2)
+        c[j] = max(0.0, float(columns[:, j] @ ones / (columns[:, j] @ columns[:, j])))
+        candidates.append(c)
+    both, *_ = np.linalg.lstsq(columns, ones, rcond=None)
+    if np.all(both >= 0):
+        candidates.append(both)
+    return min(float(np.sum((ones - columns @ c) ** 2)) for c in candidates)
+
+
+def _reference_pieces(n, t, max_pieces=3, min_points=3, resolution=1e-3):
+    """The module's documented model choice, re-derived plainly: every split into contiguous
+    runs of >= min_points points, each run fitted by non-negative least squares on relative
+    error, scored by
+    BIC = N log(max(SSE/N, resolution^2)) + (2 per line + 1 per breakpoint) log N; the lowest
+    score wins (fewer pieces on ties). Returns the first size of each piece."""
+    best = None
+    count = len(n)
+    for pieces in range(1, max_pieces + 1):
+        for cuts in itertools.combinations(range(1, count), pieces - 1):
+            bounds = (0, *cuts, count)
+            runs = list(zip(bounds[:-1], bounds[1:], strict=True))
+            if any(b - a < min_points for a, b in runs):
+                continue
+            sse = sum(_relative_sse(n[a:b], t[a:b]) for a, b in runs)
+            parameters = 2 * pieces + (pieces - 1)
+            score = count * math.log(max(sse / count, resolution**2))
+            score += parameters * math.log(count)
+            if best is None or score < best[0] - 1e-9:
+                best = (score, [int(n[a]) for a, _ in runs])
+    return best[1]
+
+
+def test_number_of_pieces_follows_the_documented_criterion():
+    # Two protocols whose difference ranges from invisible to obvious under 1 % noise: the
+    # choice between one, two or three pieces is close for many of these, so the penalty per
+    # line and per breakpoint, the resolution floor and the allowed cuts all decide some.
+    rng = np.random.default_rng(11)
+    sizes = 2.0 ** np.arange(3, 17)  # 14 sizes
+    chosen = []
+    for step in np.geomspace(0.002, 0.5, 24):
+        alpha, beta = 2e-6, 1 / 5e9
+        t = alpha + beta * sizes
+        t = np.where(sizes >= 2048, t * (1 + step), t) * (1 + rng.normal(0, 0.01, sizes.size))
+        pieces = fit_piecewise(sizes, t)
+        chosen.append(len(pieces))
+        assert [p.from_bytes for p in pieces] == _reference_pieces(sizes, t), step
+    assert len(set(chosen)) > 1, chosen  # the data do exercise the choice

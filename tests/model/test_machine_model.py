@@ -75,6 +75,28 @@ def test_unmeasured_collective_falls_back_to_point_to_point():
     assert model.predict("alltoall", 0, 1) == 0
 
 
+def test_point_to_point_figures_come_from_across_nodes_when_measured():
+    # Within a node 0.5 us and 20 GB/s, across nodes 2 us and 5 GB/s (one piece each): the
+    # network's figures are the inter-node ones whenever they were measured.
+    from petacomm.model.machine import MachineModel, OperationModel, Piece
+
+    def op(name, alpha, beta):
+        return OperationModel(name, 2, [Piece(8, 1 << 20, alpha, beta, 1.0, 10)])
+
+    intra, inter = op("pingpong.intra", 0.5e-6, 1 / 20e9), op("pingpong.inter", 2e-6, 1 / 5e9)
+    both = MachineModel({"pingpong.intra": intra, "pingpong.inter": inter})
+    assert both.point_to_point_operation() == "pingpong.inter"
+    assert both.alpha_beta("pingpong", 4096) == (2e-6, 1 / 5e9)
+    assert both.predict("pingpong", 4096) == pytest.approx(2e-6 + 4096 / 5e9)
+    assert both.message_time(4096) == pytest.approx(2e-6 + 4096 / 5e9)
+    assert both.point_to_point_pieces() == inter.pieces
+    # An unmeasured collective falls back to the same figures: ring allgather, 7 steps.
+    assert both.predict("allgather", 1000, 8) == pytest.approx(7 * 2e-6 + 7 * 1000 / 5e9)
+    alone = MachineModel({"pingpong.intra": intra})
+    assert alone.point_to_point_operation() == "pingpong.intra"
+    assert alone.predict("pingpong", 4096) == pytest.approx(0.5e-6 + 4096 / 20e9)
+
+
 def test_formulas():
     assert collectives.coefficients("allreduce", 8) == (6.0, 1.75)
     assert collectives.coefficients("allgather", 5) == (4.0, 4.0)

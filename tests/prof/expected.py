@@ -142,6 +142,15 @@ def requests_pattern(
         rec(r, "post", "MPI_Irecv", 32, 1, left)  # completed in "complete": posted here
         rec(r, "post", "MPI_Isend", 32, 1, right)
         rec(r, "complete", "MPI_Waitall", 0, 1)
+        # persistent: each *_init once with no bytes where it was called, each activation
+        # in the region of the MPI_Startall that started it
+        for call, partner in (("MPI_Recv_init", left), ("MPI_Send_init", right)):
+            calls[("init", call, 56)][0] += 1
+            peers[(r, call, partner)][0] += 1
+            rec(r, "start", f"{call}:start", 56, 3, partner)
+        rec(r, "start", "MPI_Startall", 0, 3)
+        rec(r, "start", "MPI_Waitall", 0, 3)
+        rec(r, "start", "MPI_Request_free", 0, 2)
         rec(r, "(program)", "MPI_Allreduce", 4, 1)
         if io:
             rec(r, "io", "MPI_File_open", 0, 1)

@@ -77,6 +77,28 @@ def test_intra_node_bytes_by_hierarchy_level():
         )
 
 
+def test_bytes_by_hierarchy_level_accumulate_over_phases_and_repeats():
+    # Two nodes of 4 cores (packages {0,1} and {2,3}); TX puts ranks 0-3 on node 0, 4-7 on 1.
+    # Phase A (x3): 0->1 10 B (same package), 0->2 20 B (other package).
+    # Phase B (x2): 5->4 7 B (same package), 4->6 5 B (other package), 0->4 40 B (off node).
+    net = parse_network("torus:2:t=4")
+    a = Phase("A", [0, 0], [1, 2], [10, 20], repeat=3)
+    b = Phase("B", [5, 4, 0], [4, 6, 4], [7, 5, 40], repeat=2)
+    m = evaluate_mapping(
+        net,
+        parse_routing("dor", net),
+        CommPattern(8, [a, b]),
+        permutation_mapping("TX", net, 8),
+        hierarchy=parse_synthetic("package:2 core:2"),
+    )
+    assert m.intra_node_bytes_by_level == {
+        "across package": 3 * 20 + 2 * 5,
+        "within package": 3 * 10 + 2 * 7,
+        "within core": 0.0,
+    }
+    assert m.intra_node_bytes == 3 * 30 + 2 * 12 and m.inter_node_bytes == 2 * 40
+
+
 @pytest.mark.parametrize("routing", ["dor", "adaptive", "adaptive:paths"])
 def test_worked_example_tzxy_beats_txyz(routing):
     # 128x128 box stencil on 8x16x32 with 4 cores/node. TZXY lays a logical row of 128 along

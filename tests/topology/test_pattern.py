@@ -115,6 +115,24 @@ def test_syntax_errors_give_line_column_expected(text, line, column, expected):
     assert str(err.value).startswith(f"pattern line {line}, column {column}: expected")
 
 
+def test_phases_fold_with_their_repeat_counts():
+    # Phase A (x3): 0->1 10 B, 1->2 20 B. Phase B (x2): 0->1 5 B, 2->2 7 B (to itself).
+    a = pat.Phase("A", [0, 1], [1, 2], [10, 20], repeat=3)
+    b = pat.Phase("B", [0, 2], [1, 2], [5, 7], repeat=2)
+    p = pat.CommPattern(3, [a, b])
+    assert p.num_messages == 2 * 3 + 2 * 2
+    want = np.zeros((3, 3))
+    want[0, 1], want[1, 2], want[2, 2] = 3 * 10 + 2 * 5, 3 * 20, 2 * 7
+    assert np.array_equal(p.matrix(), want)
+    src, dst, nb = p.edges()  # self-messages dropped, pairs summed over the phases
+    assert (src.tolist(), dst.tolist(), nb.tolist()) == ([0, 1], [1, 2], [40.0, 60.0])
+    # The mapping optimisers' graph: both directions of a pair summed, symmetric.
+    from petacomm.topology.mapping_search import communication_graph
+
+    graph = communication_graph(p).toarray()
+    assert np.array_equal(graph, [[0, 40, 0], [40, 0, 60], [0, 60, 0]])
+
+
 def test_default_ranks_for_ring():
     p = parse_pattern("ring 1KiB", default_ranks=5)
     assert p.nranks == 5 and p.phases[0].num_messages == 5

@@ -17,6 +17,9 @@
  *   testany    50 x [2 Irecv 48 B, 2 Isend 48 B; Testany until 4 completed]
  *   post       1 Isend 32 B and 1 Irecv 32 B posted here ...
  *   complete   ... and completed here by one Waitall: they belong to "post"
+ *   init       MPI_Recv_init 56 B from left and MPI_Send_init 56 B to right ...
+ *   start      ... 3 x [MPI_Startall of both, MPI_Waitall], then 2 MPI_Request_free: the
+ *              activations belong to "start", the region of their MPI_Startall
  *   io         with a file name argument: MPI_File_open, MPI_File_iwrite_shared of 16 ints,
  *              MPI_Wait, MPI_File_close (calls added by the recipe of docs/profiler.md)
  * Exits non-zero on a wrong result. */
@@ -128,6 +131,19 @@ int main(int argc, char **argv) {
   MPI_Pcontrol(1, "complete");
   MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
   MPI_Pcontrol(-1, "complete");
+
+  MPI_Pcontrol(1, "init");
+  MPI_Recv_init(in[0], 56, MPI_BYTE, left, 9, MPI_COMM_WORLD, &r[0]);
+  MPI_Send_init(out[0], 56, MPI_BYTE, right, 9, MPI_COMM_WORLD, &r[1]);
+  MPI_Pcontrol(-1, "init");
+  MPI_Pcontrol(1, "start");
+  for (int i = 0; i < 3; ++i) {
+    MPI_Startall(2, r);
+    MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  }
+  MPI_Request_free(&r[0]);
+  MPI_Request_free(&r[1]);
+  MPI_Pcontrol(-1, "start");
 
   if (argc > 1) {
     MPI_Pcontrol(1, "io");
