@@ -1,6 +1,6 @@
 // All-pairs exchange of shared keys, the execution of the allgather and directory
 // strategies: every holder of a key sends its value to every other holder and folds what
-// it receives in rank order. d (d - 1) values per key.
+// it receives in rank order, in place, touching only the shared keys. d (d - 1) values per key.
 #pragma once
 
 #include <mpi.h>

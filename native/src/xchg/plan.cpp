@@ -75,8 +75,6 @@ std::vector<AgreedValue> option_values(const petacomm_xchg_options &o,
   return v;
 }
 
-double us(double seconds) { return seconds * 1e6; }
-
 }  // namespace
 
 petacomm_xchg_options default_options() {
@@ -172,6 +170,7 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     deterministic_ = o.deterministic != 0;
     plan_dtype_ = o.plan_dtype;
     plan_k_ = o.plan_k;
+    plan_element_ = std::make_unique<ElementOp>(plan_dtype_, PETACOMM_XCHG_SUM, plan_k_, nullptr);
     build(o, CostModel(o.cost, p2p));
     clock.wall = now_seconds() - t0;
     clock.cpu = thread_cpu_seconds() - cpu0;
@@ -211,6 +210,17 @@ const ElementType &Plan::element_type(std::size_t bytes) {
   auto it = types_.find(bytes);
   if (it == types_.end()) it = types_.emplace(bytes, ElementType(bytes)).first;
   return it->second;
+}
+
+ExecContext Plan::context(const ElementOp &op) {
+  return ExecContext{op, element_type(op.elem_bytes()), deterministic_};
+}
+
+void *Plan::distinct_values(const ElementOp &op, void *values) {
+  if (index_.identity()) return values;
+  own_.resize(index_.unique() * op.elem_bytes());
+  index_.combine(op, values, own_.data());
+  return own_.data();
 }
 
 // Discovery, statistics, decision, build, description.
@@ -345,17 +355,17 @@ void Plan::autotune(const petacomm_xchg_options &o, BuildContext &ctx, Choice &c
 double Plan::measure(Strategy &strategy, int reps) {
   // A representative element op with the planning element; values are zeros.
   const ElementOp op(plan_dtype_, PETACOMM_XCHG_SUM, plan_k_, nullptr);
-  const ElementType &type = element_type(op.elem_bytes());
-  std::vector<char> own(index_.unique() * op.elem_bytes(), 0), result(own.size());
-  const ExecContext ctx{op, type, deterministic_};
-  strategy.begin(ctx, own.data());
-  strategy.end(ctx, own.data(), result.data());
+  const ExecContext ctx = context(op);
+  std::vector<char> data(index_.unique() * op.elem_bytes(), 0);
+  const auto once = [&] {
+    strategy.start(ctx, data.data());
+    strategy.begin(ctx, data.data());
+    strategy.end(ctx, data.data());
+  };
+  once();
   check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
   const double t0 = now_seconds();
-  for (int r = 0; r < reps; ++r) {
-    strategy.begin(ctx, own.data());
-    strategy.end(ctx, own.data(), result.data());
-  }
+  for (int r = 0; r < reps; ++r) once();
   double mine = (now_seconds() - t0) / reps, worst = 0;
   check_mpi(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm_), "MPI_Allreduce");
   return worst;
@@ -493,38 +503,57 @@ void Plan::begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xc
   std::unique_ptr<ElementOp> element;
   std::string problem = caller_error != nullptr ? caller_error : "";
   if (problem.empty()) problem = check_execution(comm, values, n, k, dtype, op, user, &element);
-  if (size_ > 1) {
-    // Every rank learns of a bad argument on any rank before anything is sent: a rank that
-    // returned alone would leave the others waiting in the exchange, and mismatched element
-    // sizes would overrun the buffers MPI writes into.
-    agree_or_fail(comm_, problem,
-                  {{"dtype", hash_number(std::int64_t{dtype}),
-                    element ? std::string(dtype_name(dtype)) : concat(static_cast<int>(dtype))},
-                   {"k", hash_number(std::int64_t{k}), concat(k)},
-                   {"op", hash_number(std::int64_t{op}),
-                    element ? std::string(op_name(op)) : concat(static_cast<int>(op))}},
-                  "nothing was sent and the values are unchanged");
-  } else {
+  void *data = nullptr;
+  if (size_ == 1) {
     PETACOMM_CHECK_ARG(problem.empty(), problem);
+    data = distinct_values(*element, values);
+    strategy_->start(context(*element), data);
+  } else {
+    // Every rank learns of a bad argument on any rank before any value is written: a rank
+    // that returned alone would leave the others waiting in the exchange, and mismatched
+    // element sizes would overrun the buffers MPI writes into. The operator-independent
+    // exchange goes ahead while the check is in flight when this rank's arguments are valid
+    // and its element is the plan's, whose size every rank agreed on at creation (so no
+    // message can overrun a buffer); otherwise it waits for the check.
+    const bool ahead = problem.empty() && dtype == plan_dtype_ && k == plan_k_;
+    check_.start(comm_, problem,
+                 {{"dtype", hash_number(std::int64_t{dtype}),
+                   element ? std::string(dtype_name(dtype)) : concat(static_cast<int>(dtype))},
+                  {"k", hash_number(std::int64_t{k}), concat(k)},
+                  {"op", hash_number(std::int64_t{op}),
+                   element ? std::string(op_name(op)) : concat(static_cast<int>(op))}},
+                 ahead);
+    if (ahead) {
+      data = distinct_values(*element, values);
+      strategy_->start(context(*element), data);
+    }
+    if (!check_.passed()) {
+      if (ahead) {
+        strategy_->abandon();
+      } else if (check_.any_flag()) {  // others went ahead: complete their exchange
+        strategy_->start(context(*plan_element_), nullptr);
+        strategy_->abandon();
+      }
+      check_.fail("the values are unchanged");
+    }
+    if (!ahead) {
+      data = distinct_values(*element, values);
+      strategy_->start(context(*element), data);
+    }
   }
-  const std::size_t eb = element->elem_bytes();
-  const ElementType &type = element_type(eb);
-  own_.resize(index_.unique() * eb);
-  result_.resize(own_.size());
-  index_.combine(*element, values, own_.data());
-  strategy_->begin(ExecContext{*element, type, deterministic_}, own_.data());
+  strategy_->begin(context(*element), data);
   op_ = std::move(element);
   values_ = values;
+  data_ = data;
   active_ = true;
 }
 
 void Plan::end() {
   PETACOMM_CHECK_STATE(active_, "execute_end: no execution in progress (call execute_begin first)");
   active_ = false;
-  const ElementType &type = element_type(op_->elem_bytes());
-  strategy_->end(ExecContext{*op_, type, deterministic_}, own_.data(), result_.data());
-  index_.scatter(op_->elem_bytes(), result_.data(), values_);
-  values_ = nullptr;
+  strategy_->end(context(*op_), data_);
+  if (data_ != values_) index_.scatter(op_->elem_bytes(), data_, values_);
+  values_ = data_ = nullptr;
 }
 
 petacomm_xchg_stats Plan::stats(petacomm_xchg_dtype dtype, int k) {
@@ -532,10 +561,9 @@ petacomm_xchg_stats Plan::stats(petacomm_xchg_dtype dtype, int k) {
   const ElementOp element(dtype, PETACOMM_XCHG_SUM, k, nullptr);
   const double eb = static_cast<double>(element.elem_bytes());
   const Traffic t = strategy_->traffic();
+  const std::int64_t own = index_.identity() ? 0 : static_cast<std::int64_t>(index_.unique());
   const double memory = static_cast<double>(index_.memory_bytes() + strategy_->schedule_bytes()) +
-                        static_cast<double>(strategy_->buffer_entries() +
-                                            2 * static_cast<std::int64_t>(index_.unique())) *
-                            eb;
+                        static_cast<double>(strategy_->buffer_entries() + own) * eb;
   const auto spread = min_avg_max(
       comm_, {t.messages, t.entries * eb, memory, setup_.wall, setup_.compute(), setup_.mpi_wall});
   petacomm_xchg_stats s;

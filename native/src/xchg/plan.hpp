@@ -1,8 +1,10 @@
 // SparseReducePlan: the object behind the C handle. Creation agrees on the arguments over
 // all ranks, duplicates the communicator, indexes the keys, runs the discovery the strategy
 // needs, computes the statistics, asks the planner (or is told) which strategy to build,
-// optionally autotunes, and records what it did for describe(). Execution agrees on its
-// arguments, combines repeated keys, runs the strategy and scatters the results back.
+// optionally autotunes, and records what it did for describe(). Execution checks its
+// arguments collectively (the exchange goes ahead meanwhile when that is safe), combines
+// repeated keys (or works in the caller's array when the keys are distinct and sorted),
+// runs the strategy and scatters the results back.
 #pragma once
 
 #include <mpi.h>
@@ -59,6 +61,10 @@ class Plan {
   void autotune(const petacomm_xchg_options &o, BuildContext &ctx, Choice &choice);
   double measure(Strategy &strategy, int reps);
   const ElementType &element_type(std::size_t bytes);
+  ExecContext context(const ElementOp &op);
+  // The distinct-key values an execution works on: the caller's array itself when every
+  // position holds a distinct key in ascending order, else own_ with repeats combined.
+  void *distinct_values(const ElementOp &op, void *values);
   std::string check_execution(MPI_Comm comm, const void *values, std::int64_t n, int k,
                               petacomm_xchg_dtype dtype, petacomm_xchg_op op,
                               const petacomm_xchg_user_op *user,
@@ -73,10 +79,12 @@ class Plan {
   petacomm_xchg_dtype plan_dtype_ = PETACOMM_XCHG_FLOAT64;
   int plan_k_ = 1;
   std::map<std::size_t, ElementType> types_;
-  std::vector<char> own_, result_;
+  std::unique_ptr<ElementOp> plan_element_;  // the element every rank agreed on at creation
+  std::vector<char> own_;
+  ArgumentCheck check_;
   // Active execution.
   bool active_ = false;
-  void *values_ = nullptr;
+  void *values_ = nullptr, *data_ = nullptr;
   std::unique_ptr<ElementOp> op_;
   std::string description_;
   SetupClock setup_;  // this rank's plan creation

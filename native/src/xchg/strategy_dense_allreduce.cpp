@@ -15,10 +15,10 @@ class DenseAllreduce final : public Strategy {
  public:
   explicit DenseAllreduce(std::unique_ptr<DenseReducer> dense) : dense_(std::move(dense)) {}
   const char *name() const override { return "dense-allreduce"; }
-  void begin(const ExecContext &ctx, const void *own) override { dense_->begin(ctx, own); }
-  void end(const ExecContext &ctx, const void *own, void *result) override {
-    dense_->end(ctx, own, result);
-  }
+  void start(const ExecContext &, const void *) override {}
+  void begin(const ExecContext &ctx, void *data) override { dense_->begin(ctx, data); }
+  void end(const ExecContext &ctx, void *data) override { dense_->end(ctx, data); }
+  void abandon() override {}
   Traffic traffic() const override { return dense_->traffic(); }
   std::size_t schedule_bytes() const override { return dense_->schedule_bytes(); }
   std::int64_t buffer_entries() const override { return dense_->buffer_entries(); }
