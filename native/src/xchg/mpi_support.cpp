@@ -98,13 +98,6 @@ void ArgumentCheck::fail(const char *consequence) {
            consequence);
 }
 
-void agree_or_fail(MPI_Comm comm, const std::string &problem,
-                   const std::vector<AgreedValue> &values, const char *consequence) {
-  ArgumentCheck check;
-  check.start(comm, problem, values);
-  if (!check.passed()) check.fail(consequence);
-}
-
 int to_int_count(std::size_t count, const char *what) {
   if (count > static_cast<std::size_t>(INT_MAX))
     fail_arg(what, ": ", count, " elements exceed the MPI count limit ", INT_MAX,
@@ -230,6 +223,9 @@ void fused_op(void *in, void *inout, int *len, MPI_Datatype *type) {
         case FusedReduction::kMaxD:
           dy = std::max(dx, dy);
           std::memcpy(&y, &dy, sizeof y);
+          break;
+        case FusedReduction::kOrI:
+          y = x | y;
           break;
         case FusedReduction::kSumD:
           dy = dx + dy;

@@ -54,10 +54,6 @@ class ArgumentCheck {
   bool done_ = false, any_flag_ = false;
 };
 
-// An ArgumentCheck started and completed at once; throws ERR_ARG on every rank on failure.
-void agree_or_fail(MPI_Comm comm, const std::string &problem,
-                   const std::vector<AgreedValue> &values, const char *consequence);
-
 // Hashes for AgreedValue.
 std::uint64_t hash_text(const char *text);  // NULL hashes like ""
 std::uint64_t hash_number(double value);
@@ -131,12 +127,12 @@ class ActiveSetupClock {
 };
 
 // Many small reductions fused into one MPI_Allreduce: each value is added with its own
-// operation (min, max or sum; int64 or double) and read back after run(). The whole vector
-// is one element of a contiguous datatype, so MPI never splits it between the operator's
+// operation (min, max, sum or bitwise or; int64 or double) and read back after run(). The whole
+// vector is one element of a contiguous datatype, so MPI never splits it between the operator's
 // calls, and a user operator applies every slot's own operation.
 class FusedReduction {
  public:
-  enum Op : std::int64_t { kMinI = 0, kMaxI, kSumI, kMinD, kMaxD, kSumD };
+  enum Op : std::int64_t { kMinI = 0, kMaxI, kSumI, kMinD, kMaxD, kSumD, kOrI };
   std::size_t add(Op op, std::int64_t value);
   std::size_t add(Op op, double value);
   // Collective: every rank must have added the same operations in the same order.

@@ -7,19 +7,16 @@
 namespace petacomm::xchg {
 namespace {
 
-constexpr int kTagPairs = 201;
-
 class Pairwise final : public Strategy {
  public:
-  Pairwise(const char *name, MPI_Comm comm, const Sharing &sharing, Transport transport)
+  Pairwise(const char *name, MPI_Comm comm, int tag, const Sharing &sharing, Transport transport)
       : name_(name) {
     int me = 0, p = 1;
     check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
     PeerList peers = pair_peers(sharing, INT_MAX, p);
     PeerList copy = peers;
-    exchange_ =
-        std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, kTagPairs);
+    exchange_ = std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag);
     fold_ = std::make_unique<RankOrderFold>(exchange_->recvs(), me);
   }
   const char *name() const override { return name_; }
@@ -53,9 +50,9 @@ class Pairwise final : public Strategy {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_pairwise(const char *name, MPI_Comm comm, const Sharing &sharing,
-                                        Transport transport) {
-  return std::make_unique<Pairwise>(name, comm, sharing, transport);
+std::unique_ptr<Strategy> make_pairwise(const char *name, MPI_Comm comm, int tag,
+                                        const Sharing &sharing, Transport transport) {
+  return std::make_unique<Pairwise>(name, comm, tag, sharing, transport);
 }
 
 }  // namespace petacomm::xchg

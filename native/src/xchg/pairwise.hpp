@@ -14,7 +14,7 @@
 namespace petacomm::xchg {
 
 // Collective over comm (with the neighbor transport). name: a static string.
-std::unique_ptr<Strategy> make_pairwise(const char *name, MPI_Comm comm, const Sharing &sharing,
-                                        Transport transport);
+std::unique_ptr<Strategy> make_pairwise(const char *name, MPI_Comm comm, int tag,
+                                        const Sharing &sharing, Transport transport);
 
 }  // namespace petacomm::xchg

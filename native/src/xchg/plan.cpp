@@ -158,20 +158,29 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
       problem = e.what();
     }
   }
-  // One reduction checks every rank's arguments and that the options agree.
-  agree_or_fail(comm, problem, option_values(o, p2p), "no plan was created");
-  {
-    MpiWait wait;
-    check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
-  }
+  private_ = PrivateComm(comm);
+  comm_ = private_.get();
   try {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    // One reduction checks every rank's arguments and that the options agree. The first
+    // step of the directory, keys to their homes, overlaps it: every rank takes part
+    // whatever it was asked (sending no keys when its arguments are bad or its strategy
+    // needs no directory) and every message is received whatever its size, so it can
+    // neither hang nor overrun a buffer when the arguments disagree.
+    const XchgStrategy *requested = problem.empty() ? requested_strategy(o.strategy) : nullptr;
+    const bool sends_keys =
+        problem.empty() && (requested == nullptr || requested->discovery == Discovery::kDirectory);
+    ArgumentCheck check;
+    check.start(comm_, problem, option_values(o, p2p));
+    auto directory = std::make_unique<Directory>(comm_, private_.tag_base(),
+                                                 sends_keys ? &index_.keys() : nullptr);
+    if (!check.passed()) check.fail("no plan was created");
     deterministic_ = o.deterministic != 0;
     plan_dtype_ = o.plan_dtype;
     plan_k_ = o.plan_k;
     plan_element_ = std::make_unique<ElementOp>(plan_dtype_, PETACOMM_XCHG_SUM, plan_k_, nullptr);
-    build(o, CostModel(o.cost, p2p));
+    build(o, CostModel(o.cost, p2p), std::move(directory));
     clock.wall = now_seconds() - t0;
     clock.cpu = thread_cpu_seconds() - cpu0;
     setup_ = clock;
@@ -187,7 +196,8 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
   } catch (...) {
     strategy_.reset();
     types_.clear();
-    MPI_Comm_free(&comm_);
+    private_.release();
+    comm_ = MPI_COMM_NULL;
     throw;
   }
 }
@@ -195,14 +205,13 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
 Plan::~Plan() {
   strategy_.reset();
   types_.clear();
-  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&comm_);
 }
 
 void Plan::release() {
   if (active_ && !mpi_finalized()) end();
   strategy_.reset();
   types_.clear();
-  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) check_mpi(MPI_Comm_free(&comm_), "MPI_Comm_free");
+  private_.release();
   comm_ = MPI_COMM_NULL;
 }
 
@@ -224,18 +233,25 @@ void *Plan::distinct_values(const ElementOp &op, void *values) {
 }
 
 // Discovery, statistics, decision, build, description.
-void Plan::build(const petacomm_xchg_options &o, const CostModel &cost) {
+void Plan::build(const petacomm_xchg_options &o, const CostModel &cost,
+                 std::unique_ptr<Directory> directory) {
   const XchgStrategy *requested = requested_strategy(o.strategy);
-  Discovered found = discover(requested, o);
+  Discovered found = discover(requested, o, std::move(directory));
   Choice choice(registry().size());
   plan_statistics_of(found, o, cost, choice);
   BuildContext ctx{comm_,
+                   private_.tag_base(),
                    index_,
                    o,
                    parse_transport(o.transport),
                    deterministic_,
                    found.sharing(),
-                   found.directory.get()};
+                   found.directory.get(),
+                   nullptr,
+                   nullptr,
+                   {},
+                   0,
+                   0};
   if (requested != nullptr) {
     strategy_ = build_one(*requested, ctx, choice);
     choice.reason = concat(requested->about.name, " requested by name",
@@ -253,7 +269,8 @@ void Plan::build(const petacomm_xchg_options &o, const CostModel &cost) {
   describe(o, cost, choice);
 }
 
-Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xchg_options &o) {
+Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xchg_options &o,
+                                std::unique_ptr<Directory> directory) {
   Discovered found;
   found.kind = requested ? requested->discovery : Discovery::kDirectory;  // auto: directory
   const auto &keys = index_.keys();
@@ -269,7 +286,8 @@ Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xc
       break;
     case Discovery::kDirectory: {
       const int lists = requested ? requested->holder_lists(o) : INT_MAX;
-      found.directory = std::make_unique<Directory>(comm_, keys, lists);
+      found.directory = std::move(directory);
+      found.directory->resolve(lists);
       found.complete_lists = lists == INT_MAX;
       found.traffic = found.directory->traffic();
       found.reply_ints = found.directory->reply_ints();
@@ -313,6 +331,7 @@ std::unique_ptr<Strategy> Plan::build_one(const XchgStrategy &entry, BuildContex
   PETACOMM_CHECK_INTERNAL(entry.discovery == Discovery::kNone || ctx.sharing != nullptr,
                           entry.about.name, " built without its discovery");
   ctx.predicted = choice.have_sharing ? &choice.planned.predicted[i] : nullptr;
+  ctx.statistics = &choice.statistics;
   ctx.detail.clear();
   ctx.hub_threshold = 0;
   ctx.hub_keys = 0;

@@ -20,6 +20,7 @@
 #include "mpi_support.hpp"
 #include "petacomm/xchg.h"
 #include "planner.hpp"
+#include "private_comm.hpp"
 #include "strategy.hpp"
 
 namespace petacomm::xchg {
@@ -28,6 +29,7 @@ petacomm_xchg_options default_options();
 
 struct XchgStrategy;
 struct BuildContext;
+class Directory;
 
 class Plan {
  public:
@@ -53,8 +55,11 @@ class Plan {
  private:
   struct Discovered;
   struct Choice;
-  void build(const petacomm_xchg_options &o, const CostModel &cost);
-  Discovered discover(const XchgStrategy *requested, const petacomm_xchg_options &o);
+  // directory: the directory after its first step (keys sent home), which every plan runs.
+  void build(const petacomm_xchg_options &o, const CostModel &cost,
+             std::unique_ptr<Directory> directory);
+  Discovered discover(const XchgStrategy *requested, const petacomm_xchg_options &o,
+                      std::unique_ptr<Directory> directory);
   void plan_statistics_of(Discovered &found, const petacomm_xchg_options &o, const CostModel &cost,
                           Choice &choice);
   std::unique_ptr<Strategy> build_one(const XchgStrategy &entry, BuildContext &ctx, Choice &choice);
@@ -71,7 +76,8 @@ class Plan {
                               std::unique_ptr<ElementOp> *element) const;
   void describe(const petacomm_xchg_options &o, const CostModel &cost, const Choice &choice);
 
-  MPI_Comm comm_ = MPI_COMM_NULL;  // private duplicate
+  PrivateComm private_;            // the plan's communicator and tags
+  MPI_Comm comm_ = MPI_COMM_NULL;  // private_.get()
   int rank_ = 0, size_ = 1;
   KeyIndex index_;
   std::unique_ptr<Strategy> strategy_;

@@ -10,12 +10,11 @@
 namespace petacomm::xchg {
 namespace {
 
-constexpr int kTagToOwner = 301;
-constexpr int kTagFromOwner = 302;
-
 class Owner final : public Strategy {
  public:
-  Owner(MPI_Comm comm, const Sharing &sharing, Transport transport) {
+  Owner(MPI_Comm comm, const BuildContext &ctx) {
+    const Sharing &sharing = *ctx.sharing;
+    const Transport transport = ctx.transport;
     int me = 0, p = 1;
     check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
@@ -24,9 +23,9 @@ class Owner final : public Strategy {
     PeerList back_to_holders = from_holders;
     PeerList from_owner = to_owner;
     gather_ = std::make_unique<Exchange>(comm, std::move(to_owner), std::move(from_holders),
-                                         transport, kTagToOwner);
+                                         transport, ctx.tag(kTagToOwner));
     scatter_ = std::make_unique<Exchange>(comm, std::move(back_to_holders), std::move(from_owner),
-                                          transport, kTagFromOwner);
+                                          transport, ctx.tag(kTagFromOwner));
     fold_ = std::make_unique<RankOrderFold>(gather_->recvs(), me);
   }
   const char *name() const override { return "owner"; }
@@ -87,7 +86,7 @@ petacomm_xchg_prediction predict(const double *m, const GlobalCost &) {
 int no_holder_lists(const petacomm_xchg_options &) { return 0; }
 
 std::unique_ptr<Strategy> build(BuildContext &ctx) {
-  return std::make_unique<Owner>(ctx.comm, *ctx.sharing, ctx.transport);
+  return std::make_unique<Owner>(ctx.comm, ctx);
 }
 
 }  // namespace

@@ -127,10 +127,10 @@ def statistics(
     g.allgather_keys = allgather_keys
     g.max_unique = int(counts.max(initial=0))
     if distinct.size:
-        chunk_ids = (distinct - distinct[0]) // chunk_keys
-        g.dense_chunks = int(np.unique(chunk_ids).size)
+        # Chunks aligned on multiples of chunk_keys, as the native dense-allreduce walks them.
+        g.dense_chunks = int(np.unique(distinct // chunk_keys).size)
         for r in range(p):
-            out[r, col["dense_chunks"]] = np.unique((uniques[r] - distinct[0]) // chunk_keys).size
+            out[r, col["dense_chunks"]] = np.unique(uniques[r] // chunk_keys).size
     histogram = np.bincount(_bucket(d_key), minlength=HUB_LEVELS + 1)
     for b in range(HUB_LEVELS + 1):
         g.multiplicity[b] = int(histogram[b])
