@@ -7,7 +7,14 @@ lazily inside the functions that use it.
 from petacomm.errors import PetacommError
 
 __version__ = "0.1.0"
-__all__ = ["PetacommError", "SparseReducePlan", "__version__"]
+__all__ = [
+    "FourierFilter",
+    "PencilPlan",
+    "PetacommError",
+    "SparseReducePlan",
+    "TransposePlan",
+    "__version__",
+]
 
 
 def __getattr__(name: str):
@@ -16,4 +23,8 @@ def __getattr__(name: str):
         from petacomm.xchg import SparseReducePlan
 
         return SparseReducePlan
+    if name in ("TransposePlan", "PencilPlan", "FourierFilter"):
+        import petacomm.transpose
+
+        return getattr(petacomm.transpose, name)
     raise AttributeError(f"module 'petacomm' has no attribute {name!r}")

@@ -7,6 +7,7 @@ import pytest
 from mpi_harness import mpi_test_env
 
 
+@pytest.mark.mpi  # doctor starts a 2-rank job
 def test_doctor_reports_everything_required():
     done = subprocess.run(
         [sys.executable, "-m", "petacomm.cli", "doctor"],

@@ -62,6 +62,7 @@ def test_one_size_grammar_in_python_and_the_runtime():
     assert settings.by_env("PETACOMM_PROF_TABLE_SIZE").check("1.5MB") == 1_500_000
 
 
+@pytest.mark.mpi
 def test_4mb_means_the_same_table_in_the_runtime(programs, tmp_path):
     """--table-size 4MB is 4,000,000 bytes: 32,768 entries of 64 bytes (65,536 would take
     4,194,304 bytes, the default 4MiB). The banner names the command as shell words."""

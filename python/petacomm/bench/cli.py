@@ -13,6 +13,9 @@ BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.bench.sparse_reduce",
     "petacomm.profile.overhead",
     "petacomm.bench.mapmaker",
+    "petacomm.bench.node",
+    "petacomm.bench.transpose",
+    "petacomm.bench.fftfilter",
 )
 
 

@@ -49,7 +49,17 @@ def cache_root() -> Path:
 
 
 def libmpi_of(path: Path) -> Path | None:
-    """The MPI library a dynamically linked ELF file loads (resolved), or None."""
+    """The MPI library a dynamically linked ELF file loads (resolved), or None. Remembered per
+    file and LD_LIBRARY_PATH (probes.py): ``ldd`` runs once per program."""
+    from petacomm.profile import probes
+
+    found = probes.remembered(
+        "ldd-libmpi", path, lambda: _ldd_libmpi(path), extra=probes.library_path_key()
+    )
+    return Path(found) if found else None
+
+
+def _ldd_libmpi(path: Path) -> str | None:
     try:
         with open(path, "rb") as f:
             if f.read(4) != b"\x7fELF":
@@ -62,7 +72,7 @@ def libmpi_of(path: Path) -> Path | None:
     match = _LIBMPI.search(done.stdout)
     if not match or match.group(2) == "not":
         return None
-    return Path(match.group(2)).resolve()
+    return str(Path(match.group(2)).resolve())
 
 
 def bundled() -> Profiler:
@@ -235,8 +245,27 @@ def _tool(name: str) -> str | None:
     return str(beside) if os.access(beside, os.X_OK) else shutil.which(name)
 
 
-def build(mpicc: str, *, jobs: int | None = None, verbose: bool = False, log=print) -> Profiler:
-    """Builds (or finds already built) the profiler for the MPI of ``mpicc``."""
+def cached_cmake_build(
+    mpicc: str,
+    source: Path,
+    cache: Path,
+    *,
+    defines: tuple[str, ...] = (),
+    targets: tuple[str, ...] = (),
+    collect,
+    record_name: str,
+    jobs: int | None = None,
+    verbose: bool = False,
+    log=print,
+) -> tuple[Path, dict, bool]:
+    """Configures and builds the CMake project ``source`` against the MPI of ``mpicc`` into
+    ``cache``/<MPI directory>-<hash of mpicc, sources and defines>, once.
+
+    ``targets``: only these CMake targets (default: all). ``collect(build_dir, work_dir)``
+    copies what is kept from the build tree into the new
+    cache entry and returns fields for its record (``record_name``, JSON). Returns (entry
+    directory, record, True when it was already built). The entry appears atomically.
+    """
     resolved = shutil.which(mpicc)
     if not resolved:
         raise PetacommError(f"--mpicc: '{mpicc}' not found or not executable")
@@ -244,19 +273,16 @@ def build(mpicc: str, *, jobs: int | None = None, verbose: bool = False, log=pri
     mpicc_path = Path(os.path.abspath(resolved))
     cmake = _tool("cmake")
     if not cmake:
-        raise PetacommError("cmake not found: install it (pip install cmake) to build profilers")
-    src = _source_dir()
-    key = hashlib.sha256(f"{mpicc_path}|{_source_hash(src)}".encode()).hexdigest()[:16]
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(mpicc_path.parent).strip("/")) or "mpi"
-    target = cache_root() / f"{name}-{key}"
-    record = target / "profiler.json"
-    lib = target / "lib" / "libpetacomm-prof.so"
-    if record.exists() and lib.exists():
-        info = json.loads(record.read_text())
-        log(f"profiler for {mpicc_path} already built: {lib}")
-        return Profiler(
-            lib, Path(info["libmpi"]) if info.get("libmpi") else None, str(mpicc_path), str(target)
+        raise PetacommError(
+            "cmake not found: install it (pip install cmake) to build for another MPI"
         )
+    fingerprint = f"{mpicc_path}|{_source_hash(source)}|{'|'.join(defines)}"
+    key = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(mpicc_path.parent).strip("/")) or "mpi"
+    target = cache / f"{name}-{key}"
+    record = target / record_name
+    if record.exists():
+        return target, json.loads(record.read_text()), True
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     build_dir = work / "build"
@@ -264,52 +290,71 @@ def build(mpicc: str, *, jobs: int | None = None, verbose: bool = False, log=pri
     configure = [
         cmake,
         "-S",
-        str(src),
+        str(source),
         "-B",
         str(build_dir),
         f"-DPETACOMM_MPICC={mpicc_path}",
-        f"-DPETACOMM_VERSION={__version__}",
         "-DCMAKE_BUILD_TYPE=Release",
         f"-DPython3_EXECUTABLE={sys.executable}",
+        *defines,
     ]
     if ninja:
         configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
-    steps = [configure, [cmake, "--build", str(build_dir), "-j", str(jobs or os.cpu_count() or 1)]]
-    log(f"building the profiler for {mpicc_path} in {target} ...")
+    build = [cmake, "--build", str(build_dir), "-j", str(jobs or os.cpu_count() or 1)]
+    if targets:
+        build += ["--target", *targets]
+    steps = [configure, build]
+    log(f"building {source.name} for {mpicc_path} in {target} ...")
     for step in steps:
         done = subprocess.run(step, capture_output=not verbose, text=True, check=False)
         if done.returncode != 0:
             tail = "\n".join(((done.stdout or "") + (done.stderr or "")).splitlines()[-25:])
             shutil.rmtree(work, ignore_errors=True)
             raise PetacommError(
-                f"building the profiler for {mpicc_path} failed ({' '.join(step[:2])} ...):\n{tail}"
+                f"building for {mpicc_path} failed ({' '.join(step[:2])} ...):\n{tail}"
             )
-    built = build_dir / "lib" / "libpetacomm-prof.so"
-    libmpi = libmpi_of(built)
-    (work / "lib").mkdir()
-    shutil.copy2(built, work / "lib" / built.name)
-    static = build_dir / "lib" / "libpetacomm-prof.a"
-    if static.exists():
-        shutil.copy2(static, work / "lib" / static.name)
-    bench = build_dir / "bin" / "petacomm-prof-overhead"
-    if bench.exists():
-        (work / "bin").mkdir()
-        shutil.copy2(bench, work / "bin" / bench.name)
-    (work / "profiler.json").write_text(
-        json.dumps(
-            {
-                "mpicc": str(mpicc_path),
-                "libmpi": str(libmpi) if libmpi else None,
-                "petacomm_version": __version__,
-                "source": key,
-            },
-            indent=2,
-        )
-    )
+    info = {"mpicc": str(mpicc_path), "petacomm_version": __version__, "source": key}
+    info.update(collect(build_dir, work))
+    (work / record_name).write_text(json.dumps(info, indent=2))
     shutil.rmtree(build_dir, ignore_errors=True)
     if target.exists():
         shutil.rmtree(target, ignore_errors=True)
     os.replace(work, target)
+    return target, info, False
+
+
+def build(mpicc: str, *, jobs: int | None = None, verbose: bool = False, log=print) -> Profiler:
+    """Builds (or finds already built) the profiler for the MPI of ``mpicc``."""
+
+    def collect(build_dir: Path, work: Path) -> dict:
+        built = build_dir / "lib" / "libpetacomm-prof.so"
+        libmpi = libmpi_of(built)
+        (work / "lib").mkdir()
+        shutil.copy2(built, work / "lib" / built.name)
+        static = build_dir / "lib" / "libpetacomm-prof.a"
+        if static.exists():
+            shutil.copy2(static, work / "lib" / static.name)
+        bench = build_dir / "bin" / "petacomm-prof-overhead"
+        if bench.exists():
+            (work / "bin").mkdir()
+            shutil.copy2(bench, work / "bin" / bench.name)
+        return {"libmpi": str(libmpi) if libmpi else None}
+
+    target, info, existed = cached_cmake_build(
+        mpicc,
+        _source_dir(),
+        cache_root(),
+        defines=(f"-DPETACOMM_VERSION={__version__}",),
+        collect=collect,
+        record_name="profiler.json",
+        jobs=jobs,
+        verbose=verbose,
+        log=log,
+    )
     lib = target / "lib" / "libpetacomm-prof.so"
-    log(f"built {lib} (links {libmpi or 'no libmpi?'})")
-    return Profiler(lib, libmpi, str(mpicc_path), str(target))
+    libmpi = Path(info["libmpi"]) if info.get("libmpi") else None
+    if existed:
+        log(f"profiler for {info['mpicc']} already built: {lib}")
+    else:
+        log(f"built {lib} (links {libmpi or 'no libmpi?'})")
+    return Profiler(lib, libmpi, info["mpicc"], str(target))

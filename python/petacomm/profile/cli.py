@@ -119,13 +119,26 @@ def _register_report(subparsers) -> None:
     p.add_argument("log2", nargs="?", help="a second log to compare with")
     p.add_argument("-o", "--html", dest="html", help="also write a self-contained HTML report")
     p.add_argument("--model", help="machine model file (petacomm netbench) to overlay")
-    p.add_argument("--all", action="store_true", help="list every call in the terminal")
+    p.add_argument(
+        "--all", action="store_true", help="list every call (and call site) in the terminal"
+    )
+    p.add_argument(
+        "--callsite-threshold",
+        type=float,
+        default=1.0,
+        metavar="PERCENT",
+        help="show the call sites with at least PERCENT of the time at call sites [1]",
+    )
     p.set_defaults(func=_report)
 
 
 def _report(args) -> int:
     from petacomm.profile import compare, html, log, terminal
 
+    if not 0 <= args.callsite_threshold <= 100:
+        raise PetacommError(
+            f"--callsite-threshold: must be between 0 and 100 %, got {args.callsite_threshold:g}"
+        )
     first = log.load(args.log)
     model = None
     if args.model:
@@ -140,7 +153,9 @@ def _report(args) -> int:
             _write_atomically(Path(args.html), html.comparison_page(comparison))
             print(f"HTML report: {Path(args.html).resolve()}")
         return 0
-    sys.stdout.write(terminal.report(first, all_calls=args.all))
+    sys.stdout.write(
+        terminal.report(first, all_calls=args.all, callsite_threshold=args.callsite_threshold)
+    )
     if args.html:
         _write_atomically(Path(args.html), html.page(first, model=model))
         print(f"HTML report: {Path(args.html).resolve()}")

@@ -1,0 +1,49 @@
+// The 2-D slab transpose plan behind petacomm_transpose_plan: checks the arguments on every
+// rank, duplicates the communicator, lays out the slabs and owns the Transposer.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "petacomm/transpose.h"
+#include "transposer.hpp"
+
+namespace petacomm::transpose {
+
+class SlabPlan {
+ public:
+  SlabPlan(MPI_Comm comm, std::int64_t n0, std::int64_t n1, std::int64_t howmany, int dtype,
+           const petacomm_transpose_options *opts);
+  ~SlabPlan();
+  SlabPlan(const SlabPlan &) = delete;
+  SlabPlan &operator=(const SlabPlan &) = delete;
+
+  void execute(Direction d, const void *in, void *out);
+  void execute_array(Direction d, const petacomm_transpose_array *in,
+                     const petacomm_transpose_array *out);
+  // Collective: frees the communicator (no-op after MPI_Finalize).
+  void release();
+
+  petacomm_transpose_local local() const;
+  const char *strategy() const { return transposer_->strategy_name(); }
+  const std::string &describe();
+  petacomm_transpose_stats stats();
+
+ private:
+  std::vector<std::int64_t> shape(bool input, Direction d) const;
+  void run(Direction d, const std::string &problem, const void *in, void *out);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::int64_t n0_, n1_, howmany_;
+  int dtype_;
+  std::unique_ptr<Transposer> transposer_;
+  double setup_seconds_ = 0;
+  std::string description_;
+};
+
+// Collective (two reductions): min, mean and max over the ranks of comm of each value.
+std::vector<petacomm_transpose_minavgmax> spread(MPI_Comm comm, const std::vector<double> &values);
+
+}  // namespace petacomm::transpose

@@ -1,0 +1,197 @@
+// Bad arguments on one rank fail the collective call on every rank together, before
+// anything is sent (outputs untouched), with a message naming the argument; the plan stays
+// usable afterwards.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "petacomm/transpose.h"
+
+namespace {
+
+int failures = 0, rank = 0, size = 1;
+
+void expect_error(petacomm_status st, const char *fragment, const char *what) {
+  const std::string message = petacomm_last_error();
+  if (st != PETACOMM_ERR_ARG || message.find(fragment) == std::string::npos) {
+    ++failures;
+    std::fprintf(stderr, "rank %d: %s: status %d, message '%s' lacks '%s'\n", rank, what, st,
+                 message.c_str(), fragment);
+  }
+}
+
+void expect_ok(petacomm_status st, const char *what) {
+  if (st != PETACOMM_SUCCESS) {
+    ++failures;
+    std::fprintf(stderr, "rank %d: %s failed: %s\n", rank, what, petacomm_last_error());
+  }
+}
+
+petacomm_transpose_array array(void *data, std::int64_t rows, std::int64_t cols,
+                               petacomm_transpose_dtype dtype = PETACOMM_TRANSPOSE_FLOAT64) {
+  petacomm_transpose_array a{};
+  a.data = data;
+  a.ndim = 2;
+  a.shape[0] = rows;
+  a.shape[1] = cols;
+  a.strides[1] = 8;
+  a.strides[0] = 8 * cols;
+  a.dtype = dtype;
+  a.writeable = 1;
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int last = size - 1;
+  const bool faulty = rank == last;
+  petacomm_transpose_options o;
+  petacomm_transpose_options_default(&o);
+  petacomm_transpose_plan plan = nullptr;
+
+  // Creation: one rank's bad argument fails every rank; the faulty rank names it, the
+  // others name the faulty rank and repeat its message.
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, faulty ? 0 : 6, 1,
+                                              PETACOMM_TRANSPOSE_FLOAT64, &o, &plan),
+               "n1: must be >= 1, got 0", "n1 on one rank");
+  if (!faulty &&
+      std::strstr(petacomm_last_error(), ("rank " + std::to_string(last)).c_str()) == nullptr) {
+    ++failures;
+    std::fprintf(stderr, "rank %d: message does not name the faulty rank: %s\n", rank,
+                 petacomm_last_error());
+  }
+  petacomm_transpose_options bad = o;
+  bad.strategy = faulty ? "fastest" : "auto";
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                              &bad, &plan),
+               "strategy: unknown strategy 'fastest'", "strategy on one rank");
+  bad = o;
+  bad.strategy = rank % 2 ? "pairwise" : "alltoall";
+  if (size > 1)
+    expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                                &bad, &plan),
+                 "arguments differ between ranks", "options differing between ranks");
+  bad = o;
+  bad.strategy = "xor";
+  if ((size & (size - 1)) != 0)
+    expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                                &bad, &plan),
+                 "xor needs a power-of-two number of ranks", "xor on a non-power-of-two");
+  std::vector<unsigned char> mask(5, 1);
+  bad = o;
+  bad.mask = mask.data();
+  bad.mask_length = 5;
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                              &bad, &plan),
+               "mask: length 5 does not match the plan's n1 = 6", "mask length");
+  bad = o;
+  bad.planner = "guess";
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                              &bad, &plan),
+               "planner: unknown planner 'guess'", "planner");
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1,
+                                              static_cast<petacomm_transpose_dtype>(9), &o, &plan),
+               "dtype: unknown dtype 9", "dtype");
+  if (plan != nullptr) {
+    ++failures;
+    std::fprintf(stderr, "rank %d: a failed creation returned a plan\n", rank);
+  }
+
+  // Execution: bad buffers on one rank (rank 0, which always holds data) fail everywhere,
+  // outputs untouched; then the plan still works.
+  const bool culprit = rank == 0;
+  expect_ok(petacomm_transpose_plan_create(MPI_COMM_WORLD, 16, 12, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                           &o, &plan),
+            "create");
+  petacomm_transpose_local l;
+  petacomm_transpose_plan_local(plan, &l);
+  std::vector<double> in(l.alloc_elements + 1, 1.0), out(l.alloc_elements + 1, -7.0);
+  expect_error(petacomm_transpose_execute(plan, PETACOMM_TRANSPOSE_FORWARD, in.data(),
+                                          culprit ? nullptr : out.data()),
+               "out: NULL", "NULL out on one rank");
+  expect_error(petacomm_transpose_execute(plan, PETACOMM_TRANSPOSE_FORWARD, in.data(),
+                                          culprit ? in.data() + 1 : out.data()),
+               "out: overlaps in", "overlapping buffers on one rank");
+  if (size > 1)
+    expect_error(petacomm_transpose_execute(
+                     plan, rank == 0 ? PETACOMM_TRANSPOSE_FORWARD : PETACOMM_TRANSPOSE_BACKWARD,
+                     in.data(), out.data()),
+                 "direction: must be the same on every rank", "direction differing between ranks");
+  petacomm_transpose_array a_in = array(in.data(), l.rows_in, 12),
+                           a_out = array(out.data(), l.rows_out, 16);
+  petacomm_transpose_array wrong = a_out;
+  if (culprit) wrong.shape[1] = 17;
+  expect_error(petacomm_transpose_execute_array(plan, PETACOMM_TRANSPOSE_FORWARD, &a_in, &wrong),
+               culprit ? "out: shape" : "does not match this rank's local shape",
+               "wrong local shape on one rank");
+  wrong = a_in;
+  if (culprit) wrong.strides[0] = 16 * 12;  // every other row: not contiguous
+  if (culprit) wrong.strides[1] = 16;
+  expect_error(petacomm_transpose_execute_array(plan, PETACOMM_TRANSPOSE_FORWARD, &wrong, &a_out),
+               "not C-contiguous", "non-contiguous input on one rank");
+  wrong = a_out;
+  if (culprit) wrong.dtype = PETACOMM_TRANSPOSE_COMPLEX64;
+  expect_error(petacomm_transpose_execute_array(plan, PETACOMM_TRANSPOSE_FORWARD, &a_in, &wrong),
+               "dtype complex64 does not match the plan's float64", "dtype on one rank");
+  wrong = a_out;
+  if (culprit) wrong.writeable = 0;
+  expect_error(petacomm_transpose_execute_array(plan, PETACOMM_TRANSPOSE_FORWARD, &a_in, &wrong),
+               "out: read-only", "read-only output on one rank");
+  for (std::size_t k = 0; k < out.size(); ++k)
+    if (out[k] != -7.0) {
+      ++failures;
+      std::fprintf(stderr, "rank %d: a failed execution wrote out[%zu]\n", rank, k);
+      break;
+    }
+  expect_ok(petacomm_transpose_execute_array(plan, PETACOMM_TRANSPOSE_FORWARD, &a_in, &a_out),
+            "execute after errors");
+  expect_ok(petacomm_transpose_plan_free(&plan), "free");
+  expect_error(petacomm_transpose_execute(plan, PETACOMM_TRANSPOSE_FORWARD, in.data(), out.data()),
+               "plan: NULL", "freed plan");
+
+  // Pencils and filters.
+  const std::int64_t n[3] = {4, 6, 8};
+  int grid[2] = {1, size + (faulty ? 1 : 0)};
+  petacomm_transpose_pencil pencil = nullptr;
+  expect_error(petacomm_transpose_pencil_create(MPI_COMM_WORLD, n, grid, 1,
+                                                PETACOMM_TRANSPOSE_FLOAT64, &o, &pencil),
+               "grid:", "pencil grid on one rank");
+  grid[1] = size;
+  expect_ok(petacomm_transpose_pencil_create(MPI_COMM_WORLD, n, grid, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                             &o, &pencil),
+            "pencil create");
+  expect_error(petacomm_transpose_pencil_execute(pencil, PETACOMM_PENCIL_Z, PETACOMM_PENCIL_X,
+                                                 in.data(), out.data()),
+               "Z -> X is not a swap of adjacent layouts", "non-adjacent swap");
+  petacomm_transpose_pencil_free(&pencil);
+  const std::int64_t modes[2] = {2, 2};
+  std::int64_t odd[3] = {4, 6, faulty ? 7 : 8};
+  petacomm_fftfilter filter = nullptr;
+  expect_error(petacomm_fftfilter_create(MPI_COMM_WORLD, odd, grid, modes,
+                                         PETACOMM_FFTFILTER_PACKED, &o, &filter),
+               "n:", "odd n_phi on one rank");
+  bad = o;
+  bad.strategy = "partial";
+  expect_error(petacomm_fftfilter_create(MPI_COMM_WORLD, n, grid, modes, PETACOMM_FFTFILTER_PLAIN,
+                                         &bad, &filter),
+               "strategy: 'partial' is the packed-partial variant's", "partial with plain");
+  expect_error(petacomm_rfft_packed(7, 1, in.data(), out.data()),
+               "n: the packed format needs an even length", "odd rfft length");
+  petacomm_transpose_problem problem{4, 16, 16, 1, 16, 0, nullptr, 0};
+  char text[64];
+  expect_error(petacomm_transpose_model_decide(&problem, nullptr, text, sizeof text, nullptr),
+               "problem.ranks_per_node: must be >= 1, got 0", "model problem");
+
+  int total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("transpose errors: %d failures\n", total);
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}

@@ -1,0 +1,425 @@
+"""``petacomm bench transpose``: every transpose strategy against FFTW-MPI and mpi4py-fft
+on the same MPI, the same buffers and the same run, with one MPI_Alltoall of the same
+bytes as the floor.
+
+The peers come from Debian (libfftw3-mpi-dev, python3-mpi4py-fft) and are built against
+Debian's Open MPI, so the race runs there: the command builds petacomm's transpose family
+against that MPI once (``--mpicc``, default mpicc.openmpi; cached like ``petacomm profiler
+build``'s profilers) and launches one job per rank count with ``--mpiexec`` (default the
+launcher beside --mpicc) and ``--python`` (default /usr/bin/python3, whose mpi4py is
+Debian's). In each job every contender transposes the same n0 x n1 array, repetition by
+repetition in rotating order; the table gives the median and best time (max over ranks),
+GB/s (array bytes / median time), the speed ratio to the fastest peer (> 1: faster) and
+the ratio to the floor. ``--weak`` adds a weak-scaling table (constant data per rank,
+p = 1..8) for xor, pairwise and alltoall. ``--model-only P`` prints the planner's
+predictions for P ranks without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+from petacomm.files import write_text_atomically
+
+SCHEMA_VERSION = 1
+PEERS = ("fftw-mpi", "mpi4py-fft")
+WEAK_STRATEGIES = ("xor", "pairwise", "alltoall")
+WORKER = (
+    "import sys; sys.path.append(sys.argv[1]); "
+    "from petacomm.bench.transpose_race import worker_main; sys.exit(worker_main(sys.argv[2]))"
+)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "transpose",
+        help="transpose strategies vs FFTW-MPI and mpi4py-fft on the same MPI and run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--sizes", default="2048x2048,4096x1024", help="n0xn1 list")
+    parser.add_argument("--ranks", default="2,4", help="rank counts (default 2,4)")
+    parser.add_argument("--dtype", default="complex128", help="element type (default complex128)")
+    parser.add_argument("--reps", type=int, default=10, help="timed repetitions (default 10)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed first (default 2)")
+    parser.add_argument("--strategies", help="petacomm strategies (default: all but partial)")
+    parser.add_argument("--peers", default=",".join(PEERS), help="fftw-mpi,mpi4py-fft or none")
+    parser.add_argument("--weak", action="store_true", help="also the weak-scaling table")
+    parser.add_argument("--weak-ranks", default="1,2,3,4,5,6,7,8", help="(default 1..8)")
+    parser.add_argument("--weak-shape", default="256x4096", help="rows x cols per rank unit")
+    parser.add_argument("--mpicc", default="mpicc.openmpi", help="MPI of the race")
+    parser.add_argument("--mpiexec", help="launcher (default: the one beside --mpicc)")
+    parser.add_argument("--python", default="/usr/bin/python3", help="Python with its mpi4py")
+    parser.add_argument("--model", metavar="FILE", help="machine model for auto's costs")
+    parser.add_argument("--model-only", metavar="P", help="predictions for P ranks (list)")
+    parser.add_argument("--ranks-per-node", type=int, help="--model-only: ranks per node")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.set_defaults(func=run)
+
+
+# ---- arguments ---------------------------------------------------------------------------
+def _int_list(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise PetacommError(f"{what}: expected comma-separated integers, got '{text}'") from None
+    if not values or min(values) < 1:
+        raise PetacommError(f"{what}: expected positive integers, got '{text}'")
+    return values
+
+
+def _shape(text: str, what: str) -> tuple[int, int]:
+    parts = text.lower().split("x")
+    try:
+        n0, n1 = (int(p) for p in parts)
+    except ValueError:
+        raise PetacommError(f"{what}: expected N0xN1, got '{text}'") from None
+    if n0 < 1 or n1 < 1:
+        raise PetacommError(f"{what}: extents must be positive, got '{text}'")
+    return n0, n1
+
+
+def _strategies(text: str | None) -> list[str]:
+    from petacomm.transpose import strategies
+
+    names = [s.name for s in strategies()]
+    if text is None:
+        return [n for n in names if n != "partial"]  # partial needs a mask
+    chosen = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [c for c in chosen if c not in names]
+    if unknown or not chosen:
+        raise PetacommError(
+            f"--strategies: unknown {', '.join(unknown) or 'empty list'} "
+            f"(expected {', '.join(names)})"
+        )
+    return chosen
+
+
+def _peers(text: str) -> list[str]:
+    if text.strip() == "none":
+        return []
+    chosen = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [c for c in chosen if c not in PEERS]
+    if unknown:
+        raise PetacommError(f"--peers: unknown {', '.join(unknown)} (expected {', '.join(PEERS)})")
+    return chosen
+
+
+def _cost(model_path: str | None) -> dict:
+    from petacomm.transpose._capi import CostParams
+    from petacomm.transpose.cost import cost_params, resolve_model
+
+    model = None
+    if model_path:
+        from petacomm.model import load
+
+        model = load(model_path)
+    params = cost_params(resolve_model(model))
+    return {name: getattr(params, name) for name, _ in CostParams._fields_}
+
+
+# ---- the toolchain of the race -----------------------------------------------------------
+def _toolchain(args) -> tuple[str, str, str]:
+    mpicc = shutil.which(args.mpicc)
+    if not mpicc:
+        raise PetacommError(
+            f"--mpicc: '{args.mpicc}' not found (the peers use Debian's Open MPI: "
+            "apt-get install libopenmpi-dev, or pass the mpicc of your MPI)"
+        )
+    mpiexec = args.mpiexec
+    if not mpiexec:
+        name = Path(args.mpicc).name.replace("mpicc", "mpiexec", 1)
+        mpiexec = str(Path(mpicc).parent / name)
+    if not shutil.which(mpiexec):
+        raise PetacommError(f"--mpiexec: '{mpiexec}' not found or not executable")
+    python = shutil.which(args.python)
+    if not python:
+        raise PetacommError(f"--python: '{args.python}' not found")
+    return os.path.abspath(mpicc), shutil.which(mpiexec), python
+
+
+# What the build needs from a source tree: the top-level project and the native tree (the
+# tests are not built; installed as share/petacomm-src by native/src/transpose/CMakeLists.txt).
+SOURCE_PARTS = ("CMakeLists.txt", "cmake", "native")
+SKIPPED = shutil.ignore_patterns("tests", "__pycache__")
+
+
+def _source_tree() -> Path:
+    """The petacomm sources to build: shipped in share/petacomm-src, or (from a build tree)
+    the parts of its source tree copied into the build cache."""
+    from petacomm.native import native_dir
+
+    shipped = native_dir() / "share" / "petacomm-src"
+    if (shipped / "CMakeLists.txt").exists():
+        return shipped
+    cache = native_dir() / "CMakeCache.txt"
+    root = None
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                root = Path(line.split("=", 1)[1])
+    if root is None or not (root / "native" / "src" / "transpose").is_dir():
+        raise PetacommError(
+            f"petacomm sources not found in {shipped} (reinstall petacomm, or set "
+            "PETACOMM_NATIVE_DIR to a build tree)"
+        )
+    staged = _build_cache() / "staging" / "petacomm-src"
+    shutil.rmtree(staged, ignore_errors=True)
+    for part in SOURCE_PARTS:
+        if (root / part).is_dir():
+            shutil.copytree(root / part, staged / part, ignore=SKIPPED)
+        else:
+            (staged / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / part, staged / part)
+    return staged
+
+
+def _build_cache() -> Path:
+    override = os.environ.get("PETACOMM_BUILD_CACHE")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("petacomm")) / "native"
+
+
+def build_for(mpicc: str, log=print) -> Path:
+    """petacomm's transpose family built against the MPI of ``mpicc`` (cached): a
+    directory usable as PETACOMM_NATIVE_DIR."""
+    from petacomm.profile.builder import cached_cmake_build, libmpi_of
+
+    def collect(build_dir: Path, work: Path) -> dict:
+        for part in ("lib", "bin", "share"):
+            if (build_dir / part).is_dir():
+                shutil.copytree(build_dir / part, work / part, symlinks=True)
+        libmpi = libmpi_of(work / "lib" / "libpetacomm.so")
+        return {"libmpi": str(libmpi) if libmpi else None}
+
+    target, info, existed = cached_cmake_build(
+        mpicc,
+        _source_tree(),
+        _build_cache(),
+        defines=(
+            "-DPETACOMM_FAMILIES=transpose",
+            "-DPETACOMM_BUILD_TESTS=OFF",
+            "-DPETACOMM_FORTRAN=OFF",
+        ),
+        targets=("petacomm",),  # the race needs the library only
+        collect=collect,
+        record_name="native.json",
+        log=log,
+    )
+    if not existed:
+        log(f"built petacomm's transpose family for {mpicc} (links {info.get('libmpi')})")
+    return target
+
+
+def _check_same_mpi(python: str, native: Path) -> None:
+    from petacomm.profile.builder import libmpi_of
+
+    done = subprocess.run(
+        [python, "-c", "from mpi4py import MPI; print(MPI.__file__)"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise PetacommError(
+            f"--python: {python} cannot import mpi4py (Debian: apt-get install python3-mpi4py)"
+        )
+    theirs = libmpi_of(Path(done.stdout.strip()))
+    ours = libmpi_of(native / "lib" / "libpetacomm.so")
+    if theirs is None or ours is None or theirs != ours:
+        raise PetacommError(
+            f"--python: its mpi4py links {theirs}, petacomm was built against {ours}: the race "
+            "needs one MPI (pass the matching --mpicc and --python)"
+        )
+
+
+def _launch(mpiexec: str, python: str, native: Path, ranks: int, config: dict) -> dict:
+    import petacomm
+    from petacomm.bench.transpose_race import MARK
+    from petacomm.launch import describe_launcher
+
+    launcher = describe_launcher(mpiexec)
+    launcher.check_can_run()
+    package_root = str(Path(petacomm.__file__).resolve().parent.parent)
+    argv = launcher.command(ranks, [python, "-c", WORKER, package_root, json.dumps(config)])
+    env = dict(os.environ, PETACOMM_NATIVE_DIR=str(native))
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
+    if done.returncode != 0 or not lines:
+        raise PetacommError(
+            f"the race on {ranks} ranks failed (exit {done.returncode}):\n"
+            f"{(done.stderr or done.stdout).strip()[-2000:]}"
+        )
+    run = json.loads(lines[-1][len(MARK) :])
+    run["launch_seconds"] = time.monotonic() - started
+    return run
+
+
+# ---- the command -------------------------------------------------------------------------
+def run(args) -> int:
+    if args.reps < 1:
+        raise PetacommError(f"--reps: must be >= 1, got {args.reps}")
+    if args.warmup < 0:
+        raise PetacommError(f"--warmup: must be >= 0, got {args.warmup}")
+    sizes = [_shape(s, "--sizes") for s in args.sizes.split(",") if s.strip()]
+    if not sizes:
+        raise PetacommError("--sizes: expected at least one N0xN1")
+    import numpy as np
+
+    from petacomm.transpose._capi import DTYPES
+
+    if args.dtype not in DTYPES:
+        raise PetacommError(f"--dtype: unknown {args.dtype} (expected {', '.join(DTYPES)})")
+    strategies = _strategies(args.strategies)
+    if args.json:
+        write_text_atomically(Path(args.json), "{}", "--json")  # unwritable: fail before running
+    results = {"schema": "petacomm-bench-transpose", "schema_version": SCHEMA_VERSION}
+    cost = _cost(args.model)
+    if args.model_only:
+        results["model_only"] = _model_only(args, sizes, np.dtype(args.dtype).itemsize, cost)
+    else:
+        ranks = _int_list(args.ranks, "--ranks")
+        peers = _peers(args.peers)
+        mpicc, mpiexec, python = _toolchain(args)
+        native = build_for(mpicc)
+        _check_same_mpi(python, native)
+        config = {
+            "cases": sizes,
+            "dtype": args.dtype,
+            "reps": args.reps,
+            "warmup": args.warmup,
+            "strategies": strategies,
+            "peers": peers,
+            "cost": cost,
+        }
+        results.update({"mpicc": mpicc, "mpiexec": mpiexec, "python": python, "runs": []})
+        for p in ranks:
+            run = _launch(mpiexec, python, native, p, config)
+            results["runs"].append(run)
+            for case in run["cases"]:
+                _print_case(run, case, args.reps)
+        if args.weak:
+            results["weak"] = _weak(args, mpiexec, python, native, cost)
+    if args.json:
+        write_text_atomically(Path(args.json), json.dumps(results, indent=1), "--json")
+    return 0
+
+
+def _print_case(run: dict, case: dict, reps: int) -> None:
+    mib = case["array_bytes"] / (1 << 20)
+    print(
+        f"\n{case['n0']} x {case['n1']} {case['dtype']} ({mib:.1f} MiB) on {run['ranks']} "
+        f"ranks, {run['mpi_library']}"
+    )
+    rows = {row["name"]: row for row in case["contenders"]}
+    peers = [rows[name]["seconds_median"] for name in PEERS if name in rows]
+    best_peer = min(peers) if peers else float("nan")
+    floor = rows["floor"]["seconds_median"]
+    print(
+        f"{'contender':<22} {'median ms':>10} {'best ms':>9} {'GB/s':>7} {'vs peer':>8} "
+        f"{'vs floor':>9} {'MiB/rank':>9}  ok"
+    )
+    for row in case["contenders"]:
+        t = row["seconds_median"]
+        sent = case["bytes_per_rank"].get(row["name"])
+        label = "floor (MPI_Alltoall)" if row["name"] == "floor" else row["name"]
+        print(
+            f"{label:<22} {t * 1e3:10.2f} {row['seconds_best'] * 1e3:9.2f} "
+            f"{case['array_bytes'] / t / 1e9:7.2f} {best_peer / t:7.2f}x {t / floor:8.2f}x "
+            f"{'' if sent is None else f'{sent / (1 << 20):9.2f}':>9}  "
+            f"{'yes' if row['agrees'] else 'NO'}"
+        )
+    for name, note in case["notes"].items():
+        print(f"{name}: not run: {note}")
+    print(f"auto (cost model) chose {case['auto']['choice']}: {case['auto']['reason']}")
+    print(f"measure chose {case['measure']['choice']}: {case['measure']['reason']}")
+    print(
+        f"(median/best over {reps} interleaved repetitions of the max over ranks; GB/s: array\n"
+        " bytes / median; vs peer: fastest peer's median / this one's (> 1: faster); vs floor:\n"
+        " median / MPI_Alltoall's; MiB/rank: sent per transpose; ok: same output as petacomm)"
+    )
+
+
+def _weak(args, mpiexec: str, python: str, native: Path, cost: dict) -> list[dict]:
+    rows, cols = _shape(args.weak_shape, "--weak-shape")
+    entries = []
+    print(
+        f"\nweak scaling: {rows} x {cols} {args.dtype} per rank (n0 = {rows} p, n1 = {cols}); "
+        f"{', '.join(WEAK_STRATEGIES)}"
+    )
+    print(f"{'ranks':>5} " + " ".join(f"{s + ' ms':>20}" for s in WEAK_STRATEGIES))
+    for p in _int_list(args.weak_ranks, "--weak-ranks"):
+        config = {
+            "cases": [[rows * p, cols]],
+            "dtype": args.dtype,
+            "reps": args.reps,
+            "warmup": args.warmup,
+            "strategies": list(WEAK_STRATEGIES),
+            "peers": [],
+            "planners": False,
+            "cost": cost,
+        }
+        run = _launch(mpiexec, python, native, p, config)
+        case = run["cases"][0]
+        rows_by_name = {r["name"]: r for r in case["contenders"]}
+        entry = {"ranks": p, "seconds": {}, "best_seconds": {}}
+        cells = []
+        for s in WEAK_STRATEGIES:
+            row = rows_by_name.get(f"petacomm:{s}")
+            entry["seconds"][s] = row["seconds_median"] if row else None
+            entry["best_seconds"][s] = row["seconds_best"] if row else None
+            text = (
+                f"{row['seconds_median'] * 1e3:.2f} ({row['seconds_best'] * 1e3:.2f})"
+                if row
+                else "-"
+            )
+            cells.append(f"{text:>20}")
+        entries.append(entry)
+        print(f"{p:5d} " + " ".join(cells))
+    print("(median (best) of the max over ranks; -: xor needs a power-of-two number of ranks)")
+    return entries
+
+
+def _model_only(args, sizes, itemsize: int, cost: dict) -> list[dict]:
+    import ctypes
+
+    from petacomm.transpose import _capi
+
+    lib = _capi.library()
+    params = _capi.CostParams(**cost)
+    out = []
+    for p in _int_list(args.model_only, "--model-only"):
+        per_node = args.ranks_per_node or p
+        for n0, n1 in sizes:
+            problem = _capi.Problem(p, n0, n1, 1, itemsize, per_node, None, 0)
+            needed = ctypes.c_size_t()
+            status = lib.petacomm_transpose_model_decide(problem, params, None, 0, needed)
+            _capi.check(lib, status, "model_decide")
+            text = ctypes.create_string_buffer(needed.value)
+            status = lib.petacomm_transpose_model_decide(problem, params, text, needed.value, None)
+            _capi.check(lib, status, "model_decide")
+            decision = json.loads(text.value)
+            out.append({"ranks": p, "ranks_per_node": per_node, "n0": n0, "n1": n1, **decision})
+            print(f"\n{n0} x {n1} ({itemsize} B elements) on {p} ranks, {per_node} per node")
+            print(f"{'strategy':<12} {'predicted ms':>13} {'messages':>9} {'MiB sent':>9}")
+            for c in decision["candidates"]:
+                if not c["applicable"]:
+                    print(f"{c['name']:<12} {'-':>13}  {c['not_applicable_because']}")
+                    continue
+                print(
+                    f"{c['name']:<12} {c['predicted_seconds'] * 1e3:13.3f} "
+                    f"{c['messages']:9.0f} {c['bytes'] / (1 << 20):9.2f}"
+                )
+            print(f"planner: {decision['choice']} ({decision['reason']})")
+    return out

@@ -1,0 +1,55 @@
+"""numpy arrays as the library's array descriptors (petacomm_transpose_array).
+
+The library checks every descriptor on every rank before anything is sent, so one rank's
+bad array fails the collective call everywhere; arguments that are not numpy arrays at all
+travel as empty descriptors and get their message here, on the rank that passed them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from petacomm.transpose import _capi
+
+
+def dtype_code(dtype) -> int:
+    return _capi.DTYPES.get(np.dtype(dtype).name, _capi.UNKNOWN_DTYPE)
+
+
+def require_dtype(dtype, what: str) -> int:
+    name = np.dtype(dtype).name
+    if name not in _capi.DTYPES:
+        raise ValueError(
+            f"{what}: unsupported dtype {name} (expected one of {', '.join(_capi.DTYPES)})"
+        )
+    return _capi.DTYPES[name]
+
+
+def descriptor(value) -> _capi.Array:
+    """The descriptor of ``value`` (an empty one when it is not a numpy array)."""
+    array = _capi.Array()
+    if not isinstance(value, np.ndarray):
+        array.ndim = 0
+        array.dtype = _capi.UNKNOWN_DTYPE
+        return array
+    array.data = value.ctypes.data if value.size else None
+    array.ndim = min(value.ndim, 5)
+    for k in range(min(value.ndim, 4)):
+        array.shape[k] = value.shape[k]
+        array.strides[k] = value.strides[k]
+    array.dtype = dtype_code(value.dtype)
+    array.writeable = 1 if value.flags.writeable else 0
+    return array
+
+
+def local_message(message: str, named: dict) -> str:
+    """The library's message, made specific where it only saw a placeholder: a value that
+    is not a numpy array, or a dtype it does not know."""
+    for name, value in named.items():
+        if not message.startswith(f"{name}:"):
+            continue
+        if not isinstance(value, np.ndarray):
+            return f"{name}: expected a numpy array, got {type(value).__name__}"
+        if "dtype unknown" in message:
+            return message.replace("dtype unknown", f"dtype {value.dtype}")
+    return message

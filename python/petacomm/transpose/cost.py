@@ -1,0 +1,41 @@
+"""The transpose planner's cost parameters from a machine model.
+
+Point-to-point figures come from the model's ping-pongs (within a node: ``pingpong.intra``,
+across nodes: ``pingpong.inter``), MPI_Alltoall's per-message and per-byte figures from
+its fitted ``alltoall``. A model with nothing measured leaves the library's defaults
+(see petacomm/transpose.h); local copy and transpose speeds always keep them.
+"""
+
+from __future__ import annotations
+
+from petacomm.transpose._capi import CostParams, default_options
+
+
+def cost_params(model) -> CostParams:
+    params = default_options().cost
+    if model is None or model.source == "defaults":
+        return params
+    operations = model.operations
+    intra = "pingpong.intra" if "pingpong.intra" in operations else None
+    inter = "pingpong.inter" if "pingpong.inter" in operations else None
+    if intra is None and inter is None and "pingpong" in operations:
+        intra = "pingpong"
+    if intra:
+        params.p2p_alpha, params.p2p_beta = (float(v) for v in model.alpha_beta(intra))
+    if inter:
+        params.net_alpha, params.net_beta = (float(v) for v in model.alpha_beta(inter))
+        params.node_link_beta = params.net_beta
+    if "alltoall" in operations:
+        params.alltoall_alpha, params.alltoall_beta = (
+            float(v) for v in model.alpha_beta("alltoall", 1 << 20)
+        )
+    return params
+
+
+def resolve_model(model):
+    """The given model, else the measured one if present, else None (the defaults)."""
+    if model is not None:
+        return model
+    from petacomm.model import load_or_default
+
+    return load_or_default()

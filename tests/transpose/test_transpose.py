@@ -1,0 +1,113 @@
+"""The transpose family through the Python binding, at every rank count of the harness;
+the binding's structures against the C compiler's layout; the registry as the one source
+of strategy names."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpi_harness import RANK_COUNTS, mpirun_python
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+
+def _all_ranks_say(result, text: str, ranks: int) -> None:
+    lines = result.stdout.splitlines()
+    assert sum(text in line for line in lines) == ranks, result.stdout + result.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", RANK_COUNTS)
+def test_matrix_against_numpy(ranks):
+    result = mpirun_python(ranks, str(HERE / "matrix_worker.py"), timeout=300)
+    _all_ranks_say(result, "matrix ok", ranks)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", (1, 3, 4))
+def test_bad_argument_on_one_rank_fails_everywhere(ranks):
+    result = mpirun_python(ranks, str(HERE / "errors_worker.py"), timeout=120)
+    _all_ranks_say(result, "errors ok", ranks)
+
+
+@pytest.mark.mpi
+def test_virtual_node_size_from_the_environment():
+    result = mpirun_python(4, str(HERE / "node_worker.py"), env={"PETACOMM_NODE_SIZE": "2"})
+    _all_ranks_say(result, "nodes 2 ranks_per_node 2 ok", 4)
+    bad = mpirun_python(
+        1, str(HERE / "node_worker.py"), env={"PETACOMM_NODE_SIZE": "two"}, check=False
+    )
+    assert bad.returncode != 0 and "PETACOMM_NODE_SIZE: expected a positive integer, got 'two'" in (
+        bad.stdout + bad.stderr
+    )
+
+
+def test_strategy_names_come_from_the_registry():
+    from petacomm.transpose import strategies
+
+    names = [s.name for s in strategies()]
+    assert names == [
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "xor",
+        "pairwise",
+        "pipelined",
+        "partial",
+        "two-level",
+    ]
+    assert dict((s.name, s.options) for s in strategies())["pipelined"] == ("window",)
+    # docs/transpose.md's strategy table lists exactly the registry, with its summaries.
+    text = (ROOT / "docs" / "transpose.md").read_text()
+    start = text.index("| strategy | what it does and when it wins | options |")
+    section = text[start : text.index("\n\n", start)]
+    table = re.findall(r"^\| `([a-z0-9-]+)` \| (.+?) \|", section, re.M)
+    assert [name for name, _ in table] == names
+    for (_, summary), strategy in zip(table, strategies(), strict=True):
+        assert summary.strip() == strategy.summary
+
+
+def test_c_example_in_docs_is_the_tested_file():
+    text = (ROOT / "docs" / "transpose.md").read_text()
+    start = text.index("<!-- example: c")
+    shown = re.compile(r"```c\n(.*?)```", re.S).search(text, start).group(1)
+    assert shown == (ROOT / "native/tests/transpose/example_transpose.c").read_text()
+
+
+def test_import_does_not_touch_mpi():
+    code = (
+        "import sys, petacomm; assert 'mpi4py' not in sys.modules; "
+        "assert 'petacomm.transpose' not in sys.modules; "
+        "assert 'TransposePlan' in petacomm.__all__; print('lazy')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and "lazy" in done.stdout, done.stderr
+
+
+def test_offline_decision_from_statistics():
+    """The planner's pure decision through the C API (no MPI): a sparse mask picks
+    partial, and every candidate carries a predicted time."""
+    import json
+
+    from petacomm.transpose import _capi
+
+    lib = _capi.library()
+    mask = (ctypes.c_ubyte * 256)(*([1] * 4 + [0] * 252))
+    problem = _capi.Problem(8, 256, 256, 1, 16, 8, mask, 256)
+    needed = ctypes.c_size_t()
+    assert lib.petacomm_transpose_model_decide(problem, None, None, 0, needed) == 0
+    text = ctypes.create_string_buffer(needed.value)
+    assert lib.petacomm_transpose_model_decide(problem, None, text, needed.value, None) == 0
+    decision = json.loads(text.value)
+    assert decision["choice"] == "partial", decision
+    by_name = {c["name"]: c for c in decision["candidates"]}
+    assert by_name["xor"]["applicable"] and by_name["alltoall"]["predicted_seconds"] > 0
+    # Blocks of 256/8 rows x 256/8 columns x 16 B: alltoall sends 7 of them.
+    assert by_name["alltoall"]["bytes"] == 7 * 32 * 32 * 16
