@@ -1,10 +1,12 @@
 """Plan statistics without running ranks, and the planner's predictions from them.
 
-Given every rank's keys (e.g. from petacomm.datasets for P up to 16,384), computes what a
-plan's directory discovery would find — multiplicities, owners (the same hash as the
-native directory), partners per rank at every hub threshold — and passes the statistics to
-the native cost model (``petacomm_xchg_model_predict``), the code the planner runs inside a
-plan. Partner sets are kept as P x P bit matrices (P^2/8 bytes: 32 MiB at P = 16,384).
+Given every rank's keys (e.g. from petacomm.datasets for P up to 65,536 and beyond),
+computes what a plan's directory discovery would find — multiplicities, owners (the same
+hash as the native directory), partners per rank at every hub threshold — and passes the
+statistics to the native cost model (``petacomm_xchg_model_predict``), the code the planner
+runs inside a plan. Partners come from the list of sharing pairs (sum of d^2 over keys held
+by d ranks) when it is short, else from a P x P bit matrix (P^2/8 bytes: 32 MiB at P =
+16,384), counted a block of rows at a time.
 """
 
 from __future__ import annotations
@@ -55,10 +57,22 @@ _FIELD_INDEX = {name: i for i, name in enumerate(_FIELDS)}
 assert ctypes.sizeof(_capi.RankStats) == 8 * len(_FIELDS)
 
 
+# Sharing pairs (sum of d^2) up to which partners are counted from the pair list; beyond it
+# (keys on very many ranks) from the bit matrix, whose P^2/8 bytes limit P to BIT_MATRIX_RANKS.
+PAIR_BUDGET = 1 << 26
+BIT_MATRIX_RANKS = 16384
+
+
 def statistics(
-    keysets: list[np.ndarray], *, chunk_keys: int = 65536, allgather_keys: int = 65536
+    keysets: list[np.ndarray],
+    *,
+    chunk_keys: int = 65536,
+    allgather_keys: int = 65536,
+    pair_budget: int = PAIR_BUDGET,
 ) -> PlanStatistics:
-    """Statistics of a plan over len(keysets) ranks (keysets[r]: rank r's keys)."""
+    """Statistics of a plan over len(keysets) ranks (keysets[r]: rank r's keys).
+    pair_budget: the longest list of sharing pairs to count partners from (else the bit
+    matrix)."""
     p = len(keysets)
     if p < 1:
         raise ValueError("keysets: need at least one rank")
@@ -66,15 +80,23 @@ def statistics(
     col = _FIELD_INDEX
     lengths = np.array([len(k) for k in keysets], dtype=np.int64)
     out[:, col["n_local"]] = lengths
-    uniques = [np.unique(np.asarray(k, dtype=np.int64)) for k in keysets]
-    counts = np.array([u.size for u in uniques], dtype=np.int64)
-    out[:, col["n_unique"]] = counts
-    out[:, col["directory_send_keys"]] = counts
-    holder = np.repeat(np.arange(p, dtype=np.int64), counts)
-    key = np.concatenate(uniques) if uniques else np.zeros(0, np.int64)
+    # Every rank's distinct keys at once (one sort, not one per rank): (key, holder) pairs
+    # sorted by key, then holder, each once.
+    key = np.concatenate([np.asarray(k, dtype=np.int64).ravel() for k in keysets])
+    holder = np.repeat(np.arange(p, dtype=np.int64), lengths)
     order = np.lexsort((holder, key))
     key, holder = key[order], holder[order]
-    distinct, first, d_key = np.unique(key, return_index=True, return_counts=True)
+    fresh = np.ones(key.size, dtype=bool)
+    fresh[1:] = (key[1:] != key[:-1]) | (holder[1:] != holder[:-1])
+    key, holder = key[fresh], holder[fresh]
+    counts = np.bincount(holder, minlength=p).astype(np.int64)
+    out[:, col["n_unique"]] = counts
+    out[:, col["directory_send_keys"]] = counts
+    run = np.ones(key.size, dtype=bool)  # key is sorted: its runs are the distinct keys
+    run[1:] = key[1:] != key[:-1]
+    first = np.flatnonzero(run)
+    distinct = key[first]
+    d_key = np.diff(np.append(first, key.size))
     d = np.repeat(d_key, d_key)  # multiplicity of every (key, holder) pair
     group = np.repeat(np.arange(distinct.size), d_key)
 
@@ -116,7 +138,15 @@ def statistics(
         holder[remote], weights=(d + 1)[remote], minlength=p
     ).astype(np.int64)
 
-    _partners(out, key, holder, d, group, first, d_key, p)
+    if int(np.sum(d_key.astype(np.int64) ** 2)) <= pair_budget:
+        _partners_from_pairs(out, holder, first, d_key, p)
+    elif p <= BIT_MATRIX_RANKS:
+        _partners(out, key, holder, d, group, first, d_key, p)
+    else:
+        raise ValueError(
+            f"keysets: {p} ranks share keys too widely for the offline statistics (more than "
+            f"{pair_budget} sharing pairs and more than {BIT_MATRIX_RANKS} ranks)"
+        )
 
     g = _capi.GlobalStats()
     g.ranks = p
@@ -129,12 +159,41 @@ def statistics(
     if distinct.size:
         # Chunks aligned on multiples of chunk_keys, as the native dense-allreduce walks them.
         g.dense_chunks = int(np.unique(distinct // chunk_keys).size)
-        for r in range(p):
-            out[r, col["dense_chunks"]] = np.unique(uniques[r] // chunk_keys).size
+        span = int(distinct[-1] // chunk_keys) + 1
+        touched = np.unique(holder * span + key // chunk_keys)  # (rank, chunk) pairs
+        out[:, col["dense_chunks"]] = np.bincount(touched // span, minlength=p)
     histogram = np.bincount(_bucket(d_key), minlength=HUB_LEVELS + 1)
     for b in range(HUB_LEVELS + 1):
         g.multiplicity[b] = int(histogram[b])
     return PlanStatistics(out, g)
+
+
+def _partners_from_pairs(out, holder, first, d_key, p) -> None:
+    """pair_partners and hub_pair_partners[b] from the list of sharing pairs: every ordered
+    pair (r, q), r != q, of holders of a key, with the smallest multiplicity of a key they
+    share (they are partners at threshold 2^b when it is <= 2^b)."""
+    col = _FIELD_INDEX
+    codes, smallest = [], []
+    for value in np.unique(d_key[d_key >= 2]):
+        starts = first[d_key == value]
+        members = holder[starts[:, None] + np.arange(value)]  # (keys, value)
+        a = np.repeat(members, value, axis=1).ravel()
+        b = np.tile(members, (1, value)).ravel()
+        keep = a != b
+        codes.append(a[keep] * p + b[keep])
+        smallest.append(np.full(int(keep.sum()), value, dtype=np.int64))
+    if codes:
+        code, dmin = np.concatenate(codes), np.concatenate(smallest)
+        order = np.lexsort((dmin, code))
+        code, dmin = code[order], dmin[order]
+        head = np.ones(code.size, dtype=bool)
+        head[1:] = code[1:] != code[:-1]
+        rank, dmin = code[head] // p, dmin[head]  # each pair once, with its smallest d
+    else:
+        rank = dmin = np.zeros(0, dtype=np.int64)
+    out[:, col["pair_partners"]] = np.bincount(rank, minlength=p)
+    for b in range(HUB_LEVELS):
+        out[:, col[f"hub_pair_partners[{b}]"]] = np.bincount(rank[dmin <= (1 << b)], minlength=p)
 
 
 def _partners(out, key, holder, d, group, first, d_key, p) -> None:
@@ -177,7 +236,9 @@ def _mark(bits, holder, d_key, first, value, p) -> None:
 
 
 def _popcount_without_self(bits, p) -> np.ndarray:
-    counts = _POPCOUNT[bits].sum(axis=1)
+    counts = np.concatenate(
+        [_POPCOUNT[bits[r : r + 1024]].sum(axis=1) for r in range(0, p, 1024)]
+    )  # a block of rows at a time: the lookup is 64 bits per bit-matrix byte
     ranks = np.arange(p)
     self_set = (bits[ranks, ranks >> 3] >> (ranks & 7)) & 1
     return counts - self_set
