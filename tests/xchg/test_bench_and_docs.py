@@ -244,6 +244,8 @@ def _petscsf_available() -> bool:
 @pytest.mark.mpi
 @pytest.mark.skipif(not _petscsf_available(), reason="Debian Open MPI or petsc4py absent")
 def test_bench_peers_petscsf(tmp_path):
+    import numpy as np
+
     out = tmp_path / "peers.json"
     env = dict(mpi_test_env(), **PEERS_CACHE)
     done = subprocess.run(
@@ -267,12 +269,11 @@ def test_bench_peers_petscsf(tmp_path):
         # PETSc's star forests and every petacomm strategy give the same sums.
         assert all(c["agrees"] for c in run["contenders"]), run["contenders"]
         assert all(len(c["execute_seconds"]) == 2 for c in run["contenders"])
-        faster = min(
-            rows["petscsf-range"]["execute_median"], rows["petscsf-holder"]["execute_median"]
-        )
-        assert run["ratios"]["execute_vs_faster_sf"] == pytest.approx(
-            rows["petacomm:auto"]["execute_median"] / faster
-        )
+        for stat, pick in (("median", np.median), ("best", np.min)):
+            sf = ("petscsf-range", "petscsf-holder")
+            faster = min(pick(rows[n]["execute_seconds"]) for n in sf)
+            auto = pick(rows["petacomm:auto"]["execute_seconds"])
+            assert run["ratios"][stat]["execute_vs_faster_sf"] == pytest.approx(auto / faster)
     table = [ln for ln in done.stdout.splitlines() if not ln.startswith(("building", "built"))]
     assert max(len(line) for line in table) <= 100
     assert "auto vs the faster PetscSF variant" in done.stdout

@@ -359,30 +359,36 @@ def _measure_peers(args, generators, strategies) -> dict:
 
 
 def _summarise_peers_run(run: dict) -> None:
-    """Medians per contender and the ratios the targets are about (in place)."""
+    """Per contender the median and the best (minimum) of its setup and execute samples, and
+    for each statistic the ratios the targets are about (in place). On a shared machine the
+    best is the less noisy estimate: a repetition no rank was descheduled in."""
     import numpy as np
 
     rows = {c["name"]: c for c in run["contenders"]}
     for c in run["contenders"]:
-        c["setup_median"] = float(np.median(c["setup_seconds"]))
-        c["execute_median"] = float(np.median(c["execute_seconds"]))
+        for what in ("setup", "execute"):
+            c[f"{what}_median"] = float(np.median(c[f"{what}_seconds"]))
+            c[f"{what}_best"] = float(np.min(c[f"{what}_seconds"]))
     sf = [rows[n] for n in rows if n.startswith("petscsf")]
     auto = rows.get("petacomm:auto")
-    ratios = {}
-    if sf and auto is not None:
-        ratios["execute_vs_faster_sf"] = auto["execute_median"] / min(
-            c["execute_median"] for c in sf
-        )
-        ratios["setup_vs_faster_sf"] = auto["setup_median"] / min(c["setup_median"] for c in sf)
-    if auto is not None and run.get("auto"):
-        candidates = [
-            rows[f"petacomm:{n}"] for n in run["auto"]["candidates"] if f"petacomm:{n}" in rows
-        ]
-        if candidates:
-            fastest = min(candidates, key=lambda c: c["execute_median"])
-            ratios["auto_vs_fastest_candidate"] = auto["execute_median"] / fastest["execute_median"]
-            ratios["fastest_candidate"] = fastest["name"].split(":", 1)[1]
-    run["ratios"] = ratios
+    run["ratios"] = {}
+    for stat in ("median", "best"):
+        ratios = {}
+        if sf and auto is not None:
+            for what in ("execute", "setup"):
+                faster = min(c[f"{what}_{stat}"] for c in sf)
+                ratios[f"{what}_vs_faster_sf"] = auto[f"{what}_{stat}"] / faster
+        if auto is not None and run.get("auto"):
+            candidates = [
+                rows[f"petacomm:{n}"] for n in run["auto"]["candidates"] if f"petacomm:{n}" in rows
+            ]
+            if candidates:
+                fastest = min(candidates, key=lambda c: c[f"execute_{stat}"])
+                ratios["auto_vs_fastest_candidate"] = (
+                    auto[f"execute_{stat}"] / fastest[f"execute_{stat}"]
+                )
+                ratios["fastest_candidate"] = fastest["name"].split(":", 1)[1]
+        run["ratios"][stat] = ratios
 
 
 def _print_peers_run(run: dict) -> None:
@@ -393,45 +399,58 @@ def _print_peers_run(run: dict) -> None:
     )
     print("\n" + textwrap.fill(title, 100, subsequent_indent="  "))
     sf = [c for c in run["contenders"] if c["name"].startswith("petscsf")]
-    best_setup = min((c["setup_median"] for c in sf), default=float("nan"))
-    best_exec = min((c["execute_median"] for c in sf), default=float("nan"))
-    print(f"{'contender':<26} {'setup ms':>9} {'exec us':>9} {'setup/SF':>9} {'exec/SF':>8}")
+
+    def faster(field: str) -> float:
+        return min((c[field] for c in sf), default=float("nan"))
+
+    print(
+        f"{'contender':<26} {'setup ms':>9} {'best ms':>8} {'exec us':>9} {'best us':>9} "
+        f"{'setup/SF':>8} {'exec/SF':>8}"
+    )
     for c in run["contenders"]:
         flag = "" if c["agrees"] else "  (results differ!)"
         print(
-            f"{c['name']:<26} {c['setup_median'] * 1e3:9.2f} {c['execute_median'] * 1e6:9.1f} "
-            f"{c['setup_median'] / best_setup:8.2f}x {c['execute_median'] / best_exec:7.2f}x{flag}"
+            f"{c['name']:<26} {c['setup_median'] * 1e3:9.2f} {c['setup_best'] * 1e3:8.2f} "
+            f"{c['execute_median'] * 1e6:9.1f} {c['execute_best'] * 1e6:9.1f} "
+            f"{c['setup_best'] / faster('setup_best'):7.2f}x "
+            f"{c['execute_best'] / faster('execute_best'):7.2f}x{flag}"
         )
-    r = run["ratios"]
+    best = run["ratios"]["best"]
     if run.get("auto"):
         line = f"auto chose {run['auto']['choice']}"
-        if "fastest_candidate" in r:
+        if "fastest_candidate" in best:
             line += (
-                f"; fastest of its candidates: {r['fastest_candidate']}, auto/fastest "
-                f"{r['auto_vs_fastest_candidate']:.2f}x"
+                f"; fastest of its candidates (best): {best['fastest_candidate']}, auto/fastest "
+                f"{best['auto_vs_fastest_candidate']:.2f}x"
             )
         print(line)
-    print("(setup: plan or star-forest creation, discovery included, median over builds of the")
-    print(" max over ranks; exec: one reduce + broadcast, median over repetitions of the max over")
-    print(" ranks; /SF: vs the faster PetscSF variant)")
+    print("(setup: plan or star-forest creation, discovery included; exec: one reduce + broadcast;")
+    print(" each sample the max over ranks; median and best (minimum) over builds/repetitions;")
+    print(" /SF: best vs the faster PetscSF variant's best)")
 
 
 def _print_peers_summary(runs: list[dict]) -> None:
-    if not runs or not any("execute_vs_faster_sf" in r["ratios"] for r in runs):
+    if not runs or not any("execute_vs_faster_sf" in r["ratios"]["best"] for r in runs):
         return
     print("\nauto vs the faster PetscSF variant, and vs the fastest strategy it could have picked")
-    print(f"{'keys':<8} {'ranks':>5} {'exec/SF':>8} {'setup/SF':>9} {'auto/best':>10}  best")
+    print(
+        f"{'keys':<8} {'ranks':>5} | {'exec/SF':>7} {'(median)':>8} | {'setup/SF':>8} "
+        f"{'(median)':>8} | {'auto/best':>9} {'(median)':>8}  fastest"
+    )
     for run in runs:
-        r = run["ratios"]
-        if "execute_vs_faster_sf" not in r:
+        best, median = run["ratios"]["best"], run["ratios"]["median"]
+        if "execute_vs_faster_sf" not in best:
             continue
-        best = r.get("auto_vs_fastest_candidate", float("nan"))
+        nan = float("nan")
         print(
-            f"{run['generator']:<8} {run['ranks']:>5} {r['execute_vs_faster_sf']:7.2f}x "
-            f"{r['setup_vs_faster_sf']:8.2f}x {best:9.2f}x"
-            f"  {r.get('fastest_candidate', '-')}"
+            f"{run['generator']:<8} {run['ranks']:>5} | {best['execute_vs_faster_sf']:6.2f}x "
+            f"{median['execute_vs_faster_sf']:7.2f}x | {best['setup_vs_faster_sf']:7.2f}x "
+            f"{median['setup_vs_faster_sf']:7.2f}x | "
+            f"{best.get('auto_vs_fastest_candidate', nan):8.2f}x "
+            f"{median.get('auto_vs_fastest_candidate', nan):7.2f}x  "
+            f"{best.get('fastest_candidate', '-')}"
         )
-    print("(ratios of medians; below 1.00x petacomm is faster)")
+    print("(ratios of the best samples, and of the medians; below 1.00x petacomm is faster)")
 
 
 def _load_model(path):

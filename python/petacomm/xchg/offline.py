@@ -32,6 +32,17 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (numpy's hash-based unique is several times slower on the
+    millions of mostly distinct values here)."""
+    x = np.sort(np.asarray(x).ravel())
+    if x.size == 0:
+        return x
+    keep = np.ones(x.size, dtype=bool)
+    keep[1:] = x[1:] != x[:-1]
+    return x[keep]
+
+
 def _bucket(d: np.ndarray) -> np.ndarray:
     """0 for d == 1, else ceil(log2 d) (the native multiplicity buckets)."""
     return np.minimum(np.ceil(np.log2(np.maximum(d, 1))).astype(np.int64), HUB_LEVELS)
@@ -123,14 +134,14 @@ def statistics(
     out[:, col["owner_recv_values"]] = np.bincount(
         holder[owned], weights=(d - 1)[owned], minlength=p
     ).astype(np.int64)
-    pairs = np.unique(holder[not_owner] * p + owner[not_owner])
+    pairs = _distinct(holder[not_owner] * p + owner[not_owner])
     out[:, col["owner_sends"]] = np.bincount(pairs // p, minlength=p)
     out[:, col["owner_recvs"]] = np.bincount(pairs % p, minlength=p)
 
     # Directory: messages to homes and replies to holders (both exclude self), reply ints.
     home = (mix64(key.astype(np.uint64)) % np.uint64(p)).astype(np.int64)
     remote = home != holder
-    links = np.unique(holder[remote] * p + home[remote])
+    links = _distinct(holder[remote] * p + home[remote])
     out[:, col["directory_send_msgs"]] = np.bincount(links // p, minlength=p) + np.bincount(
         links % p, minlength=p
     )
@@ -158,10 +169,13 @@ def statistics(
     g.max_unique = int(counts.max(initial=0))
     if distinct.size:
         # Chunks aligned on multiples of chunk_keys, as the native dense-allreduce walks them.
-        g.dense_chunks = int(np.unique(distinct // chunk_keys).size)
-        span = int(distinct[-1] // chunk_keys) + 1
-        touched = np.unique(holder * span + key // chunk_keys)  # (rank, chunk) pairs
-        out[:, col["dense_chunks"]] = np.bincount(touched // span, minlength=p)
+        g.dense_chunks = int(_distinct(distinct // chunk_keys).size)
+        chunk = key // chunk_keys  # ascending, as key is; holders ascending within a key
+        order = np.lexsort((holder, chunk))
+        c, h = chunk[order], holder[order]
+        fresh = np.ones(c.size, dtype=bool)  # each (chunk, rank) pair once
+        fresh[1:] = (c[1:] != c[:-1]) | (h[1:] != h[:-1])
+        out[:, col["dense_chunks"]] = np.bincount(h[fresh], minlength=p)
     histogram = np.bincount(_bucket(d_key), minlength=HUB_LEVELS + 1)
     for b in range(HUB_LEVELS + 1):
         g.multiplicity[b] = int(histogram[b])
@@ -174,7 +188,7 @@ def _partners_from_pairs(out, holder, first, d_key, p) -> None:
     share (they are partners at threshold 2^b when it is <= 2^b)."""
     col = _FIELD_INDEX
     codes, smallest = [], []
-    for value in np.unique(d_key[d_key >= 2]):
+    for value in _distinct(d_key[d_key >= 2]):
         starts = first[d_key == value]
         members = holder[starts[:, None] + np.arange(value)]  # (keys, value)
         a = np.repeat(members, value, axis=1).ravel()
@@ -184,8 +198,13 @@ def _partners_from_pairs(out, holder, first, d_key, p) -> None:
         smallest.append(np.full(int(keep.sum()), value, dtype=np.int64))
     if codes:
         code, dmin = np.concatenate(codes), np.concatenate(smallest)
-        order = np.lexsort((dmin, code))
-        code, dmin = code[order], dmin[order]
+        top = int(dmin.max()) + 1
+        if p * p <= np.iinfo(np.int64).max // top:  # one int64 sort of code * top + d
+            both = np.sort(code * top + dmin)
+            code, dmin = both // top, both % top
+        else:
+            order = np.lexsort((dmin, code))
+            code, dmin = code[order], dmin[order]
         head = np.ones(code.size, dtype=bool)
         head[1:] = code[1:] != code[:-1]
         rank, dmin = code[head] // p, dmin[head]  # each pair once, with its smallest d
