@@ -298,8 +298,8 @@ def test_offline_partners_both_ways_equal_brute_force():
 
     rng = np.random.default_rng(5)
     p = 11
-    keysets = [rng.integers(0, 60, rng.integers(0, 25)) for _ in range(p)]
-    keysets[3] = np.arange(60)  # one rank holding every key
+    keysets = [rng.integers(5, 65, rng.integers(0, 25)) for _ in range(p)]
+    keysets[3] = np.arange(5, 65)  # one rank holding every key
     keysets[7] = np.zeros(0, dtype=np.int64)
     holders = {}
     for r, keys in enumerate(keysets):
@@ -318,10 +318,13 @@ def test_offline_partners_both_ways_equal_brute_force():
         for r in hs:
             everyone[r] |= hs - {r}
     expected["pair_partners"] = [len(x) for x in everyone]
+    # Chunks of 8 keys aligned on multiples of 8, per rank and over all ranks.
+    expected["dense_chunks"] = [len({k // 8 for k in keys.tolist()}) for keys in keysets]
     for budget in (offline.PAIR_BUDGET, 0):  # pair list, then bit matrix
-        stats = offline.statistics(keysets, pair_budget=budget)
+        stats = offline.statistics(keysets, pair_budget=budget, chunk_keys=8)
         for name, values in expected.items():
             assert stats.field(name).tolist() == values, (budget, name)
+        assert stats.global_stats.dense_chunks == len({k // 8 for k in holders})
 
 
 @pytest.mark.mpi
