@@ -74,7 +74,7 @@ class CmbScanKeys(KeySetMixin):
     def all_keys(self) -> list[np.ndarray]:
         """Every rank's keys (as keys(r)), the scan computed in blocks of samples rather than
         rank by rank: one pass however many ranks share it."""
-        block = 1 << 20
+        block = 1 << 18
         pixels = np.concatenate(
             [self.pixels(s, min(s + block, self.samples)) for s in range(0, self.samples, block)]
             or [np.zeros(0, dtype=np.int64)]

@@ -100,6 +100,7 @@ def statistics(
     fresh = np.ones(key.size, dtype=bool)
     fresh[1:] = (key[1:] != key[:-1]) | (holder[1:] != holder[:-1])
     key, holder = key[fresh], holder[fresh]
+    del order, fresh  # arrays of every key of every rank: freed as soon as done with
     counts = np.bincount(holder, minlength=p).astype(np.int64)
     out[:, col["n_unique"]] = counts
     out[:, col["directory_send_keys"]] = counts
@@ -148,6 +149,7 @@ def statistics(
     out[:, col["directory_reply_ints"]] = np.bincount(
         holder[remote], weights=(d + 1)[remote], minlength=p
     ).astype(np.int64)
+    del run, shared, owner, not_owner, owned, pairs, home, remote, links
 
     if int(np.sum(d_key.astype(np.int64) ** 2)) <= pair_budget:
         _partners_from_pairs(out, holder, first, d_key, p)
@@ -185,31 +187,42 @@ def statistics(
 def _partners_from_pairs(out, holder, first, d_key, p) -> None:
     """pair_partners and hub_pair_partners[b] from the list of sharing pairs: every ordered
     pair (r, q), r != q, of holders of a key, with the smallest multiplicity of a key they
-    share (they are partners at threshold 2^b when it is <= 2^b)."""
+    share (they are partners at threshold 2^b when it is <= 2^b). Each pair is one int64,
+    (r p + q) top + d, so one in-place sort groups the pairs with their smallest d first."""
     col = _FIELD_INDEX
-    codes, smallest = [], []
+    top = int(d_key.max(initial=1)) + 1
+    packed = p * p <= np.iinfo(np.int64).max // top
+    parts, smallest = [], []
     for value in _distinct(d_key[d_key >= 2]):
         starts = first[d_key == value]
         members = holder[starts[:, None] + np.arange(value)]  # (keys, value)
         a = np.repeat(members, value, axis=1).ravel()
         b = np.tile(members, (1, value)).ravel()
         keep = a != b
-        codes.append(a[keep] * p + b[keep])
-        smallest.append(np.full(int(keep.sum()), value, dtype=np.int64))
-    if codes:
-        code, dmin = np.concatenate(codes), np.concatenate(smallest)
-        top = int(dmin.max()) + 1
-        if p * p <= np.iinfo(np.int64).max // top:  # one int64 sort of code * top + d
-            both = np.sort(code * top + dmin)
-            code, dmin = both // top, both % top
+        code = a[keep] * p + b[keep]
+        del a, b, keep
+        if packed:
+            parts.append(code * top + value)
         else:
-            order = np.lexsort((dmin, code))
-            code, dmin = code[order], dmin[order]
+            parts.append(code)
+            smallest.append(np.full(code.size, value, dtype=np.int64))
+    if not parts:
+        rank = dmin = np.zeros(0, dtype=np.int64)
+    elif packed:
+        both = np.concatenate(parts)
+        del parts
+        both.sort()
+        code = both // top
         head = np.ones(code.size, dtype=bool)
         head[1:] = code[1:] != code[:-1]
-        rank, dmin = code[head] // p, dmin[head]  # each pair once, with its smallest d
+        rank, dmin = code[head] // p, both[head] % top  # each pair once, its smallest d
     else:
-        rank = dmin = np.zeros(0, dtype=np.int64)
+        code, dmin = np.concatenate(parts), np.concatenate(smallest)
+        order = np.lexsort((dmin, code))
+        code, dmin = code[order], dmin[order]
+        head = np.ones(code.size, dtype=bool)
+        head[1:] = code[1:] != code[:-1]
+        rank, dmin = code[head] // p, dmin[head]
     out[:, col["pair_partners"]] = np.bincount(rank, minlength=p)
     for b in range(HUB_LEVELS):
         out[:, col[f"hub_pair_partners[{b}]"]] = np.bincount(rank[dmin <= (1 << b)], minlength=p)
