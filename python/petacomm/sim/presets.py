@@ -1,0 +1,180 @@
+"""What ``petacomm simulate`` can run: one preset per family, each a native program built
+with SMPI, its inputs at a rank count, and how to read its results.
+
+A preset names its program and families, default network, machine profile, rank counts
+and variants (strategies), a default problem size and a full size (the study's), and three
+functions: ``prepare`` (writes the inputs of one run into a work directory, returns the
+program's argv), ``parse`` (the program's output -> the run's result) and ``messages`` (how
+many messages one run simulates: the wall-time estimate scales with it).
+
+One run simulates one variant: SMPI 3.32 mixes up the messages of nonblocking collectives
+and persistent requests of consecutive plans in one simulation (a later barrier completes
+early, or the simulation deadlocks), so variants never share a simulation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    family: str
+    summary: str
+    families: tuple[str, ...]
+    program: str
+    network: str
+    machine: str
+    ranks: str
+    full_ranks: str
+    variants: tuple[str, ...]
+    size: str
+    full_size: str
+    size_help: str
+    parse_size: Callable[[str], dict]
+    prepare: Callable[[Path, int, dict, str, int], list[str]]
+    parse: Callable[[str], dict]
+    messages: Callable[[int, dict, str, int], float]
+
+
+def _result_line(stdout: str, mark: str) -> dict:
+    """The program's one result line ``MARK {json}``."""
+    rows = [line for line in stdout.splitlines() if line.startswith(mark + " ")]
+    if len(rows) != 1:
+        raise PetacommError(f"expected one '{mark}' result line, got {len(rows)}")
+    try:
+        return json.loads(rows[0][len(mark) + 1 :])
+    except json.JSONDecodeError as err:
+        raise PetacommError(f"unreadable result line {rows[0]!r}: {err}") from None
+
+
+# ---- sparse reduction: strategies on the CMB-like keys (study 1) -------------------------
+def _sparse_size(text: str) -> dict:
+    nside, sep, samples = text.partition(":")
+    try:
+        values = {"nside": int(nside), "total_samples": int(samples)} if sep else None
+    except ValueError:
+        values = None
+    if not values or values["nside"] < 1 or values["total_samples"] < 1:
+        raise ValueError(f"expected NSIDE:TOTAL_SAMPLES, e.g. 128:2097152, got {text!r}")
+    if values["nside"] & (values["nside"] - 1):
+        raise ValueError(f"NSIDE must be a power of two, got {values['nside']}")
+    return values
+
+
+def _sparse_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+    import numpy as np
+
+    from petacomm.datasets import make
+
+    keys_dir = work / f"keys-p{ranks}"
+    if not keys_dir.is_dir():
+        keys_dir.mkdir()
+        generator = make("cmb", ranks, **size)
+        for r in range(ranks):
+            np.unique(generator.keys(r)).astype(np.int64).tofile(keys_dir / f"p{ranks}_r{r}.bin")
+    return ["petacomm-xchg-setup-bench", str(keys_dir), str(reps), variant]
+
+
+def _sparse_parse(stdout: str) -> dict:
+    row = _result_line(stdout, "XCHGSMPI")
+    return {
+        "chosen": row["chosen"],
+        "simulated_time_s": row["execute_seconds"],
+        "setup_time_s": row["simulated_seconds"],
+        "keys_rank0": row["keys"],
+    }
+
+
+def _sparse_messages(ranks: int, size: dict, variant: str, reps: int) -> float:
+    """Messages of one run: every build and execution (warm-ups too)."""
+    log_p = max(1.0, math.log2(ranks))
+    chunks = math.ceil(12 * size["nside"] ** 2 / 65536)
+    per = {
+        "dense-allreduce": ranks * 2 * log_p * chunks,
+        "allgather": ranks * (ranks - 1) * 2,
+    }
+    sparse = ranks * (4 * log_p + 64)  # discovery collectives and a few dozen partners
+    auto = max(per.values())  # the planner may pick any of them
+    return 2 * (reps + 1) * per.get(variant, auto if variant == "auto" else sparse)
+
+
+# ---- transposes: strategies on an N0 x N1 float64 slab (study 4) --------------------------
+def _transpose_size(text: str) -> dict:
+    parts = text.lower().split("x")
+    try:
+        n0, n1 = (int(p) for p in parts) if len(parts) == 2 else (0, 0)
+    except ValueError:
+        n0 = n1 = 0
+    if n0 < 1 or n1 < 1:
+        raise ValueError(f"expected N0xN1 (float64 elements), e.g. 4096x4096, got {text!r}")
+    return {"n0": n0, "n1": n1}
+
+
+def _transpose_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+    return ["petacomm-transpose-bench", str(size["n0"]), str(size["n1"]), str(reps), variant]
+
+
+def _transpose_parse(stdout: str) -> dict:
+    row = _result_line(stdout, "TRANSPOSESMPI")
+    if row["errors"]:
+        raise PetacommError(
+            f"transpose {row['strategy']}: {row['errors']} wrong elements in the result"
+        )
+    return {"chosen": row["chosen"], "simulated_time_s": row["seconds"], "bytes": row["bytes"]}
+
+
+def _transpose_messages(ranks: int, size: dict, variant: str, reps: int) -> float:
+    return (reps + 1) * ranks * max(ranks - 1, 1)
+
+
+PRESETS = {
+    "sparse-reduce": Preset(
+        name="sparse-reduce",
+        family="xchg",
+        summary="sparse key/value reduction strategies on CMB-like keys (study 1): one "
+        "in-place sum of a float64 per key",
+        families=("xchg",),
+        program="petacomm-xchg-setup-bench",
+        network="torus:8x8x16",
+        machine="xt4",
+        ranks="256,1024",
+        full_ranks="256,1024,4096",
+        variants=("dense-allreduce", "allgather", "directory", "auto"),
+        size="128:1048576",
+        full_size="256:4194304",
+        size_help="NSIDE:TOTAL_SAMPLES of the CMB scan (HEALPix nside; samples split over "
+        "the ranks)",
+        parse_size=_sparse_size,
+        prepare=_sparse_prepare,
+        parse=_sparse_parse,
+        messages=_sparse_messages,
+    ),
+    "transpose": Preset(
+        name="transpose",
+        family="transpose",
+        summary="distributed slab transpose strategies (study 4): one forward transpose of "
+        "an N0 x N1 float64 array",
+        families=("transpose",),
+        program="petacomm-transpose-bench",
+        network="torus:4x8x8",
+        machine="xt4",
+        ranks="64,256",
+        full_ranks="256,1024",
+        variants=("xor", "alltoall", "pairwise"),
+        size="2048x2048",
+        full_size="8192x8192",
+        size_help="N0xN1 float64 elements",
+        parse_size=_transpose_size,
+        prepare=_transpose_prepare,
+        parse=_transpose_parse,
+        messages=_transpose_messages,
+    ),
+}
