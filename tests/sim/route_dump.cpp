@@ -3,9 +3,8 @@
 //   SRC DST LATENCY LINK LINK ...
 // with the links in the order a message crosses them. Built by the tests against
 // libsimgrid-dev; SimGrid's routing is what the petacomm routing models must agree with.
-#include <simgrid/s4u.hpp>
-
 #include <cstdio>
+#include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
 

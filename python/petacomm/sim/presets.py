@@ -7,9 +7,9 @@ functions: ``prepare`` (writes the inputs of one run into a work directory, retu
 program's argv), ``parse`` (the program's output -> the run's result) and ``messages`` (how
 many messages one run simulates: the wall-time estimate scales with it).
 
-One run simulates one variant: SMPI 3.32 mixes up the messages of nonblocking collectives
-and persistent requests of consecutive plans in one simulation (a later barrier completes
-early, or the simulation deadlocks), so variants never share a simulation.
+One run simulates one variant, so every variant's simulation wall time is its own and a
+failing variant names itself. The programs run as SMPI actors, threads of one process:
+they keep no state in the C library between calls (strtok_r, not strtok).
 """
 
 from __future__ import annotations

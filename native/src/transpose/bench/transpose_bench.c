@@ -4,7 +4,7 @@
  * argv: N0 N1 REPETITIONS STRATEGIES (comma-separated registered names or "auto").
  * Rank 0 prints one line per strategy: TRANSPOSESMPI {"strategy", "chosen" (what the plan
  * runs: the planner's pick for "auto"), "seconds" (median over the repetitions after a
- * warm-up one, each the maximum over ranks), "bytes" (the whole array), "errors" (elements
+ * warm-up one, each timed by operation_seconds), "bytes" (the whole array), "errors" (elements
  * of the last result that differ from the transposed input, summed over ranks: 0)}. */
 #include <mpi.h>
 #include <petacomm/transpose.h>
@@ -20,6 +20,19 @@ static int by_value(const void *a, const void *b) {
 static void fail(const char *what) {
   fprintf(stderr, "petacomm-transpose-bench: %s: %s\n", what, petacomm_last_error());
   MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Seconds of one collective operation timed on every rank from t0 to t1. Under a global
+ * clock (SMPI's simulated time; MPI_WTIME_IS_GLOBAL) it runs from the last rank's start to
+ * the last rank's end, so ranks leaving the preceding barrier at different times do not
+ * count; otherwise it is the slowest rank's own duration. */
+static double operation_seconds(double t0, double t1) {
+  int *global = NULL, found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &global, &found);
+  const double mine[3] = {t1 - t0, t1, t0};
+  double most[3];
+  MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return found && global && *global ? most[1] - most[2] : most[0];
 }
 
 static void run_strategy(const char *name, int64_t n0, int64_t n1, int reps, int rank) {
@@ -43,24 +56,24 @@ static void run_strategy(const char *name, int64_t n0, int64_t n1, int reps, int
   for (int rep = 0; rep <= reps; ++rep) { /* execution 0 warms up and is dropped */
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
-    if (petacomm_transpose_execute(plan, PETACOMM_TRANSPOSE_FORWARD, in, out) !=
-        PETACOMM_SUCCESS)
+    if (petacomm_transpose_execute(plan, PETACOMM_TRANSPOSE_FORWARD, in, out) != PETACOMM_SUCCESS)
       fail(name);
-    const double mine = MPI_Wtime() - t0;
-    MPI_Allreduce(&mine, &times[rep], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    times[rep] = operation_seconds(t0, MPI_Wtime());
   }
   long long wrong = 0, total = 0;
   for (int64_t i = 0; i < local.rows_out; ++i) /* out (i, j) = in (j, i) */
     for (int64_t j = 0; j < n0; ++j)
       wrong += out[i * n0 + j] != (double)(j * n1 + local.row0_out + i);
-  MPI_Reduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  /* Allreduce: SMPI 3.32's MPI_Reduce (ompi binary tree) fails on one rank. */
+  MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   const char *chosen = "";
   if (petacomm_transpose_plan_strategy(plan, &chosen) != PETACOMM_SUCCESS) fail("plan_strategy");
   qsort(times + 1, (size_t)reps, sizeof(double), by_value);
   if (rank == 0)
-    printf("TRANSPOSESMPI {\"strategy\": \"%s\", \"chosen\": \"%s\", \"seconds\": %.9g, "
-           "\"bytes\": %lld, \"errors\": %lld}\n",
-           name, chosen, times[1 + reps / 2], (long long)(n0 * n1 * 8), total);
+    printf(
+        "TRANSPOSESMPI {\"strategy\": \"%s\", \"chosen\": \"%s\", \"seconds\": %.9g, "
+        "\"bytes\": %lld, \"errors\": %lld}\n",
+        name, chosen, times[1 + reps / 2], (long long)(n0 * n1 * 8), total);
   fflush(stdout);
   petacomm_transpose_plan_free(&plan);
   free(times);
@@ -80,7 +93,7 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   char *list = strdup(argv[4]);
-  for (char *name = strtok(list, ","); name; name = strtok(NULL, ","))
+  for (char *at = NULL, *name = strtok_r(list, ",", &at); name; name = strtok_r(NULL, ",", &at))
     run_strategy(name, n0, n1, reps, rank);
   free(list);
   MPI_Finalize();

@@ -6,10 +6,11 @@
  * argv: KEY_DIR REPETITIONS [STRATEGIES [TRANSPORT]]. Rank r of p reads
  * <KEY_DIR>/p<p>_r<r>.bin (int64 keys). STRATEGIES is a comma-separated list (registered
  * names or "auto"; default or "all": every registered strategy); TRANSPORT the partner
- * exchange of the strategies that have one (p2p, neighbor, alltoallv; default p2p). Rank 0 prints one line per strategy: XCHGSMPI {"strategy",
- * "chosen" (what the plan runs: the planner's pick for "auto"), "simulated_seconds" (plan
- * setup), "execute_seconds" (one in-place sum of one float64 per key), "keys"}: medians over
- * the repetitions after a warm-up one, each the maximum over ranks. */
+ * exchange of the strategies that have one (p2p, neighbor, alltoallv; default p2p). Rank 0 prints
+ * one line per strategy: XCHGSMPI {"strategy", "chosen" (what the plan runs: the planner's pick for
+ * "auto"), "simulated_seconds" (plan setup), "execute_seconds" (one in-place sum of one float64 per
+ * key), "keys"}: medians over the repetitions after a warm-up one, each timed by operation_seconds.
+ */
 #include <mpi.h>
 #include <petacomm/xchg.h>
 #include <stdio.h>
@@ -24,6 +25,19 @@ static int by_value(const void *a, const void *b) {
 static void fail(const char *what) {
   fprintf(stderr, "petacomm-xchg-setup-bench: %s: %s\n", what, petacomm_last_error());
   MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Seconds of one collective operation timed on every rank from t0 to t1. Under a global
+ * clock (SMPI's simulated time; MPI_WTIME_IS_GLOBAL) it runs from the last rank's start to
+ * the last rank's end, so ranks leaving the preceding barrier at different times do not
+ * count; otherwise it is the slowest rank's own duration. */
+static double operation_seconds(double t0, double t1) {
+  int *global = NULL, found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &global, &found);
+  const double mine[3] = {t1 - t0, t1, t0};
+  double most[3];
+  MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return found && global && *global ? most[1] - most[2] : most[0];
 }
 
 /* Median over reps of the slowest rank's time, repetition 0 (the warm-up) dropped. */
@@ -51,8 +65,7 @@ static void run_strategy(const char *name, const char *transport, const int64_t 
     const double t0 = MPI_Wtime();
     if (petacomm_xchg_plan_create(MPI_COMM_WORLD, keys, n, &o, &plan) != PETACOMM_SUCCESS)
       fail(name);
-    const double mine = MPI_Wtime() - t0;
-    MPI_Allreduce(&mine, &setup[rep], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    setup[rep] = operation_seconds(t0, MPI_Wtime());
   }
   if (petacomm_xchg_plan_strategy(plan, &chosen) != PETACOMM_SUCCESS) fail("plan_strategy");
   for (int rep = 0; rep <= reps; ++rep) { /* execution 0 warms up and is dropped */
@@ -62,13 +75,13 @@ static void run_strategy(const char *name, const char *transport, const int64_t 
     if (petacomm_xchg_execute(plan, MPI_COMM_WORLD, values, n, 1, PETACOMM_XCHG_FLOAT64,
                               PETACOMM_XCHG_SUM) != PETACOMM_SUCCESS)
       fail(name);
-    const double mine = MPI_Wtime() - t0;
-    MPI_Allreduce(&mine, &execute[rep], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    execute[rep] = operation_seconds(t0, MPI_Wtime());
   }
   if (rank == 0)
-    printf("XCHGSMPI {\"strategy\": \"%s\", \"chosen\": \"%s\", \"simulated_seconds\": %.9g, "
-           "\"execute_seconds\": %.9g, \"keys\": %ld}\n",
-           name, chosen, median_after_warmup(setup, reps), median_after_warmup(execute, reps), n);
+    printf(
+        "XCHGSMPI {\"strategy\": \"%s\", \"chosen\": \"%s\", \"simulated_seconds\": %.9g, "
+        "\"execute_seconds\": %.9g, \"keys\": %ld}\n",
+        name, chosen, median_after_warmup(setup, reps), median_after_warmup(execute, reps), n);
   fflush(stdout);
   petacomm_xchg_plan_free(&plan);
   free(values);
@@ -104,7 +117,7 @@ int main(int argc, char **argv) {
   const char *transport = argc == 5 ? argv[4] : "p2p";
   if (argc >= 4 && strcmp(argv[3], "all") != 0) {
     char *list = strdup(argv[3]);
-    for (char *name = strtok(list, ","); name; name = strtok(NULL, ","))
+    for (char *at = NULL, *name = strtok_r(list, ",", &at); name; name = strtok_r(NULL, ",", &at))
       run_strategy(name, transport, keys, n, reps, rank);
     free(list);
   } else {
