@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from cli_harness import expect_clean_error, run_cli
 from prerequisites import require_program
 
