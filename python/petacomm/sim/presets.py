@@ -148,8 +148,8 @@ PRESETS = {
         ranks="256,1024",
         full_ranks="256,1024,4096",
         variants=("dense-allreduce", "allgather", "directory", "auto"),
-        size="128:1048576",
-        full_size="256:4194304",
+        size="64:1048576",
+        full_size="128:4194304",
         size_help="NSIDE:TOTAL_SAMPLES of the CMB scan (HEALPix nside; samples split over "
         "the ranks)",
         parse_size=_sparse_size,
