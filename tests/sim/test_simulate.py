@@ -91,9 +91,13 @@ def test_transpose_times_match_alpha_beta(tmp_path, ranks):
         "1",
         "--json",
         out,
+        "--warn-after",
+        "1e-9",
         timeout=600,
     )
     assert done.returncode == 0, done.describe()
+    # The estimate is announced before the first simulation starts.
+    assert 0 <= done.stderr.find("warning: ") < done.stderr.find("run 1/"), done.stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == "petacomm.simulate/1"
     assert doc["platform"]["network"] == "fattree:1;4;1;1"

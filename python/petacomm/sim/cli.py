@@ -20,9 +20,16 @@ from pathlib import Path
 from petacomm.errors import PetacommError
 
 JSON_SCHEMA = "petacomm.simulate/1"
-# Simulation wall time per simulated message on this class of machine (SMPI, one core),
-# measured on the presets (docs/simulate.md); the estimate only decides whether to warn.
+# Simulation wall time per simulated message and per byte of message data (SMPI copies it,
+# the ranks compute on it) on one core, fitted to the presets' runs (docs/simulate.md); the
+# estimate only decides whether to warn.
 SECONDS_PER_MESSAGE = 20e-6
+SECONDS_PER_BYTE = 10e-9
+
+
+def estimated_seconds(preset, ranks: int, size: dict, variant: str, reps: int) -> float:
+    messages, nbytes = preset.work(ranks, size, variant, reps)
+    return messages * SECONDS_PER_MESSAGE + nbytes * SECONDS_PER_BYTE
 
 
 def register(subparsers) -> None:
@@ -116,9 +123,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     runs.add_argument(
         "--reps",
         type=positive_int,
-        default=3,
+        default=1,
         metavar="N",
-        help="timed repetitions after a warm-up one; the median is reported (default 3)",
+        help="timed repetitions after a warm-up one; the median is reported (default 1: "
+        "under the exact network model simulated times repeat exactly)",
     )
     place = parser.add_argument_group("placement")
     place.add_argument(
@@ -296,13 +304,12 @@ def run(args) -> int:
         raise PetacommError(f"--variants: empty name in {args.variants!r}")
     runs = [(r, m, v) for r, m in plan_runs(args, preset, network) for v in variants]
     tools = find_tools()  # after the arguments: a bad argument is named even without SMPI
-    messages = sum(preset.messages(r, size, v, args.reps) for r, _, v in runs)
-    if messages * SECONDS_PER_MESSAGE > args.warn_after:
+    estimate = sum(estimated_seconds(preset, r, size, v, args.reps) for r, _, v in runs)
+    if estimate > args.warn_after:
         print(
-            f"simulate: warning: {len(runs)} simulations of about "
-            f"{messages * SECONDS_PER_MESSAGE / 60:.0f} min in all (estimated from "
-            f"{messages:.3g} simulated messages); fewer or smaller --ranks, or a smaller "
-            "--size, run faster",
+            f"simulate: warning: {len(runs)} simulations estimated to take {estimate / 60:.0f} "
+            "min in all (from the messages and bytes they simulate); fewer or smaller --ranks, "
+            "or a smaller --size, run faster",
             file=sys.stderr,
         )
     log = (lambda _m: None) if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr))
@@ -367,7 +374,7 @@ def _simulate(args, preset, platform, machine, size, variants, runs, tools, tree
         hosts = work / f"hosts-p{ranks}-{_safe(mapping.name)}"
         hosts.write_text(hostfile(mapping))
         argv = preset.prepare(work, ranks, size, variant, args.reps)
-        estimate = preset.messages(ranks, size, variant, args.reps) * SECONDS_PER_MESSAGE
+        estimate = estimated_seconds(preset, ranks, size, variant, args.reps)
         log(
             f"run {index}/{len(runs)}: {preset.name} {variant} on {ranks} ranks, mapping "
             f"{mapping.name}, {network.to_text()} (estimated {estimate:.0f} s)"

@@ -4,8 +4,9 @@ with SMPI, its inputs at a rank count, and how to read its results.
 A preset names its program and families, default network, machine profile, rank counts
 and variants (strategies), a default problem size and a full size (the study's), and three
 functions: ``prepare`` (writes the inputs of one run into a work directory, returns the
-program's argv), ``parse`` (the program's output -> the run's result) and ``messages`` (how
-many messages one run simulates: the wall-time estimate scales with it).
+program's argv), ``parse`` (the program's output -> the run's result) and ``work`` (how many
+messages and bytes one run simulates: the wall-time estimate is linear in both, since SMPI
+copies every message's data and the ranks really compute on it).
 
 One run simulates one variant, so every variant's simulation wall time is its own and a
 failing variant names itself. The programs run as SMPI actors, threads of one process:
@@ -41,7 +42,7 @@ class Preset:
     parse_size: Callable[[str], dict]
     prepare: Callable[[Path, int, dict, str, int], list[str]]
     parse: Callable[[str], dict]
-    messages: Callable[[int, dict, str, int], float]
+    work: Callable[[int, dict, str, int], tuple[float, float]]
 
 
 def _result_line(stdout: str, mark: str) -> dict:
@@ -93,17 +94,23 @@ def _sparse_parse(stdout: str) -> dict:
     }
 
 
-def _sparse_messages(ranks: int, size: dict, variant: str, reps: int) -> float:
-    """Messages of one run: every build and execution (warm-ups too)."""
+def _sparse_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
+    """(messages, bytes) of one run: every build and execution (warm-ups too)."""
+    runs = reps + 1
     log_p = max(1.0, math.log2(ranks))
-    chunks = math.ceil(12 * size["nside"] ** 2 / 65536)
+    dense_keys = 12 * size["nside"] ** 2
+    chunks = math.ceil(dense_keys / 65536)
+    samples = size["total_samples"]
     per = {
-        "dense-allreduce": ranks * 2 * log_p * chunks,
-        "allgather": ranks * (ranks - 1) * 2,
+        # Reduce-scatter + allgather of the dense map per execution.
+        "dense-allreduce": (ranks * 2 * log_p * chunks, 2 * 8 * ranks * dense_keys),
+        # Every rank receives every rank's keys at every build (and processes them).
+        "allgather": (ranks * (ranks - 1), 8 * ranks * samples),
     }
-    sparse = ranks * (4 * log_p + 64)  # discovery collectives and a few dozen partners
-    auto = max(per.values())  # the planner may pick any of them
-    return 2 * (reps + 1) * per.get(variant, auto if variant == "auto" else sparse)
+    # Discovery collectives and a few dozen partners; keys travel a few times.
+    sparse = (ranks * (4 * log_p + 64), 4 * 8 * samples)
+    messages, nbytes = per.get(variant, max(per.values()) if variant == "auto" else sparse)
+    return 2 * runs * messages, 2 * runs * nbytes
 
 
 # ---- transposes: strategies on an N0 x N1 float64 slab (study 4) --------------------------
@@ -131,8 +138,9 @@ def _transpose_parse(stdout: str) -> dict:
     return {"chosen": row["chosen"], "simulated_time_s": row["seconds"], "bytes": row["bytes"]}
 
 
-def _transpose_messages(ranks: int, size: dict, variant: str, reps: int) -> float:
-    return (reps + 1) * ranks * max(ranks - 1, 1)
+def _transpose_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
+    """(messages, bytes) of one run: every rank sends a block to every other per execution."""
+    return (reps + 1) * ranks * max(ranks - 1, 1), (reps + 1) * 8.0 * size["n0"] * size["n1"]
 
 
 PRESETS = {
@@ -145,7 +153,7 @@ PRESETS = {
         program="petacomm-xchg-setup-bench",
         network="torus:8x8x16",
         machine="xt4",
-        ranks="256,1024",
+        ranks="64,256",
         full_ranks="256,1024,4096",
         variants=("dense-allreduce", "allgather", "directory", "auto"),
         size="64:1048576",
@@ -155,7 +163,7 @@ PRESETS = {
         parse_size=_sparse_size,
         prepare=_sparse_prepare,
         parse=_sparse_parse,
-        messages=_sparse_messages,
+        work=_sparse_work,
     ),
     "transpose": Preset(
         name="transpose",
@@ -175,6 +183,6 @@ PRESETS = {
         parse_size=_transpose_size,
         prepare=_transpose_prepare,
         parse=_transpose_parse,
-        messages=_transpose_messages,
+        work=_transpose_work,
     ),
 }
