@@ -107,7 +107,7 @@ def test_transpose_times_match_alpha_beta(tmp_path, ranks):
     low, high = expected_transpose_s(ranks)
     for r in records:
         assert (r["family"], r["mapping"], r["ranks"]) == ("transpose", "block", ranks)
-        assert r["chosen"] == r["variant"] and r["wall_time_s"] > 0
+        assert r["chosen"] == r["variant"] and r["wall_time_s"] > 0 and r["cpu_time_s"] > 0
         # SMPI adds a few ns per call; a lost block round costs >= 25 %, a unit slip 1000x.
         assert low * 0.995 - 1e-7 <= r["simulated_time_s"] <= high * 1.005 + 1e-7, r
     # The table says the same, with units.

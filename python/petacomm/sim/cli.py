@@ -400,7 +400,10 @@ def _simulate(args, preset, platform, machine, size, variants, runs, tools, tree
                 f"{result.returncode}):\n{tail}"
             )
         row = preset.parse(result.stdout)
-        log(f"run {index}/{len(runs)} done: {result.wall_s:.1f} s of simulation")
+        log(
+            f"run {index}/{len(runs)} done: {result.wall_s:.1f} s of simulation "
+            f"({result.cpu_s:.1f} s CPU)"
+        )
         records.append(
             {
                 "family": preset.family,
@@ -412,6 +415,7 @@ def _simulate(args, preset, platform, machine, size, variants, runs, tools, tree
                 "machine": machine,
                 "simulated_time_s": row.pop("simulated_time_s"),
                 "wall_time_s": result.wall_s,
+                "cpu_time_s": result.cpu_s,
                 **row,
             }
         )

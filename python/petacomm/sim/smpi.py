@@ -8,6 +8,7 @@ Programs are built once per source version with ``smpicc``/``smpicxx`` (CMake op
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import time
@@ -111,6 +112,12 @@ class SmpiResult:
     stderr: str
     returncode: int
     wall_s: float
+    cpu_s: float  # user + system time of smpirun and its children: steadier than wall time
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run(
@@ -134,7 +141,7 @@ def run(
     env["LD_LIBRARY_PATH"] = os.pathsep.join(
         p for p in (str(tree / "lib"), env.get("LD_LIBRARY_PATH", "")) if p
     )
-    start = time.monotonic()
+    start, cpu = time.monotonic(), _children_cpu_s()
     try:
         done = subprocess.run(
             command,
@@ -150,4 +157,10 @@ def run(
         raise PetacommError(
             f"the simulation of {ranks} ranks did not finish within {timeout:.0f} s"
         ) from err
-    return SmpiResult(done.stdout, done.stderr, done.returncode, time.monotonic() - start)
+    return SmpiResult(
+        done.stdout,
+        done.stderr,
+        done.returncode,
+        time.monotonic() - start,
+        _children_cpu_s() - cpu,
+    )
