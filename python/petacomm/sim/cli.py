@@ -146,6 +146,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TEMPLATE",
         help="how the rankfile names node {node} (default: node{node}, petacomm map's)",
     )
+    model = parser.add_argument_group("prediction")
+    model.add_argument(
+        "--predict",
+        action="store_true",
+        help="also predict every run with petacomm map's model on the same machine (link "
+        "latency per message, link bandwidth per link) and print how prediction and "
+        "simulation agree across mappings: rank correlation, the predicted best mapping's "
+        "gap to the simulated best",
+    )
+    model.add_argument(
+        "--routing",
+        metavar="MODEL",
+        help="routing model of the prediction (default: dor-simgrid on a torus, the one SimGrid "
+        "routes by; the network's default otherwise)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help=f"write the runs as JSON ({JSON_SCHEMA})")
     out.add_argument(
@@ -319,9 +334,16 @@ def run(args) -> int:
         keep.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="petacomm-simulate-") as scratch:
         work = keep or Path(scratch)
-        records = _simulate(
+        records, mappings = _simulate(
             args, preset, platform, machine, size, variants, runs, tools, tree, work, log
         )
+    agreement = None
+    if args.predict:
+        from petacomm.sim.predict import agreement as agree
+        from petacomm.sim.predict import predict
+
+        routing = user_error("--routing", predict, records, mappings, platform, args.routing)
+        agreement = {"routing": routing, "groups": agree(records)}
     doc = {
         "schema": JSON_SCHEMA,
         "preset": preset.name,
@@ -344,7 +366,14 @@ def run(args) -> int:
         },
         "runs": records,
     }
+    if agreement is not None:
+        doc["agreement"] = agreement
     print(format_table(records))
+    if agreement is not None:
+        from petacomm.sim.predict import format_agreement
+
+        print(f"prediction (petacomm map, routing {agreement['routing']}):")
+        print(format_agreement(agreement["groups"]) or "no group of two or more mappings")
     if args.json:
         import json
 
@@ -369,7 +398,7 @@ def _simulate(args, preset, platform, machine, size, variants, runs, tools, tree
     network = platform.network
     platform_file = work / "platform.xml"
     platform_file.write_text(platform.xml())
-    records = []
+    records, mappings = [], []
     for index, (ranks, mapping, variant) in enumerate(runs, start=1):
         hosts = work / f"hosts-p{ranks}-{_safe(mapping.name)}"
         hosts.write_text(hostfile(mapping))
@@ -419,7 +448,11 @@ def _simulate(args, preset, platform, machine, size, variants, runs, tools, tree
                 **row,
             }
         )
-    return records
+        pattern = records[-1].get("pattern") or preset.pattern(ranks, size)
+        if pattern:
+            records[-1]["pattern"] = pattern
+        mappings.append(mapping)
+    return records, mappings
 
 
 def _safe(name: str) -> str:
@@ -427,20 +460,25 @@ def _safe(name: str) -> str:
 
 
 def format_table(records: list[dict]) -> str:
-    """One row per record; 'vs best' compares the variants of one run (ranks, mapping)."""
-    best: dict[tuple, float] = {}
+    """One row per record; 'vs best' compares the variants and mappings of one rank count.
+    The predicted column appears with --predict. At most 99 columns."""
+    best: dict[int, float] = {}
     for r in records:
-        key = (r["ranks"], r["mapping"])
-        best[key] = min(best.get(key, math.inf), r["simulated_time_s"])
-    head = f"{'ranks':>6} {'mapping':<14} {'variant':<16} {'chosen':<16} {'simulated':>13} "
-    head += f"{'vs best':>8} {'wall':>8}"  # 93 columns
+        best[r["ranks"]] = min(best.get(r["ranks"], math.inf), r["simulated_time_s"])
+    predicted = any("predicted_time_s" in r for r in records)
+    head = f"{'ranks':>6} {'mapping':<10} {'variant':<15} {'chosen':<15} {'simulated':>13} "
+    head += f"{'predicted':>13} " if predicted else ""
+    head += f"{'vs best':>8} {'wall':>8}"
     lines = [head, "-" * len(head)]
     for r in records:
         t = r["simulated_time_s"]
-        ratio = t / best[(r["ranks"], r["mapping"])] if t > 0 else math.nan
-        lines.append(
-            f"{r['ranks']:>6} {r['mapping'][:14]:<14} {r['variant'][:16]:<16} "
-            f"{str(r.get('chosen', ''))[:16]:<16} {t * 1e3:10.3f} ms {ratio:7.2f}x "
-            f"{r['wall_time_s']:6.1f} s"
+        ratio = t / best[r["ranks"]] if best[r["ranks"]] > 0 else math.nan
+        line = (
+            f"{r['ranks']:>6} {r['mapping'][:10]:<10} {r['variant'][:15]:<15} "
+            f"{str(r.get('chosen', ''))[:15]:<15} {t * 1e3:10.3f} ms "
         )
+        if predicted:
+            p = r.get("predicted_time_s")
+            line += f"{p * 1e3:10.3f} ms " if p is not None else f"{'-':>13} "
+        lines.append(line + f"{ratio:7.2f}x {r['wall_time_s']:6.1f} s")
     return "\n".join(lines)

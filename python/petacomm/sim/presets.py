@@ -43,6 +43,8 @@ class Preset:
     prepare: Callable[[Path, int, dict, str, int], list[str]]
     parse: Callable[[str], dict]
     work: Callable[[int, dict, str, int], tuple[float, float]]
+    # The run's communication in petacomm map's pattern language, for --predict (or None).
+    pattern: Callable[[int, dict], str | None] = lambda ranks, size: None
 
 
 def _result_line(stdout: str, mark: str) -> dict:
@@ -143,6 +145,13 @@ def _transpose_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[fl
     return (reps + 1) * ranks * max(ranks - 1, 1), (reps + 1) * 8.0 * size["n0"] * size["n1"]
 
 
+def _transpose_pattern(ranks: int, size: dict) -> str | None:
+    """Every rank sends one block to every other (whatever the strategy's schedule)."""
+    if ranks < 2 or size["n0"] % ranks or size["n1"] % ranks:
+        return None
+    return f"ranks {ranks} alltoall {(size['n0'] // ranks) * (size['n1'] // ranks) * 8}B"
+
+
 PRESETS = {
     "sparse-reduce": Preset(
         name="sparse-reduce",
@@ -184,5 +193,6 @@ PRESETS = {
         prepare=_transpose_prepare,
         parse=_transpose_parse,
         work=_transpose_work,
+        pattern=_transpose_pattern,
     ),
 }
