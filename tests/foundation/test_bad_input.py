@@ -323,6 +323,23 @@ CASES = [
         ("--json", "input of --model"),
     ),
     (["bench", "map", "--network", "torus:4x4", "--model", "not_json.json"], ("--model",)),
+    ([*MAP_RING, "--jobs", "0"], ("--jobs", "positive integer")),
+    (
+        [
+            "map",
+            "--network",
+            "dragonfly:5,2,2,2",
+            "--pattern",
+            "ranks 4; ring 1",
+            "--candidates",
+            "scotch",
+        ],
+        ("--candidates", "no Scotch target"),
+    ),
+    (["bench", "map", "--peers", "metis"], ("--peers", "unknown peer 'metis'")),
+    (["bench", "map", "--peers", "scotch", "--graphs", "grid"], ("--graphs", "unknown graph")),
+    (["bench", "map", "--ranks", "64"], ("--ranks", "only used with --peers")),
+    (["bench", "map", "--peers", "scotch", "--ranks", "9999"], ("--ranks", "do not fit")),
     # ---- netbench ---------------------------------------------------------------------------
     ([*NETBENCH, "-n", "0"], ("-n/--ranks", "positive integer")),
     ([*NETBENCH, "-n", "-3"], ("-n/--ranks", "positive integer")),

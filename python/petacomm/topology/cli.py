@@ -309,6 +309,7 @@ def search(args, network, routing, pattern, cost, hierarchy=None):
             seed=args.seed,
             max_permutations=args.max_candidates,
             notes=notes,
+            routing=routing,
         )
         progress.start(len(mappings), "mappings evaluated")
         ranked = user_error(
@@ -322,5 +323,6 @@ def search(args, network, routing, pattern, cost, hierarchy=None):
             args.rank_by,
             hierarchy,
             progress=progress.advance,
+            jobs=args.jobs,
         )
     return ranked, notes, time.perf_counter() - start
