@@ -428,7 +428,7 @@ def _simulate(args, preset, platform, machine, size, variants, runs, tools, tree
                 f"the simulation of {preset.name} {variant} on {ranks} ranks failed (exit "
                 f"{result.returncode}):\n{tail}"
             )
-        row = preset.parse(result.stdout)
+        row = preset.parse(result.stdout, work)
         log(
             f"run {index}/{len(runs)} done: {result.wall_s:.1f} s of simulation "
             f"({result.cpu_s:.1f} s CPU)"

@@ -41,7 +41,7 @@ class Preset:
     size_help: str
     parse_size: Callable[[str], dict]
     prepare: Callable[[Path, int, dict, str, int], list[str]]
-    parse: Callable[[str], dict]
+    parse: Callable[[str, Path], dict]
     work: Callable[[int, dict, str, int], tuple[float, float]]
     # The run's communication in petacomm map's pattern language, for --predict (or None).
     pattern: Callable[[int, dict], str | None] = lambda ranks, size: None
@@ -86,7 +86,7 @@ def _sparse_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int)
     return ["petacomm-xchg-setup-bench", str(keys_dir), str(reps), variant]
 
 
-def _sparse_parse(stdout: str) -> dict:
+def _sparse_parse(stdout: str, work: Path) -> dict:
     row = _result_line(stdout, "XCHGSMPI")
     return {
         "chosen": row["chosen"],
@@ -131,7 +131,7 @@ def _transpose_prepare(work: Path, ranks: int, size: dict, variant: str, reps: i
     return ["petacomm-transpose-bench", str(size["n0"]), str(size["n1"]), str(reps), variant]
 
 
-def _transpose_parse(stdout: str) -> dict:
+def _transpose_parse(stdout: str, work: Path) -> dict:
     row = _result_line(stdout, "TRANSPOSESMPI")
     if row["errors"]:
         raise PetacommError(
@@ -143,6 +143,67 @@ def _transpose_parse(stdout: str) -> dict:
 def _transpose_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
     """(messages, bytes) of one run: every rank sends a block to every other per execution."""
     return (reps + 1) * ranks * max(ranks - 1, 1), (reps + 1) * 8.0 * size["n0"] * size["n1"]
+
+
+# ---- halo exchanges: petacomm-halo on a logical grid (study 3) -----------------------------
+_HALO_JSON = "halo.json"
+
+
+def _halo_size(text: str) -> dict:
+    from petacomm.units import parse_size
+
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] not in ("1", "2", "3") or parts[1] not in ("star", "box"):
+        raise ValueError(f"expected DIMS:STENCIL:BYTES such as 2:star:64KiB, got {text!r}")
+    nbytes = parse_size(parts[2])
+    if nbytes < 1 or nbytes != int(nbytes):
+        raise ValueError(f"expected a whole number of bytes >= 1, got {parts[2]!r}")
+    return {"dims": int(parts[0]), "stencil": parts[1], "bytes": int(nbytes)}
+
+
+def _halo_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+    (work / _HALO_JSON).unlink(missing_ok=True)
+    return [
+        "petacomm-halo",
+        "--dims",
+        str(size["dims"]),
+        "--stencil",
+        size["stencil"],
+        "--sizes",
+        str(size["bytes"]),
+        "--variants",
+        variant,
+        "-i",
+        str(reps),
+        "-x",
+        "1",
+        "--json",
+        str(work / _HALO_JSON),
+    ]
+
+
+def _halo_parse(stdout: str, work: Path) -> dict:
+    try:
+        doc = json.loads((work / _HALO_JSON).read_text())
+        (config,) = doc["configurations"]
+        (row,) = config["results"]
+    except (OSError, ValueError, KeyError) as err:
+        raise PetacommError(f"petacomm-halo wrote no usable {_HALO_JSON}: {err}") from None
+    return {
+        "chosen": row["variant"],
+        # The slowest rank's mean time of one exchange (a barrier before each).
+        "simulated_time_s": row["max_us"] * 1e-6,
+        "average_time_s": row["avg_us"] * 1e-6,
+        "bytes": row["bytes"],
+        "messages_per_exchange": config["messages_per_exchange"],
+        "pattern": row["pattern"],
+    }
+
+
+def _halo_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
+    faces = 2 * size["dims"] if size["stencil"] == "star" else 3 ** size["dims"] - 1
+    messages = (reps + 1) * ranks * faces
+    return messages, messages * size["bytes"]
 
 
 def _transpose_pattern(ranks: int, size: dict) -> str | None:
@@ -194,5 +255,25 @@ PRESETS = {
         parse=_transpose_parse,
         work=_transpose_work,
         pattern=_transpose_pattern,
+    ),
+    "halo": Preset(
+        name="halo",
+        family="halo",
+        summary="halo exchange of petacomm-halo on an MPI_Dims_create grid (study 3): one "
+        "exchange of every face",
+        families=(),
+        program="petacomm-halo",
+        network="torus:4x8x8",
+        machine="bgp",
+        ranks="256",
+        full_ranks="1024",
+        variants=("nonblocking",),
+        size="2:star:64KiB",
+        full_size="2:star:1MiB",
+        size_help="DIMS:STENCIL:BYTES (grid dimensionality, star or box, bytes per face)",
+        parse_size=_halo_size,
+        prepare=_halo_prepare,
+        parse=_halo_parse,
+        work=_halo_work,
     ),
 }
