@@ -16,6 +16,7 @@ import json
 import pytest
 
 from cli_harness import expect_clean_error, run_cli
+from petacomm.errors import PetacommError
 from prerequisites import require_program
 
 LATENCY_S = 10e-6
@@ -200,3 +201,46 @@ def test_help_lists_presets_and_units():
     assert done.returncode == 0
     for text in ("sparse-reduce", "transpose", "--ranks", "--mapping", "--rankfile", "seconds"):
         assert text in done.stdout
+
+
+def test_halo_results_are_read_from_the_apps_json(tmp_path):
+    from petacomm.sim.presets import PRESETS
+
+    halo = PRESETS["halo"]
+    assert halo.parse_size("3:box:1KiB") == {"dims": 3, "stencil": "box", "bytes": 1024}
+    for bad in ("2:star", "4:star:8", "2:ring:8", "2:star:0"):
+        with pytest.raises(ValueError, match="DIMS:STENCIL:BYTES|whole number"):
+            halo.parse_size(bad)
+    argv = halo.prepare(tmp_path, 8, {"dims": 2, "stencil": "star", "bytes": 64}, "sendrecv", 2)
+    assert argv[:2] == ["petacomm-halo", "--dims"] and argv[argv.index("-i") + 1] == "2"
+    # One configuration, one size, one variant, as petacomm-halo writes it (docs/halo.md).
+    (tmp_path / "halo.json").write_text(
+        json.dumps(
+            {
+                "configurations": [
+                    {
+                        "messages_per_exchange": 32,
+                        "results": [
+                            {
+                                "variant": "sendrecv",
+                                "bytes": 64,
+                                "pattern": "grid2d 4x2 star 64",
+                                "avg_us": 12.5,
+                                "min_us": 10.0,
+                                "max_us": 20.0,
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    row = halo.parse("", tmp_path)
+    assert row["simulated_time_s"] == pytest.approx(20e-6)  # the slowest rank
+    assert row["average_time_s"] == pytest.approx(12.5e-6)
+    assert row["pattern"] == "grid2d 4x2 star 64" and row["messages_per_exchange"] == 32
+    (tmp_path / "halo.json").write_text("{}")
+    with pytest.raises(PetacommError, match="halo.json"):
+        halo.parse("", tmp_path)
+    # 8 ranks x 4 faces x (2 timed + 1 warm-up) exchanges of 64 B.
+    assert halo.work(8, {"dims": 2, "stencil": "star", "bytes": 64}, "x", 2) == (96, 96 * 64)
