@@ -100,7 +100,7 @@ def test_transpose_times_match_alpha_beta(tmp_path, ranks):
     # The estimate is announced before the first simulation starts.
     assert 0 <= done.stderr.find("warning: ") < done.stderr.find("run 1/"), done.stderr
     doc = json.loads(out.read_text())
-    assert doc["schema"] == "petacomm.simulate/1"
+    assert doc["schema"] == "petacomm.simulate/1" and doc["complete"] is True
     assert doc["platform"]["network"] == "fattree:1;4;1;1"
     assert doc["platform"]["link_latency_s"] == LATENCY_S
     records = doc["runs"]

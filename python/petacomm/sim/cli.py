@@ -332,18 +332,6 @@ def run(args) -> int:
     keep = Path(args.keep) if args.keep else None
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="petacomm-simulate-") as scratch:
-        work = keep or Path(scratch)
-        records, mappings = _simulate(
-            args, preset, platform, machine, size, variants, runs, tools, tree, work, log
-        )
-    agreement = None
-    if args.predict:
-        from petacomm.sim.predict import agreement as agree
-        from petacomm.sim.predict import predict
-
-        routing = user_error("--routing", predict, records, mappings, platform, args.routing)
-        agreement = {"routing": routing, "groups": agree(records)}
     doc = {
         "schema": JSON_SCHEMA,
         "preset": preset.name,
@@ -364,22 +352,38 @@ def run(args) -> int:
                 *(f"--cfg={o}" for o in args.smpi_option),
             ],
         },
-        "runs": records,
+        "runs": [],
     }
-    if agreement is not None:
-        doc["agreement"] = agreement
+
+    def save(records: list[dict], complete: bool) -> None:
+        """The JSON so far (after every run: a long sweep stopped midway keeps its runs)."""
+        if args.json:
+            import json
+
+            from petacomm.files import write_text_atomically
+
+            doc["runs"], doc["complete"] = records, complete
+            write_text_atomically(args.json, json.dumps(doc, indent=2) + "\n")
+
+    with tempfile.TemporaryDirectory(prefix="petacomm-simulate-") as scratch:
+        work = keep or Path(scratch)
+        records, mappings = _simulate(
+            args, preset, platform, machine, size, runs, tools, tree, work, log, save
+        )
+    if args.predict:
+        from petacomm.sim.predict import agreement as agree
+        from petacomm.sim.predict import predict
+
+        routing = user_error("--routing", predict, records, mappings, platform, args.routing)
+        doc["agreement"] = {"routing": routing, "groups": agree(records)}
+    save(records, True)
     print(format_table(records))
-    if agreement is not None:
+    if "agreement" in doc:
         from petacomm.sim.predict import format_agreement
 
-        print(f"prediction (petacomm map, routing {agreement['routing']}):")
-        print(format_agreement(agreement["groups"]) or "no group of two or more mappings")
+        print(f"prediction (petacomm map, routing {doc['agreement']['routing']}):")
+        print(format_agreement(doc["agreement"]["groups"]) or "no group of two mappings or more")
     if args.json:
-        import json
-
-        from petacomm.files import write_text_atomically
-
-        write_text_atomically(args.json, json.dumps(doc, indent=2) + "\n")
         log(f"wrote {len(records)} records to {args.json}")
     return 0
 
@@ -390,7 +394,7 @@ def _build(tools, preset, log) -> Path:
     return build_programs(tools, preset.families, (preset.program,), log)
 
 
-def _simulate(args, preset, platform, machine, size, variants, runs, tools, tree, work, log):
+def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, log, save):
     from petacomm.sim.platform import hostfile
     from petacomm.sim.smpi import NETWORK_MODELS
     from petacomm.sim.smpi import run as smpi_run
@@ -452,6 +456,7 @@ def _simulate(args, preset, platform, machine, size, variants, runs, tools, tree
         if pattern:
             records[-1]["pattern"] = pattern
         mappings.append(mapping)
+        save(records, False)
     return records, mappings
 
 
