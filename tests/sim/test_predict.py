@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from petacomm.sim.predict import agreement, spearman
+from petacomm.sim.predict import agreement, format_agreement, spearman
 
 
 def test_spearman_by_hand():
@@ -46,3 +46,13 @@ def test_agreement_by_hand():
     assert group["top_choice_gap"] == pytest.approx(1.0)
     assert group["spearman"] == pytest.approx(0.5)  # ranks (1,2,3) vs (2,1,3): 1 - 6*2/24
     assert group["predicted_over_simulated"] == pytest.approx([0.5, 1.5])
+
+
+def test_equal_predictions_have_no_correlation():
+    records = [
+        {"ranks": 4, "variant": "v", "mapping": m, "simulated_time_s": t, "predicted_time_s": 1.0}
+        for m, t in (("A", 1.0), ("B", 2.0))
+    ]
+    (group,) = agreement(records)
+    assert group["spearman"] is None  # JSON null, not NaN
+    assert "undefined" in format_agreement([group])

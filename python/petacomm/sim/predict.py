@@ -83,12 +83,14 @@ def agreement(records: list[dict]) -> list[dict]:
         chosen = min(rows, key=lambda r: r["predicted_time_s"])
         best = min(rows, key=lambda r: r["simulated_time_s"])
         ratios = [p / s for p, s in zip(predicted, simulated, strict=True) if s > 0]
+        rho = spearman(predicted, simulated)
         out.append(
             {
                 "ranks": ranks,
                 "variant": variant,
                 "mappings": len(rows),
-                "spearman": spearman(predicted, simulated),
+                # None (JSON null) when all predictions or all simulations are equal.
+                "spearman": None if math.isnan(rho) else rho,
                 "predicted_best": chosen["mapping"],
                 "simulated_best": best["mapping"],
                 "top_choice_gap": chosen["simulated_time_s"] / best["simulated_time_s"] - 1,
@@ -102,9 +104,10 @@ def format_agreement(rows: list[dict]) -> str:
     lines = []
     for a in rows:
         low, high = a["predicted_over_simulated"] or (math.nan, math.nan)
+        rho = "undefined (equal times)" if a["spearman"] is None else f"{a['spearman']:.3f}"
         lines.append(
             f"{a['ranks']} ranks, {a['variant']}: {a['mappings']} mappings, rank correlation "
-            f"{a['spearman']:.3f}; predicted best {a['predicted_best']} is "
+            f"{rho}; predicted best {a['predicted_best']} is "
             f"{100 * a['top_choice_gap']:.1f} % slower than the simulated best "
             f"{a['simulated_best']}; predicted/simulated {low:.2f}-{high:.2f}x"
         )
