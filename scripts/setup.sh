@@ -32,11 +32,13 @@ say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 
 base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config
                libfftw3-dev)
-test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid
+test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid hpcc
                netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libhwloc-dev hwloc libotf2-trace-dev)
 test_packages+=(libscalapack-openmpi-dev)  # MADbench
 test_packages+=(libfftw3-mpi-dev python3-mpi4py-fft)  # bench transpose's peers
+# The peer profilers of `petacomm bench profiler-overhead --peers` (scripts/build-profiler-peer.sh).
+optional_packages+=(autoconf automake libtool binutils-dev libunwind-dev libiberty-dev)
 wanted=("${base_packages[@]}")
 [ "$testing" = 1 ] && wanted+=("${test_packages[@]}")
 [ "$optional" = 1 ] && wanted+=("${optional_packages[@]}")

@@ -116,6 +116,8 @@ def test_bench_refusals_name_the_argument(tmp_path):
 
 @pytest.mark.mpi
 def test_bench_halo_passes_on_the_apps_refusal():
+    # --quiet: no progress line next to the error when the launch takes over a second.
     expect_clean_error(
-        "bench", "halo", "--ranks", "3", "--variants", "bogus", names=("--variants", "bogus")
-    )
+        "bench", "halo", "--ranks", "3", "--variants", "bogus", "--quiet",
+        names=("--variants", "bogus"),
+    )  # fmt: skip

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from cli_harness import expect_clean_error
+from prerequisites import require
 
 RAW_OK = {
     "tool": "petacomm-netbench",
@@ -446,8 +447,7 @@ def test_the_suite_is_broad():
 
 @pytest.mark.mpi
 def test_a_launcher_of_another_mpi_is_refused_before_launching(workdir):
-    if not Path("/usr/bin/mpiexec.mpich").exists():
-        pytest.skip("MPICH's mpiexec is not installed")
+    require(Path("/usr/bin/mpiexec.mpich").exists(), "MPICH's mpiexec is not installed (mpich)")
     from petacomm.launch import native_mpi_vendor
 
     if native_mpi_vendor() != "openmpi":

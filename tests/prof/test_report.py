@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from expected import pattern
 
 from conftest import petacomm, profile_run
 from petacomm.errors import PetacommError
@@ -145,10 +146,22 @@ def test_comparison_of_two_runs(logs, tmp_path):
 
 def test_detail_summary_has_no_per_partner_data(programs, tmp_path):
     log = tmp_path / "summary.json"
-    profile_run(log, 2, [str(programs / "prof_pattern")], "--detail", "summary")
+    done = profile_run(log, 2, [str(programs / "prof_pattern")], "--detail", "summary")
     profile = load(log)
     assert profile.peer_rows is None and profile.call_rank_rows is None
-    assert profile.call_rows
+    # Sizes are power-of-two classes, counts and bytes exact (reference: expected.pattern,
+    # classed here by hand).
+    want_calls, _ = pattern(2, "one-sided part skipped" not in done.stdout)
+    classed = {}
+    for (region, call, size), (count, nbytes) in want_calls.items():
+        lo = 0 if size == 0 else 1 << (size.bit_length() - 1)
+        have = classed.setdefault((region, call, lo), [0, 0])
+        have[0] += count
+        have[1] += nbytes
+    got = {(c["region"], c["call"], c["size"]): [c["count"], c["bytes"]] for c in profile.call_rows}
+    assert got == classed
+    for c in profile.call_rows:
+        assert c["size_max"] == (0 if c["size"] == 0 else 2 * c["size"] - 1)
     out = petacomm("report", str(log), "-o", str(tmp_path / "s.html")).stdout
     assert "calls by time" in out
 

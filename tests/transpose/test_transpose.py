@@ -5,9 +5,7 @@ of strategy names."""
 from __future__ import annotations
 
 import ctypes
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -49,48 +47,6 @@ def test_virtual_node_size_from_the_environment():
     assert bad.returncode != 0 and "PETACOMM_NODE_SIZE: expected a positive integer, got 'two'" in (
         bad.stdout + bad.stderr
     )
-
-
-def _c_layout(structs: dict) -> dict[str, int]:
-    """sizeof and offsetof of every field, as the C compiler lays out transpose.h."""
-    from petacomm.native import build_info
-
-    mpicc = build_info().get("mpicc") or shutil.which("mpicc")
-    if not mpicc or not os.access(mpicc, os.X_OK):
-        pytest.skip("no MPI C compiler to compile the layout probe")
-    lines = [
-        "#include <stddef.h>",
-        "#include <stdio.h>",
-        '#include "petacomm/transpose.h"',
-        "int main(void) {",
-    ]
-    for cname, struct in structs.items():
-        lines.append(f'  printf("{cname} %zu\\n", sizeof({cname}));')
-        for field, _ in struct._fields_:
-            lines.append(f'  printf("{cname}.{field} %zu\\n", offsetof({cname}, {field}));')
-    lines += ["  return 0;", "}"]
-    return "\n".join(lines), mpicc
-
-
-def test_binding_structures_match_the_header(tmp_path):
-    from petacomm.transpose import _capi
-
-    source, mpicc = _c_layout(_capi.STRUCTS)
-    (tmp_path / "probe.c").write_text(source)
-    built = subprocess.run(
-        [mpicc, "-I", str(ROOT / "native" / "include"), "probe.c", "-o", "probe"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr
-    done = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True)
-    c = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines())
-    for cname, struct in _capi.STRUCTS.items():
-        assert int(c[cname]) == ctypes.sizeof(struct), cname
-        for field, _ in struct._fields_:
-            assert int(c[f"{cname}.{field}"]) == getattr(struct, field).offset, (cname, field)
 
 
 def test_strategy_names_come_from_the_registry():

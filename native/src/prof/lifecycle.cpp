@@ -20,11 +20,10 @@
 #include "fortran.hpp"
 #include "json.hpp"
 #include "petacomm/prof.h"
+#include "posix_io.hpp"
 #include "state.hpp"
 
 namespace petacomm::prof {
-
-extern thread_local bool t_main_thread;
 
 namespace {
 
@@ -315,8 +314,8 @@ void startup(uint64_t init_ns) {
   g.clock_at_unix[1] = static_cast<uint64_t>(time(nullptr));
   uint64_t entries = 16;
   while (entries * 2 * sizeof(Entry) <= g.settings.table_bytes) entries *= 2;
-  const bool memory_ok =
-      live_create(entries, error, sizeof(error)) && requests_init() && caches_init();
+  const bool memory_ok = live_create(entries, error, sizeof(error)) && requests_init() &&
+                         caches_init() && callsites_init(error, sizeof(error));
   int all_ok = memory_ok ? 1 : 0;
   PMPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, g.comm);
   if (!all_ok) {
@@ -341,6 +340,7 @@ void startup(uint64_t init_ns) {
   static bool exit_registered = false;
   if (!exit_registered) exit_registered = std::atexit(on_exit_without_finalize) == 0;
   live_heartbeat_start();
+  g_hot.callsite_depth = static_cast<int>(g.settings.callsite_depth);
   g_hot.tracking = true;
   g_hot.recording = true;
 }
@@ -406,10 +406,76 @@ void note_abort(int errorcode) {
   pp::live_mark(reason);
 }
 
+// MPI_Pcontrol(3): a snapshot log of what was recorded so far (collective: every rank calls
+// it), written as the final log is, to OUTPUT.snapshot-K.json; recording goes on.
+void snapshot() {
+  using namespace pp;
+  static pp::Live saved_live;
+  static pp::Region saved_regions[pp::kMaxRegions];
+  char saved_output[sizeof(g.settings.output)];
+  std::memcpy(&saved_live, g.live, sizeof(saved_live));
+  std::memcpy(saved_regions, g.regions, sizeof(saved_regions));
+  std::memcpy(saved_output, g.settings.output, sizeof(saved_output));
+  const bool banner = g.settings.banner;
+  ++g.snapshot_count;
+  const size_t len = std::strlen(saved_output);
+  const bool json = len > 5 && std::strcmp(saved_output + len - 5, ".json") == 0;
+  std::snprintf(g.settings.output, sizeof(g.settings.output), "%.*s.snapshot-%d.json",
+                static_cast<int>(json ? len - 5 : len), saved_output, g.snapshot_count);
+  g.settings.banner = false;
+  g.snapshot = g.snapshot_count;
+  // The final log's code closes the open regions: it works on the state, restored after.
+  g.t_end = now_ns();
+  regions_close_all(g.t_end);
+  write_final_log();
+  g.snapshot = 0;
+  g.settings.banner = banner;
+  std::memcpy(g.settings.output, saved_output, sizeof(saved_output));
+  std::memcpy(g.regions, saved_regions, sizeof(saved_regions));
+  std::memcpy(g.live, &saved_live, sizeof(saved_live));
+}
+
+// MPI_Pcontrol(4): forgets what was recorded so far (this rank): the table, call sites,
+// counters and region times start again from now; open regions stay open.
+void reset_data() {
+  using namespace pp;
+  {
+    Lock lock;
+    Live &l = *g.live;
+    const uint64_t now = now_ns();
+    table_reset();
+    l.events = l.coarsened_peer = l.coarsened_size = l.coarsened_call = 0;
+    l.mpi_ns = l.io_ns = 0;
+    l.requests_untracked = l.region_errors = 0;
+    for (int r = 0; r < l.nregions; ++r) {
+      Region &reg = g.regions[r];
+      reg.entries = reg.open_depth > 0 ? 1 : 0;
+      reg.wall_ns = reg.mpi_ns = reg.io_ns = 0;
+      reg.excl_wall_ns = reg.excl_mpi_ns = reg.excl_io_ns = reg.lbst_ns = 0;
+      reg.open_t = now;
+      reg.open_mpi = reg.open_io = 0;
+    }
+    l.excl_mark = now;
+    l.t_start_ns = now;
+    g.last_was_barrier = false;
+  }
+  callsites_reset();
+}
+
 // MPI_Pcontrol levels: 0 pauses recording; 1 with a name opens a region, -1 with a name
-// closes it; any other call (2, or 1/-1 without a readable name) resumes recording.
+// closes it; 3 writes a snapshot log (collective), 4 resets what was recorded (3 and 4 leave
+// recording paused or not as it was); any other call (2, or 1/-1 without a readable name)
+// resumes recording.
 void pcontrol(int level, const char *name) {
   if (!pp::g.initialised || pp::g.finalising || pp::g.finalised || !pp::g.live) return;
+  if (level == 3) {
+    snapshot();
+    return;
+  }
+  if (level == 4) {
+    reset_data();
+    return;
+  }
   if (level == 0) {
     pp::g_hot.recording = false;
     return;
@@ -503,9 +569,10 @@ void f_abort(void **cache, const char *symbol, MPI_Fint *comm, MPI_Fint *errorco
 }
 
 void f_pcontrol(void **cache, const char *symbol, MPI_Fint *level) {
-  // The Fortran binding takes the level only: 0 pauses recording, other levels resume it.
+  // The Fortran binding takes the level only: 0 pauses recording, 3 and 4 snapshot and reset,
+  // other levels resume it.
   auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol);
-  if (pp::t_depth == 0) pcontrol(*level == 0 ? 0 : 2, nullptr);
+  if (pp::t_depth == 0) pcontrol(*level == 0 || *level == 3 || *level == 4 ? *level : 2, nullptr);
   if (fn) {
     ++pp::t_depth;
     fn(level);

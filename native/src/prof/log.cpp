@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "handle_table.hpp"
 #include "json.hpp"
 #include "state.hpp"
 
@@ -100,7 +101,7 @@ void put_entry(JsonOut &o, const Entry &e, bool &first) {
 
 void put_entry_rows(JsonOut &o) {
   bool first = true;
-  for (uint64_t s = 0; s <= g.table_mask; ++s) put_entry(o, g.table[s], first);
+  for (uint64_t s = 0; s < g.live->used_keys; ++s) put_entry(o, g.table[s], first);
   for (int c = 0; c < kNumCalls; ++c) put_entry(o, g.fallback[c], first);
 }
 
@@ -144,29 +145,60 @@ void put_log_header(JsonOut &o) {
 
 namespace {
 
-struct AggKey {
+// One row of the call summary: (region, call, size class) and its statistics, summed over
+// partners and ranks. Rows are kept sorted by key, so that merging two ranks' rows along the
+// tree is one linear pass.
+struct AggRow {
   uint32_t region;
   uint32_t call;
   uint64_t size_key;
-  bool operator==(const AggKey &o) const {
+  uint64_t count, bytes, time_ns, min_ns, max_ns, ranks, rank_min_ns, rank_max_ns;
+  bool operator<(const AggRow &o) const {
+    if (region != o.region) return region < o.region;
+    if (call != o.call) return call < o.call;
+    return size_key < o.size_key;
+  }
+  bool same_key(const AggRow &o) const {
     return region == o.region && call == o.call && size_key == o.size_key;
   }
-};
-struct AggKeyHash {
-  size_t operator()(const AggKey &k) const {
-    return std::hash<uint64_t>()(k.size_key * 1315423911u ^ (uint64_t(k.region) << 32) ^ k.call);
+  void add(const AggRow &o) {
+    count += o.count;
+    bytes += o.bytes;
+    time_ns += o.time_ns;
+    min_ns = std::min(min_ns, o.min_ns);
+    max_ns = std::max(max_ns, o.max_ns);
+    ranks += o.ranks;
+    rank_min_ns = std::min(rank_min_ns, o.rank_min_ns);
+    rank_max_ns = std::max(rank_max_ns, o.rank_max_ns);
   }
 };
+static_assert(sizeof(AggRow) == 80, "rows are sent as bytes");
+
 struct AggVal {
-  uint64_t count, bytes, time_ns, min_ns, max_ns, ranks, rank_min_ns, rank_max_ns;
+  uint64_t count, bytes, time_ns;
 };
+
+// The call summary's size key at the log's detail: `summary` keeps power-of-two classes (as
+// the reports show them), the other details the table's size classes.
+uint64_t summary_size_key(uint64_t size_key) {
+  if (g.settings.detail != kDetailSummary || size_key == kSizeAll) return size_key;
+  const uint64_t lo = size_lower(size_key);
+  return lo == 0 ? 0 : (1ull << (63 - __builtin_clzll(lo))) | kSizeCoarse;
+}
 
 enum Fragment { kFragRanks, kFragRegions, kFragCallRank, kFragPeers, kFragEntries, kFragCount };
 
+// Statistics of one (call site, call), summed over ranks.
+struct SiteAgg {
+  uint64_t count, bytes, time_ns, min_ns, max_ns, ranks;
+};
+using SiteKey = std::pair<uint32_t, std::string>;  // call, frames (callsites.cpp's text)
+
 struct Merged {
+  std::map<SiteKey, SiteAgg> sites;
   std::vector<std::string> regions;
   std::unordered_map<std::string, uint32_t> region_ids;
-  std::unordered_map<AggKey, AggVal, AggKeyHash> agg;
+  std::vector<AggRow> agg;  // sorted by key, one row per key
   std::string frags[kFragCount];
 
   uint32_t region_id(const std::string &name) {
@@ -177,18 +209,37 @@ struct Merged {
     region_ids.emplace(name, id);
     return id;
   }
-  void add(const AggKey &k, const AggVal &v) {
-    auto [it, fresh] = agg.emplace(k, v);
+  // Merges sorted rows into agg.
+  void merge(std::vector<AggRow> &&rows) {
+    if (agg.empty()) {
+      agg = std::move(rows);
+      return;
+    }
+    std::vector<AggRow> out;
+    out.reserve(agg.size() + rows.size());
+    size_t a = 0, b = 0;
+    while (a < agg.size() || b < rows.size()) {
+      if (b == rows.size() || (a < agg.size() && agg[a] < rows[b])) {
+        out.push_back(agg[a++]);
+      } else if (a == agg.size() || rows[b] < agg[a]) {
+        out.push_back(rows[b++]);
+      } else {
+        out.push_back(agg[a++]);
+        out.back().add(rows[b++]);
+      }
+    }
+    agg = std::move(out);
+  }
+  void add_site(const SiteKey &key, const SiteAgg &v) {
+    auto [it, fresh] = sites.emplace(key, v);
     if (fresh) return;
-    AggVal &a = it->second;
+    SiteAgg &a = it->second;
     a.count += v.count;
     a.bytes += v.bytes;
     a.time_ns += v.time_ns;
     a.min_ns = std::min(a.min_ns, v.min_ns);
     a.max_ns = std::max(a.max_ns, v.max_ns);
     a.ranks += v.ranks;
-    a.rank_min_ns = std::min(a.rank_min_ns, v.rank_min_ns);
-    a.rank_max_ns = std::max(a.rank_max_ns, v.rank_max_ns);
   }
   void append(int which, const std::string &text) {
     if (text.empty()) return;
@@ -226,13 +277,15 @@ std::vector<char> serialise(const Merged &m) {
   put_pod<uint64_t>(buf, m.regions.size());
   for (const auto &r : m.regions) put_str(buf, r);
   put_pod<uint64_t>(buf, m.agg.size());
-  for (const auto &[k, v] : m.agg) {
-    put_pod(buf, k.region);
-    put_pod(buf, k.call);
-    put_pod(buf, k.size_key);
+  const char *rows = reinterpret_cast<const char *>(m.agg.data());
+  buf.insert(buf.end(), rows, rows + m.agg.size() * sizeof(AggRow));
+  for (const auto &f : m.frags) put_str(buf, f);
+  put_pod<uint64_t>(buf, m.sites.size());
+  for (const auto &[key, v] : m.sites) {
+    put_pod(buf, key.first);
+    put_str(buf, key.second);
     put_pod(buf, v);
   }
-  for (const auto &f : m.frags) put_str(buf, f);
   return buf;
 }
 
@@ -247,20 +300,32 @@ bool merge_from(Merged &m, const std::vector<char> &buf) {
     remap[i] = m.region_id(name);
   }
   uint64_t nagg = 0;
-  if (!get_pod(buf, at, nagg)) return false;
+  if (!get_pod(buf, at, nagg) || nagg > (buf.size() - at) / sizeof(AggRow)) return false;
+  std::vector<AggRow> rows(nagg);
+  std::memcpy(rows.data(), buf.data() + at, nagg * sizeof(AggRow));
+  at += nagg * sizeof(AggRow);
+  bool sorted = true;
   for (uint64_t i = 0; i < nagg; ++i) {
-    AggKey k;
-    AggVal v;
-    if (!get_pod(buf, at, k.region) || !get_pod(buf, at, k.call) || !get_pod(buf, at, k.size_key) ||
-        !get_pod(buf, at, v) || k.region >= nreg)
-      return false;
-    k.region = remap[k.region];
-    m.add(k, v);
+    if (rows[i].region >= nreg || rows[i].call >= static_cast<uint32_t>(kNumCalls)) return false;
+    rows[i].region = remap[rows[i].region];
+    if (i && !(rows[i - 1] < rows[i])) sorted = false;
   }
+  if (!sorted) std::sort(rows.begin(), rows.end());  // the two ranks' regions differ in order
+  m.merge(std::move(rows));
   for (int f = 0; f < kFragCount; ++f) {
     std::string text;
     if (!get_str(buf, at, text)) return false;
     m.append(f, text);
+  }
+  uint64_t nsites = 0;
+  if (!get_pod(buf, at, nsites)) return false;
+  for (uint64_t i = 0; i < nsites; ++i) {
+    SiteKey key;
+    SiteAgg v;
+    if (!get_pod(buf, at, key.first) || !get_str(buf, at, key.second) || !get_pod(buf, at, v) ||
+        key.first >= static_cast<uint32_t>(kNumCalls))
+      return false;
+    m.add_site(key, v);
   }
   return true;
 }
@@ -296,16 +361,44 @@ bool recv_buffer(std::vector<char> &buf, int from) {
   return true;
 }
 
+// This rank's rows: the table's entries summed over partners (and, at summary detail, over
+// the sizes of a power-of-two class) through a flat hash of the row keys, then sorted.
 void build_local(Merged &m, uint64_t wall) {
   for (int r = 0; r < g.live->nregions; ++r) m.region_id(g.regions[r].name);
   const uint32_t coarse_region = m.region_id("(coarsened)");
   std::vector<AggVal> by_call(kNumCalls, AggVal{});
   std::map<std::pair<int, int>, AggVal> by_peer;
+  const uint64_t used = g.live->used_keys;
+  std::vector<AggRow> rows;
+  rows.reserve(used + kNumCalls);
+  uint64_t slots = 16;
+  while (slots < 2 * (used + kNumCalls)) slots *= 2;
+  std::vector<uint32_t> where(slots, 0);  // row number + 1
   auto visit = [&](const Entry &e) {
     if (e.count == 0) return;
     const uint32_t region = e.region == kRegionCoarse ? coarse_region : e.region;
-    m.add(AggKey{region, e.call, e.size_key},
-          AggVal{e.count, e.bytes, e.time_ns, e.min_ns, e.max_ns, 1, e.time_ns, e.time_ns});
+    const AggRow row{region,    e.call,   summary_size_key(e.size_key),
+                     e.count,   e.bytes,  e.time_ns,
+                     e.min_ns,  e.max_ns, 1,
+                     e.time_ns, e.time_ns};
+    uint64_t h = mix64(row.size_key ^ (static_cast<uint64_t>(row.call) << 40) ^
+                       (static_cast<uint64_t>(row.region) << 52));
+    for (;; ++h) {
+      uint32_t &slot = where[h & (slots - 1)];
+      if (slot == 0) {
+        rows.push_back(row);
+        slot = static_cast<uint32_t>(rows.size());
+        break;
+      }
+      AggRow &have = rows[slot - 1];
+      if (have.same_key(row)) {
+        have.add(row);
+        // One rank: its time for the key is the sum over partners.
+        have.ranks = 1;
+        have.rank_min_ns = have.rank_max_ns = have.time_ns;
+        break;
+      }
+    }
     AggVal &c = by_call[e.call];
     c.count += e.count;
     c.bytes += e.bytes;
@@ -317,8 +410,17 @@ void build_local(Merged &m, uint64_t wall) {
       p.time_ns += e.time_ns;
     }
   };
-  for (uint64_t s = 0; s <= g.table_mask; ++s) visit(g.table[s]);
+  for (uint64_t s = 0; s < used; ++s) visit(g.table[s]);
   for (int c = 0; c < kNumCalls; ++c) visit(g.fallback[c]);
+  std::sort(rows.begin(), rows.end());
+  m.merge(std::move(rows));
+  callsites_collect(
+      [](const std::string &frames, int call, uint64_t count, uint64_t bytes, uint64_t time_ns,
+         uint64_t min_ns, uint64_t max_ns, void *data) {
+        static_cast<Merged *>(data)->add_site(SiteKey{static_cast<uint32_t>(call), frames},
+                                              SiteAgg{count, bytes, time_ns, min_ns, max_ns, 1});
+      },
+      &m);
   {
     JsonOut o(&m.frags[kFragRanks]);
     put_rank_row(o, wall);
@@ -352,13 +454,35 @@ void build_local(Merged &m, uint64_t wall) {
   }
 }
 
-// Same (region, call, size) from one rank may appear under several partners: count the
-// rank once per key before merging with other ranks.
-void collapse_ranks(Merged &m) {
-  for (auto &[k, v] : m.agg) {
-    v.ranks = 1;
-    v.rank_min_ns = v.rank_max_ns = v.time_ns;
+// "callsites": one row per (call site, call), its frames as [module, offset] pairs (innermost
+// first; the offset is the return address in the module's ELF addresses), summed over ranks.
+void put_callsites(JsonOut &o, const Merged &m) {
+  o.s(",\n\"callsite_depth\":").u(g.settings.callsite_depth);
+  o.s(",\n\"callsites\":{\"columns\":[\"call\",\"frames\",\"count\",\"bytes\",\"time_ns\","
+      "\"min_ns\",\"max_ns\",\"ranks\"],\"rows\":[\n");
+  bool first = true;
+  for (const auto &[key, v] : m.sites) {
+    if (!first) o.s(",\n");
+    first = false;
+    o.s("[").u(key.first).s(",[");
+    const std::string &f = key.second;
+    for (size_t at = 0, k = 0; at < f.size(); ++k) {
+      size_t end = f.find('\x1e', at);
+      if (end == std::string::npos) end = f.size();
+      const size_t sep = f.find('\x1f', at);
+      if (k) o.s(",");
+      if (sep == std::string::npos || sep > end) {
+        o.s("[").q(f.c_str() + at, end - at).s(",0]");
+      } else {
+        o.s("[").q(f.c_str() + at, sep - at).s(",");
+        o.s(std::string(f.c_str() + sep + 1, end - sep - 1)).s("]");
+      }
+      at = end + 1;
+    }
+    o.s("],").u(v.count).s(",").u(v.bytes).s(",").u(v.time_ns).s(",").u(v.min_ns).s(",");
+    o.u(v.max_ns).s(",").u(v.ranks).s("]");
   }
+  o.s("]}");
 }
 
 bool write_file_atomically(const char *path, const std::string &text) {
@@ -413,11 +537,11 @@ void print_banner(const Merged &m, const uint64_t sums[4], const uint64_t maxs[4
                100.0 * sums[2] / total, imbalance);
   std::vector<std::tuple<uint64_t, uint32_t, uint64_t, uint64_t>> calls;  // time, call, n, bytes
   std::vector<AggVal> by_call(kNumCalls, AggVal{});
-  for (const auto &[k, v] : m.agg) {
-    if (std::strcmp(kCallKinds[k.call], "posix") == 0) continue;
-    by_call[k.call].time_ns += v.time_ns;
-    by_call[k.call].count += v.count;
-    by_call[k.call].bytes += v.bytes;
+  for (const AggRow &row : m.agg) {
+    if (std::strcmp(kCallKinds[row.call], "posix") == 0) continue;
+    by_call[row.call].time_ns += row.time_ns;
+    by_call[row.call].count += row.count;
+    by_call[row.call].bytes += row.bytes;
   }
   for (int c = 0; c < kNumCalls; ++c)
     if (by_call[c].count)
@@ -446,7 +570,6 @@ bool write_final_log() {
   bool ok = true;
   try {
     build_local(m, wall);
-    collapse_ranks(m);
   } catch (...) {
     ok = false;
     m = Merged{};
@@ -498,6 +621,7 @@ bool write_final_log() {
     put_log_header(o);
     o.s(",\"complete\":true,\"created_unix_s\":").u(static_cast<uint64_t>(time(nullptr)));
     if (!merged_ok) o.s(",\"merge_errors\":true");
+    if (g.snapshot > 0) o.s(",\"snapshot\":").u(g.snapshot);
     o.s(",\n\"wall_ns\":").u(maxs[0]);
     o.s(",\n\"rank_summary\":{\"columns\":").s(kRankColumns).s(",\"rows\":[\n");
     o.s(m.frags[kFragRanks]).s("]}");
@@ -505,11 +629,14 @@ bool write_final_log() {
     o.s(m.frags[kFragRegions]).s("]}");
     o.s(",\n\"call_summary\":{\"columns\":").s(kCallColumns).s(",\"rows\":[\n");
     bool first = true;
-    for (const auto &[k, v] : m.agg) {
+    // Region names quoted once, not once per row.
+    std::vector<std::string> quoted(m.regions.size());
+    for (size_t r = 0; r < m.regions.size(); ++r) JsonOut(&quoted[r]).q(m.regions[r].c_str());
+    for (const AggRow &v : m.agg) {
       if (!first) o.s(",\n");
       first = false;
-      o.s("[").q(m.regions[k.region].c_str()).s(",").u(k.call).s(",").u(size_lower(k.size_key));
-      o.s(",").u(size_upper(k.size_key)).s(",").u(v.count).s(",").u(v.bytes).s(",").u(v.time_ns);
+      o.s("[").s(quoted[v.region]).s(",").u(v.call).s(",").u(size_lower(v.size_key));
+      o.s(",").u(size_upper(v.size_key)).s(",").u(v.count).s(",").u(v.bytes).s(",").u(v.time_ns);
       o.s(",").u(v.min_ns).s(",").u(v.max_ns).s(",").u(v.ranks).s(",").u(v.rank_min_ns);
       o.s(",").u(v.rank_max_ns).s("]");
     }
@@ -520,6 +647,7 @@ bool write_final_log() {
       o.s(",\n\"peer_summary\":{\"columns\":").s(kPeerColumns).s(",\"rows\":[\n");
       o.s(m.frags[kFragPeers]).s("]}");
     }
+    if (g.settings.callsite_depth > 0) put_callsites(o, m);
     if (g.settings.detail == kDetailFull) {
       o.s(",\n\"entries\":{\"columns\":").s(kEntryColumns).s(",\"rows\":[\n");
       o.s(m.frags[kFragEntries]).s("]}");

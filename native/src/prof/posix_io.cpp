@@ -3,6 +3,6 @@
 
 namespace petacomm::prof {
 
-thread_local bool t_main_thread __attribute__((tls_model("initial-exec"))) = false;
+__thread bool t_main_thread __attribute__((tls_model("initial-exec"))) = false;
 
 }  // namespace petacomm::prof

@@ -19,7 +19,7 @@
 
 namespace petacomm::prof {
 
-extern thread_local bool t_main_thread;
+extern __thread bool t_main_thread __attribute__((tls_model("initial-exec")));
 
 template <typename F>
 void posix_resolve(F &slot, const char *name) {

@@ -48,11 +48,11 @@ void record_completed(const RequestInfo &info, const MPI_Status *status) {
       posting->claimed = 0;
     }
     if (info.active && info.start_call >= 0)
-      table_add(info.region, info.start_call, bytes, bytes, peer, 0, 1);
+      table_add_at(info.site, info.region, info.start_call, bytes, bytes, peer, 0);
     return;
   }
   if (posting) g_reqs.erase(posting);
-  table_add(info.region, info.call, bytes, bytes, peer, info.post_ns, 1);
+  table_add_at(info.site, info.region, info.call, bytes, bytes, peer, info.post_ns);
 }
 
 }  // namespace
@@ -67,16 +67,16 @@ void request_posted(int call, int start_call, MPI_Request request, uint64_t byte
   if (peer == kPeerProcNull) bytes = 0;
   const bool persistent = flags & kReqPersistent;
   // The *_init call itself moves nothing: counted now, with its message size.
-  if (persistent) table_add(l.cur_region, call, bytes, 0, peer, post_ns, 1);
+  if (persistent) table_add_at(t_site, l.cur_region, call, bytes, 0, peer, post_ns);
   if (request == MPI_REQUEST_NULL) {
-    if (!persistent) table_add(l.cur_region, call, bytes, bytes, peer, post_ns, 1);
+    if (!persistent) table_add_at(t_site, l.cur_region, call, bytes, bytes, peer, post_ns);
     return;
   }
   RequestInfo *slot = g_reqs.insert(handle_key(request));
   if (!slot) {
     // More pending requests than PETACOMM_PROF_REQUESTS: recorded now, with what is known.
     ++l.requests_untracked;
-    if (!persistent) table_add(l.cur_region, call, bytes, bytes, peer, post_ns, 1);
+    if (!persistent) table_add_at(t_site, l.cur_region, call, bytes, bytes, peer, post_ns);
     return;
   }
   slot->serial = ++g_serial;
@@ -86,6 +86,7 @@ void request_posted(int call, int start_call, MPI_Request request, uint64_t byte
   slot->call = call;
   slot->start_call = start_call;
   slot->peer = peer;
+  slot->site = t_site;
   slot->region = static_cast<unsigned short>(l.cur_region);
   slot->flags = static_cast<unsigned char>(flags);
 }
@@ -96,6 +97,7 @@ void request_started(MPI_Request request, bool counted) {
   RequestInfo *info = find_unclaimed(handle_key(request));
   if (info && (info->flags & kReqPersistent)) {
     info->active = counted ? 1 : 0;
+    info->site = t_site;  // an activation is counted under the site of its MPI_Start
     info->region = static_cast<unsigned short>(g_hot.live->cur_region);
   }
 }
@@ -107,9 +109,11 @@ void request_freeing(MPI_Request request) {
   if (!info) return;
   // A request freed before completion still moves its data: count what was posted.
   if (!(info->flags & kReqPersistent))
-    table_add(info->region, info->call, info->bytes, info->bytes, info->peer, info->post_ns, 1);
+    table_add_at(info->site, info->region, info->call, info->bytes, info->bytes, info->peer,
+                 info->post_ns);
   else if (info->active && info->start_call >= 0)
-    table_add(info->region, info->start_call, info->bytes, info->bytes, info->peer, 0, 1);
+    table_add_at(info->site, info->region, info->start_call, info->bytes, info->bytes, info->peer,
+                 0);
   g_reqs.erase(info);
 }
 
@@ -118,7 +122,8 @@ void requests_flush_incomplete() {
   Live &l = *g_hot.live;
   g_reqs.for_each([&l](RequestInfo &info) {
     if (info.flags & kReqPersistent) return;
-    table_add(info.region, info.call, info.bytes, info.bytes, info.peer, info.post_ns, 1);
+    table_add_at(info.site, info.region, info.call, info.bytes, info.bytes, info.peer,
+                 info.post_ns);
     ++l.requests_incomplete;
   });
 }

@@ -45,6 +45,8 @@ enum Mode : int {
 struct Live;
 struct Region;
 
+constexpr int kMaxCallsiteDepth = 16;
+
 // Fields read on every call, kept together on one cache line.
 struct alignas(64) HotState {
   volatile bool recording;  // initialised, not finalised, not paused by MPI_Pcontrol(0)
@@ -52,10 +54,14 @@ struct alignas(64) HotState {
   bool threaded;            // MPI_THREAD_MULTIPLE: bookkeeping takes a lock
   Live *live;               // the per-rank counters (see state.hpp)
   Region *regions;
+  int callsite_depth;  // PETACOMM_PROF_CALLSITES (0: call sites off)
   unsigned char enabled[kNumCalls];
 };
 extern HotState g_hot;
-extern thread_local int t_depth;  // >0 while inside a wrapper (or the profiler itself)
+// >0 while inside a wrapper (or the profiler itself). `__thread` with the initial-exec model
+// (the library is preloaded): one instruction to reach it, no call to __tls_get_addr or to a
+// C++ thread_local's initialisation wrapper on every MPI call.
+extern __thread int t_depth __attribute__((tls_model("initial-exec")));
 
 // The mode of this call; unless kPass, leave() must follow. Calls made from inside another
 // wrapper (MPI internals, Fortran bindings routed through C) are passed through, which is
@@ -83,13 +89,13 @@ struct TscScale {
 };
 extern TscScale g_tsc;
 
-inline uint64_t monotonic_ns() {
+__attribute__((always_inline)) inline uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-inline uint64_t now_ns() {
+__attribute__((always_inline)) inline uint64_t now_ns() {
 #if defined(__x86_64__)
   if (__builtin_expect(g_tsc.mult != 0, 1)) {
     const uint64_t ticks = __builtin_ia32_rdtsc() - g_tsc.tsc0;
@@ -106,7 +112,12 @@ void clock_calibrate(bool use_tsc);
 // the partial logs. call_begin/call_end bracket the real call.
 void busy_begin(int call, uint64_t t0);
 void busy_end(uint64_t t0, uint64_t t1);
+// Call sites (callsites.cpp): the site of the call in progress on this thread (0: none).
+extern __thread uint32_t t_site __attribute__((tls_model("initial-exec")));
+uint32_t callsite_capture();
 inline uint64_t call_begin(int mode, int call) {
+  if (__builtin_expect(g_hot.callsite_depth != 0, 0) && mode == kRecord)
+    t_site = callsite_capture();
   const uint64_t t0 = now_ns();
   if (mode == kRecord) busy_begin(call, t0);
   return t0;
@@ -190,6 +201,7 @@ struct RequestInfo {
   int call;
   int start_call;
   int peer;
+  uint32_t site;          // call site of the posting call (0: none)
   unsigned short region;  // where it was posted (or, persistent, last started)
   unsigned char flags;
   unsigned char active;   // persistent: started (counted) and not yet completed

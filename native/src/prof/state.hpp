@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "prof_settings.hpp"
 #include "runtime.hpp"
@@ -96,6 +97,7 @@ struct State {
   Region *regions;
   Entry *table;
   Entry *fallback;  // one entry per call: the last overflow level never fails
+  uint64_t *index;  // the table's index (call_table.cpp), private memory
   uint64_t table_mask;
   uint64_t key_capacity;     // distinct keys the table takes (7/8 of its entries)
   uint64_t coarse_capacity;  // and with the coarsened keys of an overflow (15/16)
@@ -104,7 +106,9 @@ struct State {
   char run_id[64];            // the same on every rank of a run (rank 0's pid and start time)
   uint64_t clock_at_unix[2];  // now_ns() and the Unix time (s) at the same moment
 
-  uint64_t t_end;  // when MPI_Finalize was called
+  uint64_t t_end;  // when MPI_Finalize was called (or the snapshot taken)
+  int snapshot;    // >0 while writing snapshot number `snapshot` (MPI_Pcontrol(3))
+  int snapshot_count;
   bool last_was_barrier;
   uint64_t last_barrier_ns;
 
@@ -153,9 +157,24 @@ bool set_enabled_calls(const char *wrap, char *error, size_t cap);
 bool table_place(void *memory, uint64_t entries);
 void table_add(int region, int call, uint64_t msg_bytes, uint64_t moved, int peer, uint64_t ns,
                uint64_t count);
+// table_add of one call, also counted under its call site when call sites are on.
+void table_add_at(uint32_t site, int region, int call, uint64_t msg_bytes, uint64_t moved, int peer,
+                  uint64_t ns);
+void table_reset();  // forgets every key (MPI_Pcontrol reset)
 uint64_t size_class(uint64_t bytes);
 uint64_t size_upper(uint64_t key);
 uint64_t size_lower(uint64_t key);
+
+// callsites.cpp (the caller holds the Lock, except for callsites_init and _reset)
+bool callsites_init(char *error, size_t cap);
+void callsite_add(uint32_t site, int call, uint64_t bytes, uint64_t ns);
+void callsites_reset();
+// Calls `visit` for every (site, call) counted: frames are "module\x1foffset" joined by
+// "\x1e", innermost first ("" for the site "(other)").
+void callsites_collect(void (*visit)(const std::string &frames, int call, uint64_t count,
+                                     uint64_t bytes, uint64_t time_ns, uint64_t min_ns,
+                                     uint64_t max_ns, void *data),
+                       void *data);
 
 // regions.cpp
 void region_begin(const char *name);

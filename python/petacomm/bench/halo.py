@@ -56,6 +56,9 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress line on standard error while ranks run"
+    )
     parser.set_defaults(func=run)
 
 
@@ -101,7 +104,13 @@ def run(args) -> int:
         passed += ["--node-size", ",".join(map(str, node_sizes))]
     if args.mapping:
         passed += ["--mapping", args.mapping]
-    runs = [(count, run_app_json(launcher, program, count, passed)) for count in counts]
+    runs = [
+        (
+            count,
+            run_app_json(launcher, program, count, passed, label="bench halo", quiet=args.quiet),
+        )
+        for count in counts
+    ]
     variants = []
     for _, doc in runs:
         for config in doc["configurations"]:

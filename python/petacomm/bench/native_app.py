@@ -4,15 +4,19 @@ writes (``--json FILE``); a failed run raises PetacommError carrying the app's o
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.progress import run_showing_progress
 
 
-def run_app_json(launcher, program: str, ranks: int, args: list[str]) -> dict:
-    """Runs ``program ARGS --json TMP`` on ``ranks`` ranks; returns the parsed JSON."""
+def run_app_json(
+    launcher, program: str, ranks: int, args: list[str], *, label: str, quiet: bool = False
+) -> dict:
+    """Runs ``program ARGS --json TMP`` on ``ranks`` ranks; returns the parsed JSON. While it
+    runs, ``label`` (the command) and the elapsed time are shown on standard error unless
+    ``quiet``."""
     name = Path(program).name
     with tempfile.TemporaryDirectory(prefix=f"{name}-") as scratch:
         out = Path(scratch) / "run.json"
@@ -20,7 +24,7 @@ def run_app_json(launcher, program: str, ranks: int, args: list[str]) -> dict:
         # strategies create one) where UCX has no transport; the node layer does not use it.
         extra = ["--mca", "osc", "^ucx"] if launcher.vendor == "openmpi" else []
         argv = launcher.command(ranks, [program, *map(str, args), "--json", str(out)], extra)
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        done = run_showing_progress(label, f"{name} on {ranks} ranks", argv, quiet=quiet)
         if done.returncode != 0 or not out.exists():
             lines = [ln for ln in done.stderr.splitlines() if ln.startswith(f"{name}: error:")]
             why = lines[0] if lines else (done.stderr or done.stdout).strip()[-2000:]

@@ -96,6 +96,9 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress on standard error (--model-only)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
@@ -591,6 +594,7 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
     import numpy as np
 
     from petacomm.datasets import make
+    from petacomm.progress import Progress
     from petacomm.xchg import offline
     from petacomm.xchg.cost import cost_params, load_model, p2p_curve
 
@@ -603,8 +607,14 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
             params = _generator_params(args, name)
             started = time.monotonic()
             generator = make(name, p, **params)
-            keysets = [np.unique(generator.keys(r)) for r in range(p)]
-            stats = offline.statistics(keysets)
+            with Progress("bench sparse-reduce", quiet=args.quiet) as progress:
+                progress.start(p, f"{name} key sets of {p} ranks")
+                keysets = []
+                for r in range(p):
+                    keysets.append(np.unique(generator.keys(r)))
+                    progress.advance()
+                progress.status(f"{name} on {p} ranks: sharing statistics and predictions")
+                stats = offline.statistics(keysets)
             predicted, decision = offline.decide(
                 stats,
                 cost_params(model, p),

@@ -57,6 +57,9 @@ def register(subparsers) -> None:
     parser.add_argument("--model", metavar="FILE", help="machine model (default: netbench's)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress line on standard error while ranks run"
+    )
     parser.set_defaults(func=run)
 
 
@@ -134,7 +137,12 @@ def run(args) -> int:
     rounds = [
         [
             run_app_json(
-                launcher, program, args.ranks, [*common, "--transport", args.transports, "--mk", mk]
+                launcher,
+                program,
+                args.ranks,
+                [*common, "--transport", args.transports, "--mk", mk],
+                label=f"bench sweep3d: mk {mk}",
+                quiet=args.quiet,
             )
             for mk in block_sizes
         ]
@@ -224,7 +232,13 @@ def _flat_vs_node(args, launcher, program, common, best, node_sizes) -> list[dic
     flat = [t for t in args.transports.split(",") if t and t != "node"]
     argv = [*common, "--transport", ",".join([*flat, "node"]), "--mk", best["mk"]]
     argv += ["--node-size", ",".join(map(str, node_sizes))]
-    doc = _fastest([run_app_json(launcher, program, args.ranks, argv) for _ in range(args.rounds)])
+    label = f"bench sweep3d: flat vs node at mk {best['mk']}"
+    doc = _fastest(
+        [
+            run_app_json(launcher, program, args.ranks, argv, label=label, quiet=args.quiet)
+            for _ in range(args.rounds)
+        ]
+    )
     base = doc["cases"][0]
     print(
         f"\nflat vs node-aware at mk {best['mk']} (fastest above); node size 0: the whole "

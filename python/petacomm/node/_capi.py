@@ -84,6 +84,15 @@ class Memory(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int64) for name in MEMORY_NAMES]
 
 
+# Structures and their C names, for the layout test (tests/foundation/test_binding_layout.py).
+STRUCTS = {
+    "petacomm_node_options": Options,
+    "petacomm_node_layout": Layout,
+    "petacomm_node_status": Status,
+    "petacomm_node_counters": Counters,
+    "petacomm_node_memory": Memory,
+}
+
 Node = ctypes.c_void_p
 Request = ctypes.c_void_p
 _P = ctypes.POINTER

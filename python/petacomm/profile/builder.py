@@ -49,7 +49,17 @@ def cache_root() -> Path:
 
 
 def libmpi_of(path: Path) -> Path | None:
-    """The MPI library a dynamically linked ELF file loads (resolved), or None."""
+    """The MPI library a dynamically linked ELF file loads (resolved), or None. Remembered per
+    file and LD_LIBRARY_PATH (probes.py): ``ldd`` runs once per program."""
+    from petacomm.profile import probes
+
+    found = probes.remembered(
+        "ldd-libmpi", path, lambda: _ldd_libmpi(path), extra=probes.library_path_key()
+    )
+    return Path(found) if found else None
+
+
+def _ldd_libmpi(path: Path) -> str | None:
     try:
         with open(path, "rb") as f:
             if f.read(4) != b"\x7fELF":
@@ -62,7 +72,7 @@ def libmpi_of(path: Path) -> Path | None:
     match = _LIBMPI.search(done.stdout)
     if not match or match.group(2) == "not":
         return None
-    return Path(match.group(2)).resolve()
+    return str(Path(match.group(2)).resolve())
 
 
 def bundled() -> Profiler:

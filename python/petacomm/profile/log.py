@@ -37,6 +37,7 @@ REQUIRED_COLUMNS = {
     "call_by_rank": ("rank", "call", "count", "bytes", "time_ns"),
     "peer_summary": ("rank", "call", "peer", "count", "bytes", "time_ns"),
     "entries": ("rank", "region", "call", "size", "size_max", "peer", "count", "bytes", "time_ns"),
+    "callsites": ("call", "frames", "count", "bytes", "time_ns", "min_ns", "max_ns", "ranks"),
 }
 
 
@@ -63,6 +64,11 @@ class Profile:
     call_rank_rows: list[dict] | None = None
     peer_rows: list[dict] | None = None
     entry_rows: list[dict] | None = None
+    # Call sites (--callsites DEPTH): call, frames ([module, offset] innermost first), count,
+    # bytes, time_ns, min_ns, max_ns, ranks. None when call sites were off.
+    callsite_rows: list[dict] | None = None
+    callsite_depth: int = 0
+    snapshot: int = 0  # >0: a snapshot log written by MPI_Pcontrol(3)
     partial_reasons: dict[int, str] = field(default_factory=dict)
     missing_ranks: list[int] = field(default_factory=list)
     merge_errors: bool = False
@@ -184,6 +190,9 @@ def _profile(data: dict, source: Path) -> Profile:
         call_rank_rows=_rows(data, "call_by_rank", calls),
         peer_rows=_rows(data, "peer_summary", calls),
         entry_rows=_rows(data, "entries", calls),
+        callsite_rows=_rows(data, "callsites", calls),
+        callsite_depth=int(data.get("callsite_depth", 0)),
+        snapshot=int(data.get("snapshot", 0)),
         merge_errors=bool(data.get("merge_errors", False)),
     )
 

@@ -4,13 +4,21 @@ Runs the native ``petacomm-prof-overhead`` with the profiler preloaded. Inside t
 the same loops execute alternately through ``MPI_*`` (intercepted) and ``PMPI_*`` (not
 intercepted), so both are measured on the same processes at the same time, and the machine's
 noise cancels. Prints the slowdown of a realistic iteration mix and the time added per
-intercepted call. Targets: at most 2 % on the mix, at most 100 ns per call.
+intercepted call, also with 16 to 37,000 distinct keys in the table. Targets: at most 2 % on
+the mix, at most 50 ns per call whatever the number of keys.
+
+With ``--peers ipm,mpip`` the same in-process measurements run under each peer profiler
+(built by scripts/build-profiler-peer.sh; a peer not built for this MPI is skipped with a
+note), and ``petacomm-prof-manykeys`` (about 37,000 distinct keys per rank) runs end to end
+plain, under ``petacomm profile`` (the command itself included) and under each peer: wall
+time, slowdown and log size. Targets: at most 5 % end to end, summary log at most 10x IPM's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,7 +27,9 @@ from petacomm.errors import PetacommError
 from petacomm.files import write_text_atomically
 
 TARGET_SLOWDOWN_PERCENT = 2.0
-TARGET_NS_PER_CALL = 100.0
+TARGET_NS_PER_CALL = 50.0
+TARGET_END_TO_END_PERCENT = 5.0
+PEERS = {"ipm": "libipm.so", "mpip": "libmpiP.so"}
 
 
 def register(subparsers) -> None:
@@ -37,6 +47,31 @@ def register(subparsers) -> None:
     )
     p.add_argument("--mpiexec", help="MPI launcher (default: the one petacomm was built with)")
     p.add_argument("--profiler-lib", help="libpetacomm-prof.so to measure [the bundled one]")
+    p.add_argument(
+        "--keys",
+        default="16,12000,37000",
+        metavar="K1,K2,...",
+        help="distinct keys of the keys sweeps [16,12000,37000]; 'none' skips them",
+    )
+    p.add_argument(
+        "--peers",
+        default="",
+        metavar="LIST",
+        help="also measure these peer profilers (ipm, mpip) and run the many-keys program end "
+        "to end under each (scripts/build-profiler-peer.sh builds them)",
+    )
+    p.add_argument(
+        "--end-to-end-ranks", type=int, default=4, help="ranks of the many-keys program [4]"
+    )
+    p.add_argument(
+        "--end-to-end-reps", type=int, default=3, help="runs per tool, alternating (best) [3]"
+    )
+    p.add_argument(
+        "--end-to-end-compute-us",
+        type=float,
+        default=500.0,
+        help="compute per many-keys iteration, us [500]",
+    )
     p.add_argument("--json", help="also write the figures to this JSON file")
     p.set_defaults(func=run)
 
@@ -50,12 +85,111 @@ def _check(args) -> None:
         raise PetacommError(f"--reps: at most 101, got {args.reps}")
     if args.compute_us < 0:
         raise PetacommError(f"--compute-us: must be non-negative, got {args.compute_us}")
+    _key_counts(args.keys)
+    for peer in _peer_names(args.peers):
+        if peer not in PEERS:
+            raise PetacommError(f"--peers: unknown peer {peer!r} (known: {', '.join(PEERS)})")
+    for name in ("end_to_end_ranks", "end_to_end_reps"):
+        if getattr(args, name) < 1:
+            raise PetacommError(f"--{name.replace('_', '-')}: must be a positive integer")
+    if args.end_to_end_compute_us < 0:
+        raise PetacommError("--end-to-end-compute-us: must be non-negative")
     from petacomm.profile.run import check_library, check_writable
 
     if args.profiler_lib:
         check_library(Path(args.profiler_lib))
     if args.json:
         check_writable(Path(args.json).resolve(), "--json")
+
+
+def _key_counts(text: str) -> list[int]:
+    if text.strip().lower() == "none":
+        return []
+    try:
+        counts = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise PetacommError(f"--keys: not a list of counts: {text!r}") from None
+    if not counts or any(not 1 <= k <= 40960 for k in counts) or len(counts) > 16:
+        raise PetacommError(f"--keys: up to 16 counts of 1 to 40960, got {text!r}")
+    return counts
+
+
+def _peer_names(text: str) -> list[str]:
+    return [p.strip().lower() for p in text.split(",") if p.strip()]
+
+
+def find_peer(name: str, libmpi) -> tuple[Path | None, str]:
+    """The peer profiler ``name`` built for ``libmpi`` (scripts/build-profiler-peer.sh), or
+    None and why not."""
+    from petacomm.profile.builder import cache_root
+
+    root = cache_root() / "peers"
+    for record in sorted(root.glob(f"{name}-*/peer.json")):
+        try:
+            info = json.loads(record.read_text())
+        except (OSError, ValueError):
+            continue
+        lib = record.parent / info.get("library", f"lib/{PEERS[name]}")
+        if lib.is_file() and (libmpi is None or Path(info.get("libmpi", "")) == libmpi):
+            return lib, ""
+    return None, (
+        f"not built for {libmpi or 'this MPI'} in {root} (build it with "
+        f"scripts/build-profiler-peer.sh {name} SOURCE --mpicc MPICC)"
+    )
+
+
+def _overhead_args(args) -> list[str]:
+    extra = [
+        "--iterations",
+        str(args.iterations),
+        "--calls",
+        str(args.calls),
+        "--reps",
+        str(args.reps),
+        "--compute-us",
+        str(args.compute_us),
+    ]
+    counts = _key_counts(args.keys)
+    if counts:
+        extra += ["--keys", ",".join(str(k) for k in counts)]
+    return extra
+
+
+def _figures(raw: dict) -> dict:
+    mix_with, mix_without = raw["mix_mpi"]["min_s"], raw["mix_pmpi"]["min_s"]
+    calls_with, calls_without = raw["calls_mpi"]["min_s"], raw["calls_pmpi"]["min_s"]
+    n_calls = raw["calls_iterations"] * raw["calls_per_iteration"]
+    n_mix = raw["iterations"] * raw["mix_calls_per_iteration"]
+    return {
+        "ranks": raw["ranks"],
+        "mix_with_profiler_s": mix_with,
+        "mix_without_profiler_s": mix_without,
+        "mix_slowdown_percent": 100.0 * (mix_with / mix_without - 1.0),
+        "mix_median_slowdown_percent": 100.0
+        * (raw["mix_mpi"]["median_s"] / raw["mix_pmpi"]["median_s"] - 1.0),
+        "mix_ns_per_call": 1e9 * (mix_with - mix_without) / n_mix,
+        "calls_with_profiler_s": calls_with,
+        "calls_without_profiler_s": calls_without,
+        "ns_per_call": 1e9 * (calls_with - calls_without) / n_calls,
+        # Median of paired differences: robust to the noise of a shared machine.
+        "keys_ns_per_call": {
+            str(k["keys"]): 1e9 * k["difference"]["median_s"] / k["calls"]
+            for k in raw.get("keys", [])
+        },
+        "raw": raw,
+    }
+
+
+def _run_json(argv: list[str], env: dict, what: str, cwd: Path | None = None) -> dict:
+    done = subprocess.run(
+        argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=3600, check=False
+    )
+    if done.returncode != 0:
+        raise PetacommError(f"{what} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    line = next((x for x in done.stdout.splitlines() if x.startswith("{")), None)
+    if line is None:
+        raise PetacommError(f"{what} printed no result:\n{done.stdout[-2000:]}")
+    return json.loads(line)
 
 
 def measure(args) -> dict:
@@ -68,20 +202,7 @@ def measure(args) -> dict:
     program = program_path("petacomm-prof-overhead")
     launcher = find_mpiexec(args.mpiexec)
     launcher.check_can_run()
-    command = launcher.command(
-        args.ranks,
-        [
-            str(program),
-            "--iterations",
-            str(args.iterations),
-            "--calls",
-            str(args.calls),
-            "--reps",
-            str(args.reps),
-            "--compute-us",
-            str(args.compute_us),
-        ],
-    )
+    command = launcher.command(args.ranks, [str(program), *_overhead_args(args)])
     with tempfile.TemporaryDirectory() as tmp:
         # Every profiler setting at its default (prof-settings.json), no banner.
         options = argparse.Namespace(
@@ -93,38 +214,86 @@ def measure(args) -> dict:
         options.output = str(Path(tmp) / "overhead.json")
         options.no_banner = True
         plan = profile_run.prepare(command, options)
-        done = subprocess.run(
-            plan.argv, env=plan.env, capture_output=True, text=True, timeout=3600, check=False
-        )
-    if done.returncode != 0:
-        raise PetacommError(
-            f"petacomm-prof-overhead exited {done.returncode}:\n{done.stderr[-2000:]}"
-        )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("{")), None)
-    if line is None:
-        raise PetacommError(f"petacomm-prof-overhead printed no result:\n{done.stdout[-2000:]}")
-    raw = json.loads(line)
-    if not raw["profiler_active"]:
-        raise PetacommError("the profiler was not active in the benchmark run (not preloaded?)")
-    # Best of the repetitions: on a shared machine noise only ever adds time.
-    mix_with, mix_without = raw["mix_mpi"]["min_s"], raw["mix_pmpi"]["min_s"]
-    calls_with, calls_without = raw["calls_mpi"]["min_s"], raw["calls_pmpi"]["min_s"]
-    n_calls = raw["calls_iterations"] * raw["calls_per_iteration"]
-    n_mix = raw["iterations"] * raw["mix_calls_per_iteration"]
-    return {
-        "ranks": raw["ranks"],
-        "profiler": str(plan.library),
-        "mix_with_profiler_s": mix_with,
-        "mix_without_profiler_s": mix_without,
-        "mix_slowdown_percent": 100.0 * (mix_with / mix_without - 1.0),
-        "mix_median_slowdown_percent": 100.0
-        * (raw["mix_mpi"]["median_s"] / raw["mix_pmpi"]["median_s"] - 1.0),
-        "mix_ns_per_call": 1e9 * (mix_with - mix_without) / n_mix,
-        "calls_with_profiler_s": calls_with,
-        "calls_without_profiler_s": calls_without,
-        "ns_per_call": 1e9 * (calls_with - calls_without) / n_calls,
-        "raw": raw,
-    }
+        raw = _run_json(plan.argv, plan.env, "petacomm-prof-overhead")
+        if not raw["profiler_active"]:
+            raise PetacommError("the profiler was not active in the benchmark run (not preloaded?)")
+        # Best of the repetitions: on a shared machine noise only ever adds time.
+        result = {"profiler": str(plan.library), **_figures(raw)}
+        peers = _peer_names(args.peers)
+        if peers:
+            from petacomm.profile.builder import libmpi_of
+
+            libmpi = libmpi_of(plan.library)
+            result["peers"] = {}
+            for name in peers:
+                lib, why = find_peer(name, libmpi)
+                if lib is None:
+                    result["peers"][name] = {"available": False, "note": why}
+                    continue
+                argv = launcher.command(
+                    args.ranks, [str(program), *_overhead_args(args)], ["-x", f"LD_PRELOAD={lib}"]
+                )
+                peer_raw = _run_json(argv, dict(os.environ), f"petacomm-prof-overhead under {name}")
+                result["peers"][name] = {
+                    "available": True,
+                    "library": str(lib),
+                    **_figures(peer_raw),
+                }
+            result["end_to_end"] = end_to_end(args, launcher, Path(tmp), peers, libmpi)
+    return result
+
+
+def _log_bytes(directory: Path) -> int:
+    return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+
+
+def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
+    """The many-keys program plain, under `petacomm profile` (normal and summary detail) and
+    under each available peer, alternating, best of --end-to-end-reps: wall s, log bytes."""
+    import shutil
+    import sys
+    import time
+
+    from petacomm.native import program_path
+
+    program = program_path("petacomm-prof-manykeys")
+    body = [str(program), "--compute-us", str(args.end_to_end_compute_us)]
+    plain = launcher.command(args.end_to_end_ranks, body)
+    petacomm = shutil.which("petacomm") or str(Path(sys.executable).parent / "petacomm")
+    tools: dict[str, callable] = {"plain": lambda d: plain}
+    for detail in ("normal", "summary"):
+        tools[f"petacomm ({detail})"] = lambda d, detail=detail: [
+            petacomm, "profile", "--no-banner", "--detail", detail, "-o", str(d / "log.json"),
+            "--", *plain,
+        ]  # fmt: skip
+    for name in peers:
+        lib, _ = find_peer(name, libmpi)
+        if lib is not None:
+            tools[name] = lambda d, lib=lib: launcher.command(
+                args.end_to_end_ranks, body, ["-x", f"LD_PRELOAD={lib}"]
+            )
+    figures: dict[str, dict] = {name: {"wall_s": [], "log_bytes": 0} for name in tools}
+    for rep in range(args.end_to_end_reps):
+        order = list(tools) if rep % 2 == 0 else list(reversed(tools))
+        for name in order:
+            work = tmp / f"e2e-{rep}-{name.replace(' ', '_').strip('()')}"
+            work.mkdir()
+            t0 = time.monotonic()
+            # In its own directory: the peers write their logs in the working directory.
+            raw = _run_json(
+                tools[name](work), dict(os.environ), f"many-keys program ({name})", cwd=work
+            )
+            figures[name]["wall_s"].append(time.monotonic() - t0)
+            figures[name]["finalize_s"] = min(
+                figures[name].get("finalize_s", float("inf")), raw["finalize_s"]
+            )
+            figures[name]["keys_per_rank"] = raw["keys_per_rank"]
+            figures[name]["log_bytes"] = _log_bytes(work)
+    base = min(figures["plain"]["wall_s"])
+    for f in figures.values():
+        f["best_wall_s"] = min(f["wall_s"])
+        f["slowdown_percent"] = 100.0 * (f["best_wall_s"] / base - 1.0)
+    return {"ranks": args.end_to_end_ranks, "compute_us": args.end_to_end_compute_us, **figures}
 
 
 def run(args) -> int:
@@ -160,7 +329,53 @@ def run(args) -> int:
         f"  added per call    {r['ns_per_call']:.1f} ns  "
         f"(target <= {TARGET_NS_PER_CALL:g} ns: {verdict})"
     )
+    if r["keys_ns_per_call"]:
+        print(
+            "keys sweeps (cheap collectives on MPI_COMM_SELF cycling through K distinct keys; "
+            "median of 41 paired sweeps):"
+        )
+        for keys, ns in r["keys_ns_per_call"].items():
+            verdict = "ok" if ns <= TARGET_NS_PER_CALL else "ABOVE TARGET"
+            print(f"  {int(keys):>6} keys  added per call {ns:6.1f} ns  ({verdict})")
+    if "peers" in r:
+        _print_peers(r)
     if args.json:
         write_text_atomically(args.json, json.dumps(r, indent=2) + "\n", "--json")
         print(f"figures written to {args.json}")
     return 0
+
+
+def _print_peers(r: dict) -> None:
+    print("peers (the same in-process measurements under each profiler):")
+    keys = list(r["keys_ns_per_call"])
+    head = f"  {'profiler':<18} {'mix slowdown':>13} {'ns/call':>8}"
+    head += "".join(f" {('ns@' + k + ' keys'):>14}" for k in keys)
+    print(head)
+    rows = [("petacomm", r)] + [(n, p) for n, p in r["peers"].items()]
+    for name, f in rows:
+        if not f.get("available", True):
+            print(f"  {name:<18} skipped: {f['note']}")
+            continue
+        line = f"  {name:<18} {f['mix_slowdown_percent']:>+11.2f} % {f['ns_per_call']:>8.1f}"
+        line += "".join(f" {f['keys_ns_per_call'].get(k, float('nan')):>14.1f}" for k in keys)
+        print(line)
+    e = r["end_to_end"]
+    tools = [k for k in e if isinstance(e[k], dict)]
+    keys_per_rank = e["plain"]["keys_per_rank"]
+    print(
+        f"many-keys program end to end ({e['ranks']} ranks, {keys_per_rank} distinct keys per "
+        f"rank, {e['compute_us']:g} us compute per iteration; best of the runs, wall of the "
+        "whole command):"
+    )
+    print(f"  {'tool':<20} {'wall':>10} {'slowdown':>10} {'finalize':>10} {'log':>12}")
+    for name in tools:
+        f = e[name]
+        log = "-" if name == "plain" else f"{f['log_bytes'] / 1024:.1f} KiB"
+        print(
+            f"  {name:<20} {f['best_wall_s']:>8.3f} s {f['slowdown_percent']:>+8.2f} % "
+            f"{1e3 * f['finalize_s']:>7.1f} ms {log:>12}"
+        )
+    print(
+        f"  (targets: petacomm <= {TARGET_END_TO_END_PERCENT:g} % end to end; summary log "
+        "<= 10x IPM's; finalize is rank 0's MPI_Finalize, the MPI library's own included)"
+    )

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from petacomm.errors import PetacommError
 from petacomm.launch import describe_launcher
-from petacomm.profile import builder, settings
+from petacomm.profile import builder, probes, settings
 
 LAUNCHERS = {
     "mpiexec",
@@ -165,7 +165,9 @@ def prepare(command: list[str], args) -> ProfileRun:
         resolved = shutil.which(command[0])
         if not resolved:
             raise PetacommError(f"launcher '{command[0]}' not found")
-        vendor = describe_launcher(resolved).vendor
+        vendor = probes.remembered(
+            "launcher-vendor", Path(resolved), lambda: describe_launcher(resolved).vendor
+        )
     if vendor == "openmpi":
         extra = ["-x", f"LD_PRELOAD={preload_value}"]
         for name, value in prof_env.items():

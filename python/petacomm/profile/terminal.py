@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from petacomm.profile import analysis, units
+from petacomm.profile import analysis, callsites, units
+from petacomm.profile.callsites import DEFAULT_THRESHOLD_PERCENT
 from petacomm.profile.compare import Comparison, relative_change
 from petacomm.profile.log import Profile
 
@@ -213,11 +214,14 @@ def matrix_lines(p: Profile, limit: int = 8) -> list[str]:
     return [title] + _table(["from", "to", "bytes", "messages"], rows, {2, 3})
 
 
-def report(p: Profile, all_calls: bool = False) -> str:
+def report(
+    p: Profile, all_calls: bool = False, callsite_threshold: float = DEFAULT_THRESHOLD_PERCENT
+) -> str:
     sections = [
         header_lines(p),
         region_lines(p),
         call_lines(p, None if all_calls else 20),
+        callsites.lines(p, callsite_threshold, show_all=all_calls),
         size_lines(p),
         matrix_lines(p),
         rank_lines(p),

@@ -1,30 +1,39 @@
-"""The ctypes mirrors of xchg.h/core.h against the C compiler: a C program generated from
-the mirrors prints sizeof and every field's offsetof and size as the compiler lays them out;
-any difference (a field added, removed, reordered or retyped in the header) fails here
-instead of corrupting memory at run time."""
+"""The ctypes mirrors of every family's header against the C compiler: a C program generated
+from a family's mirrors (its ``_capi.STRUCTS``) prints sizeof and every field's offsetof and
+size as the compiler lays them out; any difference (a field added, removed, reordered or
+retyped in the header) fails here instead of corrupting memory at run time."""
 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
+# family -> (its binding module, its public header, the fewest mirrored entries expected:
+# a binding that lost its STRUCTS table would otherwise pass with nothing compared)
+FAMILIES = {
+    "xchg": ("petacomm.xchg._capi", "xchg.h", 40),
+    "transpose": ("petacomm.transpose._capi", "transpose.h", 40),
+    "node": ("petacomm.node._capi", "node.h", 30),
+}
 
-def _header_dir() -> Path:
+
+def _header_dir(header: str) -> Path:
     """The headers the library was built from: installed beside it, else the source tree."""
     from petacomm.native import native_dir
 
     installed = native_dir() / "include"
-    return installed if (installed / "petacomm" / "xchg.h").exists() else ROOT / "native/include"
+    return installed if (installed / "petacomm" / header).exists() else ROOT / "native/include"
 
 
-def _mirrored_layout() -> dict[str, tuple[int, ...]]:
-    from petacomm.xchg import _capi
-
+def _mirrored_layout(structs: dict) -> dict[str, tuple[int, ...]]:
     out = {}
-    for c_name, mirror in _capi.STRUCTS.items():
+    for c_name, mirror in structs.items():
         out[c_name] = (ctypes.sizeof(mirror),)
         for field, _ in mirror._fields_:
             descriptor = getattr(mirror, field)
@@ -32,16 +41,14 @@ def _mirrored_layout() -> dict[str, tuple[int, ...]]:
     return out
 
 
-def _c_program() -> str:
-    from petacomm.xchg import _capi
-
+def _c_program(structs: dict, header: str) -> str:
     lines = [
         "#include <stddef.h>",
         "#include <stdio.h>",
-        "#include <petacomm/xchg.h>",
+        f"#include <petacomm/{header}>",
         "int main(void) {",
     ]
-    for c_name, mirror in _capi.STRUCTS.items():
+    for c_name, mirror in structs.items():
         lines.append(f'  printf("{c_name} %zu\\n", sizeof({c_name}));')
         for field, _ in mirror._fields_:
             lines.append(
@@ -52,14 +59,17 @@ def _c_program() -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_ctypes_structures_match_the_compiler(tmp_path):
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_ctypes_structures_match_the_compiler(family, tmp_path):
     from petacomm.native import build_info
 
+    module, header, fewest = FAMILIES[family]
+    structs = importlib.import_module(module).STRUCTS
     source = tmp_path / "layout.c"
-    source.write_text(_c_program())
+    source.write_text(_c_program(structs, header))
     program = tmp_path / "layout"
     compiled = subprocess.run(
-        [build_info()["mpicc"], f"-I{_header_dir()}", str(source), "-o", str(program)],
+        [build_info()["mpicc"], f"-I{_header_dir(header)}", str(source), "-o", str(program)],
         capture_output=True,
         text=True,
         check=False,
@@ -69,7 +79,7 @@ def test_ctypes_structures_match_the_compiler(tmp_path):
     compiler = {
         line.split()[0]: tuple(int(v) for v in line.split()[1:]) for line in printed.splitlines()
     }
-    mirrored = _mirrored_layout()
-    assert len(compiler) == len(mirrored) > 40
+    mirrored = _mirrored_layout(structs)
+    assert len(compiler) == len(mirrored) >= fewest
     differences = {k: (mirrored[k], compiler[k]) for k in mirrored if mirrored[k] != compiler[k]}
     assert not differences, f"ctypes (offset, size) vs C: {differences}"

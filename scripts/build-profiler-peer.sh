@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Builds a peer profiler (IPM or mpiP) from its source release against one MPI, into the
+# cache where `petacomm bench profiler-overhead --peers ipm,mpip` finds it.
+#   scripts/build-profiler-peer.sh ipm|mpip SOURCE [--mpicc PATH] [--cache DIR]
+# SOURCE: a source directory or a tarball (IPM: github nerscadmin/IPM; mpiP: github
+# LLNL/mpiP), copied before building: the source is never modified. --mpicc: the MPI's C
+# compiler wrapper (default: the one petacomm was built with, .venv/bin/mpicc). The library
+# lands in CACHE/peers/NAME-<hash of mpicc>/lib/ with peer.json (name, mpicc, libmpi, source);
+# CACHE is PETACOMM_PROF_CACHE or ~/.cache/petacomm/profilers, as for `petacomm profiler`.
+# Needs: autoconf, automake, libtool (IPM); binutils-dev, libunwind-dev, libiberty-dev (mpiP).
+set -euo pipefail
+usage() { sed -n '2,11p' "$0"; }
+[ $# -ge 2 ] || { usage >&2; exit 2; }
+name=$1 source=$2
+shift 2
+root=$(cd "$(dirname "$0")/.." && pwd)
+mpicc="$root/.venv/bin/mpicc"
+cache=${PETACOMM_PROF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/petacomm/profilers}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --mpicc) mpicc=$2; shift 2 ;;
+    --cache) cache=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "build-profiler-peer: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+case $name in ipm|mpip) ;; *) echo "build-profiler-peer: NAME must be ipm or mpip, got '$name'" >&2; exit 2 ;; esac
+[ -e "$source" ] || { echo "build-profiler-peer: SOURCE '$source' does not exist" >&2; exit 2; }
+mpicc=$(command -v "$mpicc") || { echo "build-profiler-peer: --mpicc not found" >&2; exit 2; }
+mpicxx=${mpicc%mpicc}mpicxx
+[ -x "$mpicxx" ] || mpicxx=$mpicc
+key=$(printf '%s' "$mpicc" | sha256sum | cut -c1-12)
+target="$cache/peers/$name-$key"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if [ -d "$source" ]; then
+  cp -a "$source" "$work/src"
+else
+  mkdir "$work/src" && tar -xf "$source" -C "$work/src" --strip-components=1
+fi
+cd "$work/src"
+log="$work/build.log"
+fail() { echo "build-profiler-peer: $1 failed; last lines of the log:" >&2; tail -n 30 "$log" >&2; exit 1; }
+if [ "$name" = ipm ]; then
+  [ -x configure ] || ./bootstrap.sh >"$log" 2>&1 || fail "IPM bootstrap (autoreconf)"
+  # The Fortran interface library is not needed (and cannot be built where the MPI has no
+  # Fortran bindings): only libipm, which wraps the C API.
+  ./configure MPICC="$mpicc" MPIFC=gfortran CC=gcc CFLAGS="-O2 -fPIC" >>"$log" 2>&1 ||
+    fail "IPM configure"
+  # libtool does not know how an MPI wrapper passes linker options: tell it (-Wl,).
+  sed -i 's/^wl=""$/wl="-Wl,"/' libtool
+  make -C src libipm.la >>"$log" 2>&1 || fail "IPM make"
+  built=src/.libs/libipm.so
+  lib=libipm.so
+else
+  ./configure --with-cc="$mpicc" --with-cxx="$mpicxx" --with-f77=gfortran CFLAGS="-O2 -fPIC" \
+    >"$log" 2>&1 || fail "mpiP configure"
+  fortran_vars=fortran_vars.o
+  if [ -z "$(find "$(dirname "$(dirname "$mpicc")")" -name mpif.h 2>/dev/null | head -1)" ]; then
+    # An MPI without Fortran bindings (no mpif.h, as the PyPI Open MPI): mpiP's helper that
+    # reads the Fortran MPI_IN_PLACE/MPI_BOTTOM addresses cannot be compiled; no Fortran
+    # call can happen, so it reports none. mpiP's C profiling is unchanged.
+    printf '#include <stddef.h>\nvoid fortran_vars(size_t *a, size_t *b, size_t *c, size_t *d) { *a = *b = *c = *d = 0; }\n' >fortran_vars_none.c
+    fortran_vars=fortran_vars_none.o
+  fi
+  LOGNAME=${LOGNAME:-petacomm} make shared FORTRAN_VARS_OBJ=$fortran_vars >>"$log" 2>&1 ||
+    fail "mpiP make"
+  built=libmpiP.so
+  lib=libmpiP.so
+fi
+libmpi=$(ldd "$built" | awk '/libmpi(ch)?\.so/ {print $3; exit}')
+rm -rf "$target.tmp" && mkdir -p "$target.tmp/lib"
+cp -L "$built" "$target.tmp/lib/$lib"
+printf '{"name": "%s", "mpicc": "%s", "libmpi": "%s", "source": "%s", "library": "%s"}\n' \
+  "$name" "$mpicc" "$(readlink -f "$libmpi")" "$(readlink -f "$source")" "lib/$lib" \
+  >"$target.tmp/peer.json"
+rm -rf "$target" && mv "$target.tmp" "$target"
+echo "built $name: $target/lib/$lib (links $(readlink -f "$libmpi"))"
