@@ -112,7 +112,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the full experiment: the preset's full rank counts and problem size (long)",
     )
-    runs.add_argument("--size", metavar="TEXT", help="problem size (see docs/simulate.md)")
+    from petacomm.sim.presets import PRESETS
+
+    runs.add_argument(
+        "--size",
+        metavar="TEXT",
+        help="problem size: "
+        + "; ".join(f"{p.name}: {p.size_help} (default {p.size})" for p in PRESETS.values()),
+    )
     runs.add_argument(
         "--variants",
         "--strategies",
