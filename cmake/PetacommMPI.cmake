@@ -11,6 +11,9 @@ if(PETACOMM_SMPI)
   find_program(PETACOMM_MPIEXEC NAMES smpirun)
   set(PETACOMM_MPI_C_COMPILER "${CMAKE_C_COMPILER}")
   set(PETACOMM_MPI_FLAVOUR "smpi")
+  # Sources work around SMPI's limits where they must (#ifdef PETACOMM_SMPI, e.g. its
+  # nonblocking collectives are not the tuned ones).
+  add_compile_definitions(PETACOMM_SMPI=1)
   return()
 endif()
 

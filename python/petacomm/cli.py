@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "petacomm.model.netbench",
     "petacomm.topology.cli",
     "petacomm.bench.cli",
+    "petacomm.sim.cli",
 )
 
 

@@ -149,54 +149,10 @@ def _toolchain(args) -> tuple[str, str, str]:
     return os.path.abspath(mpicc), shutil.which(mpiexec), python
 
 
-# What the build needs from a source tree: the top-level project and the native tree (the
-# tests are not built; installed as share/petacomm-src by native/src/transpose/CMakeLists.txt).
-SOURCE_PARTS = ("CMakeLists.txt", "cmake", "native")
-SKIPPED = shutil.ignore_patterns("tests", "__pycache__")
-
-
-def _source_tree() -> Path:
-    """The petacomm sources to build: shipped in share/petacomm-src, or (from a build tree)
-    the parts of its source tree copied into the build cache."""
-    from petacomm.native import native_dir
-
-    shipped = native_dir() / "share" / "petacomm-src"
-    if (shipped / "CMakeLists.txt").exists():
-        return shipped
-    cache = native_dir() / "CMakeCache.txt"
-    root = None
-    if cache.exists():
-        for line in cache.read_text().splitlines():
-            if line.startswith("CMAKE_HOME_DIRECTORY:"):
-                root = Path(line.split("=", 1)[1])
-    if root is None or not (root / "native" / "src" / "transpose").is_dir():
-        raise PetacommError(
-            f"petacomm sources not found in {shipped} (reinstall petacomm, or set "
-            "PETACOMM_NATIVE_DIR to a build tree)"
-        )
-    staged = _build_cache() / "staging" / "petacomm-src"
-    shutil.rmtree(staged, ignore_errors=True)
-    for part in SOURCE_PARTS:
-        if (root / part).is_dir():
-            shutil.copytree(root / part, staged / part, ignore=SKIPPED)
-        else:
-            (staged / part).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / part, staged / part)
-    return staged
-
-
-def _build_cache() -> Path:
-    override = os.environ.get("PETACOMM_BUILD_CACHE")
-    if override:
-        return Path(override)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("petacomm")) / "native"
-
-
 def build_for(mpicc: str, log=print, family: str = "transpose") -> Path:
     """petacomm's ``family`` (default transpose) built against the MPI of ``mpicc``
     (cached): a directory usable as PETACOMM_NATIVE_DIR."""
+    from petacomm.native_build import build_cache, source_tree
     from petacomm.profile.builder import cached_cmake_build, libmpi_of
 
     def collect(build_dir: Path, work: Path) -> dict:
@@ -208,8 +164,8 @@ def build_for(mpicc: str, log=print, family: str = "transpose") -> Path:
 
     target, info, existed = cached_cmake_build(
         mpicc,
-        _source_tree(),
-        _build_cache(),
+        source_tree(),
+        build_cache(),
         defines=(
             f"-DPETACOMM_FAMILIES={family}",
             "-DPETACOMM_BUILD_TESTS=OFF",

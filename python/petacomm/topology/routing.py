@@ -11,6 +11,8 @@ Models and their text names (``parse_routing``):
 * ``dor`` / ``dor:ZYX`` - torus/mesh dimension-ordered routing; the letters give the order
   (default: the dimension letters in order, X then Y then Z). A half-ring displacement
   (both directions minimal) goes in the + direction.
+* ``dor-simgrid`` - torus: SimGrid's routing (``petacomm simulate``'s platforms): ``dor``
+  in X, Y, Z order, a half-ring displacement + except from coordinate n/2, which goes -.
 * ``adaptive`` - torus/mesh minimal adaptive, the study's first-order model: at every hop the
   traffic splits evenly over all outgoing links that reduce the distance (both directions of a
   half-ring dimension count while that dimension has not been entered).
@@ -55,9 +57,16 @@ def _as_weights(weights, n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DimensionOrderRouting:
-    """Static dimension-ordered routing; ``order`` lists dimension indices, first routed first."""
+    """Static dimension-ordered routing; ``order`` lists dimension indices, first routed first.
+
+    ``ties`` says where a half-ring displacement (n/2 hops both ways on a ring of even size
+    n) goes: ``"plus"``, always +; ``"simgrid"``, + except from coordinate n/2, which goes -
+    (SimGrid's TorusZone decides the direction from the source coordinate s and the target t
+    as + when s < t <= s + n/2, or s > n/2 and t <= (s + n/2) mod n; docs/simulate.md).
+    """
 
     order: tuple[int, ...] | None = None
+    ties: str = "plus"
 
     name = "dor"
     # Routing a message costs a few array operations whatever its length: routing every
@@ -65,6 +74,8 @@ class DimensionOrderRouting:
     aggregates_flows = False
 
     def describe(self, network: TorusNetwork) -> str:
+        if self.ties == "simgrid":
+            return "dor-simgrid"
         order = self.order if self.order is not None else tuple(range(network.ndim))
         return "dor:" + "".join(network.letters[d] for d in order)
 
@@ -91,8 +102,11 @@ class DimensionOrderRouting:
             raw = cd[:, d] - cs[:, d]
             if network.wrap[d]:
                 forward = np.mod(raw, dims[d])
-                # Minimal offset; a half-ring displacement goes in the + direction.
+                # Minimal offset; a half-ring displacement goes in the + direction ...
                 offset = np.where(2 * forward > dims[d], forward - dims[d], forward)
+                if self.ties == "simgrid":  # ... but - from coordinate n/2, as in SimGrid
+                    tie = (2 * forward == dims[d]) & (2 * cs[:, d] == dims[d])
+                    offset = np.where(tie, -forward, offset)
             else:
                 offset = raw
             hops += np.abs(offset)
@@ -602,6 +616,15 @@ def _build_dor(arg: str, network) -> DimensionOrderRouting:
     return DimensionOrderRouting(tuple(order))
 
 
+def _build_dor_simgrid(arg: str, network) -> DimensionOrderRouting:
+    if arg:
+        raise ValueError(
+            f"routing 'dor-simgrid:{arg}': takes no argument (SimGrid routes the dimensions in "
+            "order, X first)"
+        )
+    return DimensionOrderRouting(None, "simgrid")
+
+
 def _build_adaptive(arg: str, network) -> MinimalAdaptiveRouting:
     if arg not in ("", "hop", "paths"):
         raise ValueError(
@@ -613,6 +636,15 @@ def _build_adaptive(arg: str, network) -> MinimalAdaptiveRouting:
 _GRIDS = ("torus", "mesh")
 register_routing(
     RoutingKind("dor", _GRIDS, _build_dor, "dor, dor:ZYX", "dimension-ordered, static")
+)
+register_routing(
+    RoutingKind(
+        "dor-simgrid",
+        ("torus",),
+        _build_dor_simgrid,
+        "dor-simgrid",
+        "SimGrid's torus routing: dor, half-ring ties - from n/2",
+    )
 )
 register_routing(
     RoutingKind(

@@ -1,14 +1,21 @@
-/* petacomm-xchg-setup-bench: plan setup time of every registered sparse-reduction strategy,
- * for `petacomm bench sparse-reduce --setup-scaling --smpi` (built with smpicc in an SMPI
- * build tree, it reports SimGrid's simulated time: ranks simulated one after another,
- * compute bursts timed on the host, so ranks never share a core; any other MPI runs it
- * too). argv: key directory, repetitions. Rank r of p reads <dir>/p<p>_r<r>.bin (int64
- * keys); rank 0 prints one line per strategy: XCHGSMPI {"strategy", "simulated_seconds"
- * (median over the builds after a warm-up one, max over ranks), "keys"}. */
+/* petacomm-xchg-setup-bench: plan setup time and execution time of sparse-reduction
+ * strategies, for `petacomm bench sparse-reduce --setup-scaling --smpi` and
+ * `petacomm simulate sparse-reduce` (built with smpicc in an SMPI build tree, it reports
+ * SimGrid's simulated time: ranks simulated one after another, compute bursts timed on the
+ * host, so ranks never share a core; any other MPI runs it too).
+ * argv: KEY_DIR REPETITIONS [STRATEGIES [TRANSPORT]]. Rank r of p reads
+ * <KEY_DIR>/p<p>_r<r>.bin (int64 keys). STRATEGIES is a comma-separated list (registered
+ * names or "auto"; default or "all": every registered strategy); TRANSPORT the partner
+ * exchange of the strategies that have one (p2p, neighbor, alltoallv; default p2p). Rank 0 prints
+ * one line per strategy: XCHGSMPI {"strategy", "chosen" (what the plan runs: the planner's pick for
+ * "auto"), "simulated_seconds" (plan setup), "execute_seconds" (one in-place sum of one float64 per
+ * key), "keys"}: medians over the repetitions after a warm-up one, each timed by operation_seconds.
+ */
 #include <mpi.h>
 #include <petacomm/xchg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int by_value(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -20,13 +27,77 @@ static void fail(const char *what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+/* Seconds of one collective operation timed on every rank from t0 to t1. Under a global
+ * clock (SMPI's simulated time; MPI_WTIME_IS_GLOBAL) it runs from the last rank's start to
+ * the last rank's end, so ranks leaving the preceding barrier at different times do not
+ * count; otherwise it is the slowest rank's own duration. */
+static double operation_seconds(double t0, double t1) {
+  int *global = NULL, found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &global, &found);
+  const double mine[3] = {t1 - t0, t1, t0};
+  double most[3];
+  MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return found && global && *global ? most[1] - most[2] : most[0];
+}
+
+/* Median over reps of the slowest rank's time, repetition 0 (the warm-up) dropped. */
+static double median_after_warmup(double *times, int reps) {
+  qsort(times + 1, (size_t)reps, sizeof(double), by_value);
+  return times[1 + reps / 2];
+}
+
+static void run_strategy(const char *name, const char *transport, const int64_t *keys, long n,
+                         int reps, int rank) {
+  double *setup = malloc(sizeof(double) * (size_t)(reps + 1));
+  double *execute = malloc(sizeof(double) * (size_t)(reps + 1));
+  double *values = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  if (!setup || !execute || !values) MPI_Abort(MPI_COMM_WORLD, 2);
+  const char *chosen = "";
+  petacomm_xchg_plan plan = NULL;
+  for (int rep = 0; rep <= reps; ++rep) { /* build 0 warms up and is dropped */
+    petacomm_xchg_options o;
+    petacomm_xchg_options_default(&o);
+    o.strategy = name;
+    o.transport = transport;
+    o.plan_k = 3;
+    petacomm_xchg_plan_free(&plan);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    if (petacomm_xchg_plan_create(MPI_COMM_WORLD, keys, n, &o, &plan) != PETACOMM_SUCCESS)
+      fail(name);
+    setup[rep] = operation_seconds(t0, MPI_Wtime());
+  }
+  if (petacomm_xchg_plan_strategy(plan, &chosen) != PETACOMM_SUCCESS) fail("plan_strategy");
+  for (int rep = 0; rep <= reps; ++rep) { /* execution 0 warms up and is dropped */
+    for (long i = 0; i < n; ++i) values[i] = 1.0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    if (petacomm_xchg_execute(plan, MPI_COMM_WORLD, values, n, 1, PETACOMM_XCHG_FLOAT64,
+                              PETACOMM_XCHG_SUM) != PETACOMM_SUCCESS)
+      fail(name);
+    execute[rep] = operation_seconds(t0, MPI_Wtime());
+  }
+  if (rank == 0)
+    printf(
+        "XCHGSMPI {\"strategy\": \"%s\", \"chosen\": \"%s\", \"simulated_seconds\": %.9g, "
+        "\"execute_seconds\": %.9g, \"keys\": %ld}\n",
+        name, chosen, median_after_warmup(setup, reps), median_after_warmup(execute, reps), n);
+  fflush(stdout);
+  petacomm_xchg_plan_free(&plan);
+  free(values);
+  free(execute);
+  free(setup);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc != 3 || atoi(argv[2]) < 1) {
-    if (rank == 0) fprintf(stderr, "usage: petacomm-xchg-setup-bench KEY_DIR REPETITIONS\n");
+  if (argc < 3 || argc > 5 || atoi(argv[2]) < 1) {
+    if (rank == 0)
+      fprintf(stderr,
+              "usage: petacomm-xchg-setup-bench KEY_DIR REPETITIONS [STRATEGIES [TRANSPORT]]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const int reps = atoi(argv[2]);
@@ -43,32 +114,21 @@ int main(int argc, char **argv) {
   int64_t *keys = malloc((size_t)(n > 0 ? n : 1) * 8);
   if (!keys || fread(keys, 8, (size_t)n, file) != (size_t)n) MPI_Abort(MPI_COMM_WORLD, 2);
   fclose(file);
-  int strategies = 0;
-  if (petacomm_xchg_strategy_count(&strategies) != PETACOMM_SUCCESS) fail("strategy_count");
-  double *times = malloc(sizeof(double) * (size_t)(reps + 1));
-  for (int s = 0; s < strategies; ++s) {
-    petacomm_strategy_info info;
-    if (petacomm_xchg_strategy_info(s, &info) != PETACOMM_SUCCESS) fail("strategy_info");
-    for (int rep = 0; rep <= reps; ++rep) { /* build 0 warms up and is dropped */
-      petacomm_xchg_options o;
-      petacomm_xchg_options_default(&o);
-      o.strategy = info.name;
-      o.plan_k = 3;
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
-      petacomm_xchg_plan plan;
-      if (petacomm_xchg_plan_create(MPI_COMM_WORLD, keys, n, &o, &plan) != PETACOMM_SUCCESS)
-        fail(info.name);
-      const double mine = MPI_Wtime() - t0;
-      MPI_Allreduce(&mine, &times[rep], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      petacomm_xchg_plan_free(&plan);
+  const char *transport = argc == 5 ? argv[4] : "p2p";
+  if (argc >= 4 && strcmp(argv[3], "all") != 0) {
+    char *list = strdup(argv[3]);
+    for (char *at = NULL, *name = strtok_r(list, ",", &at); name; name = strtok_r(NULL, ",", &at))
+      run_strategy(name, transport, keys, n, reps, rank);
+    free(list);
+  } else {
+    int strategies = 0;
+    if (petacomm_xchg_strategy_count(&strategies) != PETACOMM_SUCCESS) fail("strategy_count");
+    for (int s = 0; s < strategies; ++s) {
+      petacomm_strategy_info info;
+      if (petacomm_xchg_strategy_info(s, &info) != PETACOMM_SUCCESS) fail("strategy_info");
+      run_strategy(info.name, transport, keys, n, reps, rank);
     }
-    qsort(times + 1, (size_t)reps, sizeof(double), by_value);
-    if (rank == 0)
-      printf("XCHGSMPI {\"strategy\": \"%s\", \"simulated_seconds\": %.9g, \"keys\": %ld}\n",
-             info.name, times[1 + reps / 2], n);
   }
-  free(times);
   free(keys);
   MPI_Finalize();
   return 0;

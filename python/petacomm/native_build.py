@@ -1,0 +1,60 @@
+"""petacomm's native sources for builds against another MPI, and where such builds are cached.
+
+``petacomm bench transpose`` (against Debian's Open MPI) and ``petacomm simulate`` (with
+SimGrid's smpicc) build the native part again, with ``petacomm.profile.builder``'s
+``cached_cmake_build``, from the sources an installed petacomm ships in
+``share/petacomm-src`` (or, run from a build tree, that tree's sources copied into the cache).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+# What the build needs from a source tree: the top-level project and the native tree (the
+# tests are not built; installed as share/petacomm-src by native/src/transpose/CMakeLists.txt).
+SOURCE_PARTS = ("CMakeLists.txt", "cmake", "native")
+SKIPPED = shutil.ignore_patterns("tests", "__pycache__")
+
+
+def build_cache() -> Path:
+    """Root of the cached native builds: PETACOMM_BUILD_CACHE, else the user cache."""
+    override = os.environ.get("PETACOMM_BUILD_CACHE")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("petacomm")) / "native"
+
+
+def source_tree() -> Path:
+    """The petacomm sources to build: shipped in share/petacomm-src, or (from a build tree)
+    the parts of its source tree copied into the build cache."""
+    from petacomm.native import native_dir
+
+    shipped = native_dir() / "share" / "petacomm-src"
+    if (shipped / "CMakeLists.txt").exists():
+        return shipped
+    cache = native_dir() / "CMakeCache.txt"
+    root = None
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                root = Path(line.split("=", 1)[1])
+    if root is None or not (root / "native" / "src").is_dir():
+        raise PetacommError(
+            f"petacomm sources not found in {shipped} (reinstall petacomm, or set "
+            "PETACOMM_NATIVE_DIR to a build tree)"
+        )
+    staged = build_cache() / "staging" / "petacomm-src"
+    shutil.rmtree(staged, ignore_errors=True)
+    for part in SOURCE_PARTS:
+        if (root / part).is_dir():
+            shutil.copytree(root / part, staged / part, ignore=SKIPPED)
+        else:
+            (staged / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / part, staged / part)
+    return staged

@@ -1,0 +1,1 @@
+"""SimGrid SMPI platforms and simulated runs (``petacomm simulate``, docs/simulate.md)."""

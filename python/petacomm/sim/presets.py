@@ -1,0 +1,279 @@
+"""What ``petacomm simulate`` can run: one preset per family, each a native program built
+with SMPI, its inputs at a rank count, and how to read its results.
+
+A preset names its program and families, default network, machine profile, rank counts
+and variants (strategies), a default problem size and a full size (the study's), and three
+functions: ``prepare`` (writes the inputs of one run into a work directory, returns the
+program's argv), ``parse`` (the program's output -> the run's result) and ``work`` (how many
+messages and bytes one run simulates: the wall-time estimate is linear in both, since SMPI
+copies every message's data and the ranks really compute on it).
+
+One run simulates one variant, so every variant's simulation wall time is its own and a
+failing variant names itself. The programs run as SMPI actors, threads of one process:
+they keep no state in the C library between calls (strtok_r, not strtok).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    family: str
+    summary: str
+    families: tuple[str, ...]
+    program: str
+    network: str
+    machine: str
+    ranks: str
+    full_ranks: str
+    variants: tuple[str, ...]
+    size: str
+    full_size: str
+    size_help: str
+    parse_size: Callable[[str], dict]
+    prepare: Callable[[Path, int, dict, str, int], list[str]]
+    parse: Callable[[str, Path], dict]
+    work: Callable[[int, dict, str, int], tuple[float, float]]
+    # The run's communication in petacomm map's pattern language, for --predict (or None).
+    pattern: Callable[[int, dict], str | None] = lambda ranks, size: None
+
+
+def _result_line(stdout: str, mark: str) -> dict:
+    """The program's one result line ``MARK {json}``."""
+    rows = [line for line in stdout.splitlines() if line.startswith(mark + " ")]
+    if len(rows) != 1:
+        raise PetacommError(f"expected one '{mark}' result line, got {len(rows)}")
+    try:
+        return json.loads(rows[0][len(mark) + 1 :])
+    except json.JSONDecodeError as err:
+        raise PetacommError(f"unreadable result line {rows[0]!r}: {err}") from None
+
+
+# ---- sparse reduction: strategies on the CMB-like keys (study 1) -------------------------
+def _sparse_size(text: str) -> dict:
+    nside, sep, samples = text.partition(":")
+    try:
+        values = {"nside": int(nside), "total_samples": int(samples)} if sep else None
+    except ValueError:
+        values = None
+    if not values or values["nside"] < 1 or values["total_samples"] < 1:
+        raise ValueError(f"expected NSIDE:TOTAL_SAMPLES, e.g. 128:2097152, got {text!r}")
+    if values["nside"] & (values["nside"] - 1):
+        raise ValueError(f"NSIDE must be a power of two, got {values['nside']}")
+    return values
+
+
+def _sparse_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+    import numpy as np
+
+    from petacomm.datasets import make
+
+    keys_dir = work / f"keys-p{ranks}"
+    if not keys_dir.is_dir():
+        keys_dir.mkdir()
+        generator = make("cmb", ranks, **size)
+        for r in range(ranks):
+            np.unique(generator.keys(r)).astype(np.int64).tofile(keys_dir / f"p{ranks}_r{r}.bin")
+    return ["petacomm-xchg-setup-bench", str(keys_dir), str(reps), variant]
+
+
+def _sparse_parse(stdout: str, work: Path) -> dict:
+    row = _result_line(stdout, "XCHGSMPI")
+    return {
+        "chosen": row["chosen"],
+        "simulated_time_s": row["execute_seconds"],
+        "setup_time_s": row["simulated_seconds"],
+        "keys_rank0": row["keys"],
+    }
+
+
+def _sparse_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
+    """(messages, bytes) of one run: every build and execution (warm-ups too)."""
+    runs = reps + 1
+    log_p = max(1.0, math.log2(ranks))
+    dense_keys = 12 * size["nside"] ** 2
+    chunks = math.ceil(dense_keys / 65536)
+    samples = size["total_samples"]
+    per = {
+        # Reduce-scatter + allgather of the dense map per execution.
+        "dense-allreduce": (ranks * 2 * log_p * chunks, 2 * 8 * ranks * dense_keys),
+        # Every rank receives every rank's keys at every build (and processes them).
+        "allgather": (ranks * (ranks - 1), 8 * ranks * samples),
+    }
+    # Discovery collectives and a few dozen partners; keys travel a few times.
+    sparse = (ranks * (4 * log_p + 64), 4 * 8 * samples)
+    messages, nbytes = per.get(variant, max(per.values()) if variant == "auto" else sparse)
+    return 2 * runs * messages, 2 * runs * nbytes
+
+
+# ---- transposes: strategies on an N0 x N1 float64 slab (study 4) --------------------------
+def _transpose_size(text: str) -> dict:
+    parts = text.lower().split("x")
+    try:
+        n0, n1 = (int(p) for p in parts) if len(parts) == 2 else (0, 0)
+    except ValueError:
+        n0 = n1 = 0
+    if n0 < 1 or n1 < 1:
+        raise ValueError(f"expected N0xN1 (float64 elements), e.g. 4096x4096, got {text!r}")
+    return {"n0": n0, "n1": n1}
+
+
+def _transpose_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+    return ["petacomm-transpose-bench", str(size["n0"]), str(size["n1"]), str(reps), variant]
+
+
+def _transpose_parse(stdout: str, work: Path) -> dict:
+    row = _result_line(stdout, "TRANSPOSESMPI")
+    if row["errors"]:
+        raise PetacommError(
+            f"transpose {row['strategy']}: {row['errors']} wrong elements in the result"
+        )
+    return {"chosen": row["chosen"], "simulated_time_s": row["seconds"], "bytes": row["bytes"]}
+
+
+def _transpose_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
+    """(messages, bytes) of one run: every rank sends a block to every other per execution."""
+    return (reps + 1) * ranks * max(ranks - 1, 1), (reps + 1) * 8.0 * size["n0"] * size["n1"]
+
+
+# ---- halo exchanges: petacomm-halo on a logical grid (study 3) -----------------------------
+_HALO_JSON = "halo.json"
+
+
+def _halo_size(text: str) -> dict:
+    from petacomm.units import parse_size
+
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] not in ("1", "2", "3") or parts[1] not in ("star", "box"):
+        raise ValueError(f"expected DIMS:STENCIL:BYTES such as 2:star:64KiB, got {text!r}")
+    nbytes = parse_size(parts[2])
+    if nbytes < 1 or nbytes != int(nbytes):
+        raise ValueError(f"expected a whole number of bytes >= 1, got {parts[2]!r}")
+    return {"dims": int(parts[0]), "stencil": parts[1], "bytes": int(nbytes)}
+
+
+def _halo_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+    (work / _HALO_JSON).unlink(missing_ok=True)
+    return [
+        "petacomm-halo",
+        "--dims",
+        str(size["dims"]),
+        "--stencil",
+        size["stencil"],
+        "--sizes",
+        str(size["bytes"]),
+        "--variants",
+        variant,
+        "-i",
+        str(reps),
+        "-x",
+        "1",
+        "--json",
+        str(work / _HALO_JSON),
+    ]
+
+
+def _halo_parse(stdout: str, work: Path) -> dict:
+    try:
+        doc = json.loads((work / _HALO_JSON).read_text())
+        (config,) = doc["configurations"]
+        (row,) = config["results"]
+    except (OSError, ValueError, KeyError) as err:
+        raise PetacommError(f"petacomm-halo wrote no usable {_HALO_JSON}: {err}") from None
+    return {
+        "chosen": row["variant"],
+        # The slowest rank's mean time of one exchange (a barrier before each).
+        "simulated_time_s": row["max_us"] * 1e-6,
+        "average_time_s": row["avg_us"] * 1e-6,
+        "bytes": row["bytes"],
+        "messages_per_exchange": config["messages_per_exchange"],
+        "pattern": row["pattern"],
+    }
+
+
+def _halo_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
+    faces = 2 * size["dims"] if size["stencil"] == "star" else 3 ** size["dims"] - 1
+    messages = (reps + 1) * ranks * faces
+    return messages, messages * size["bytes"]
+
+
+def _transpose_pattern(ranks: int, size: dict) -> str | None:
+    """Every rank sends one block to every other (whatever the strategy's schedule)."""
+    if ranks < 2 or size["n0"] % ranks or size["n1"] % ranks:
+        return None
+    return f"ranks {ranks} alltoall {(size['n0'] // ranks) * (size['n1'] // ranks) * 8}B"
+
+
+PRESETS = {
+    "sparse-reduce": Preset(
+        name="sparse-reduce",
+        family="xchg",
+        summary="sparse key/value reduction strategies on CMB-like keys (study 1): one "
+        "in-place sum of a float64 per key",
+        families=("xchg",),
+        program="petacomm-xchg-setup-bench",
+        network="torus:8x8x16",
+        machine="xt4",
+        ranks="64,256",
+        full_ranks="256,1024,4096",
+        variants=("dense-allreduce", "allgather", "directory", "auto"),
+        size="64:1048576",
+        full_size="128:4194304",
+        size_help="NSIDE:TOTAL_SAMPLES of the CMB scan (HEALPix nside; samples split over "
+        "the ranks)",
+        parse_size=_sparse_size,
+        prepare=_sparse_prepare,
+        parse=_sparse_parse,
+        work=_sparse_work,
+    ),
+    "transpose": Preset(
+        name="transpose",
+        family="transpose",
+        summary="distributed slab transpose strategies (study 4): one forward transpose of "
+        "an N0 x N1 float64 array",
+        families=("transpose",),
+        program="petacomm-transpose-bench",
+        network="torus:4x8x8",
+        machine="xt4",
+        ranks="64,256",
+        full_ranks="256,1024",
+        variants=("xor", "alltoall", "pairwise"),
+        size="2048x2048",
+        full_size="8192x8192",
+        size_help="N0xN1 float64 elements",
+        parse_size=_transpose_size,
+        prepare=_transpose_prepare,
+        parse=_transpose_parse,
+        work=_transpose_work,
+        pattern=_transpose_pattern,
+    ),
+    "halo": Preset(
+        name="halo",
+        family="halo",
+        summary="halo exchange of petacomm-halo on an MPI_Dims_create grid (study 3): one "
+        "exchange of every face",
+        families=(),
+        program="petacomm-halo",
+        network="torus:4x8x8",
+        machine="bgp",
+        ranks="256",
+        full_ranks="1024",
+        variants=("nonblocking",),
+        size="2:star:64KiB",
+        full_size="2:star:1MiB",
+        size_help="DIMS:STENCIL:BYTES (grid dimensionality, star or box, bytes per face)",
+        parse_size=_halo_size,
+        prepare=_halo_prepare,
+        parse=_halo_parse,
+        work=_halo_work,
+    ),
+}

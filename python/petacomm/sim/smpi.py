@@ -1,0 +1,166 @@
+"""SimGrid SMPI: finding it, building petacomm's programs with it, running one simulation.
+
+Programs are built once per source version with ``smpicc``/``smpicxx`` (CMake option
+``PETACOMM_SMPI``) into the native build cache (``petacomm.native_build``), and run with
+``smpirun`` on a platform file and a hostfile (``petacomm.sim.platform``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from petacomm.errors import PetacommError
+
+INSTALL_HINT = (
+    "install SimGrid's SMPI: apt-get install libsimgrid-dev simgrid (Debian/Ubuntu; "
+    "'bash scripts/setup.sh --test' does it), or put the bin directory of a SimGrid "
+    "installation (smpicc, smpicxx, smpirun) on PATH"
+)
+
+# The network model under which a simulated message of n bytes over one link takes exactly
+# latency + n / bandwidth (tests/sim checks it): SimGrid's constant-factor model CM02, no
+# TCP acknowledgement traffic, SMPI's latency/bandwidth correction factors at 1, and compute
+# bursts not simulated, so the simulated time is communication alone. ``calibrated`` keeps
+# SimGrid's and SMPI's defaults (factors calibrated on real clusters; compute is simulated
+# at the host speed).
+NETWORK_MODELS = {
+    "exact": (
+        "--cfg=network/model:CM02",
+        "--cfg=network/crosstraffic:0",
+        "--cfg=smpi/lat-factor:1",
+        "--cfg=smpi/bw-factor:1",
+        "--cfg=smpi/simulate-computation:no",
+    ),
+    "calibrated": (),
+}
+# Collectives: the algorithms Open MPI's tuned component would pick (SMPI's "ompi" selector).
+# SMPI charges 100 us of simulated time per MPI_Iprobe and MPI_Test call by default (to keep
+# polling loops from spinning); a real call costs ~100 ns, and petacomm's NBX discovery
+# polls: the default made a 16-rank directory setup 18x slower than with 100 ns.
+COMMON_OPTIONS = (
+    "--cfg=smpi/coll-selector:ompi",
+    "--cfg=smpi/iprobe:1e-7",
+    "--cfg=smpi/test:1e-7",
+    "--cfg=smpi/display-timing:no",
+)
+
+
+@dataclass(frozen=True)
+class SmpiTools:
+    smpicc: str
+    smpicxx: str
+    smpirun: str
+
+
+def find_tools() -> SmpiTools:
+    """smpicc, smpicxx and smpirun on PATH; PetacommError saying what to install otherwise."""
+    found = {name: shutil.which(name) for name in ("smpicc", "smpicxx", "smpirun")}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        raise PetacommError(
+            f"SimGrid SMPI not found ({', '.join(missing)} not on PATH): {INSTALL_HINT}"
+        )
+    return SmpiTools(**found)
+
+
+def build_programs(tools: SmpiTools, families: tuple[str, ...], targets: tuple[str, ...], log):
+    """The programs ``targets`` of ``families`` built with SMPI (cached): the build's
+    directory, holding bin/ and lib/."""
+    from petacomm.native_build import build_cache, source_tree
+    from petacomm.profile.builder import cached_cmake_build
+
+    def collect(build_dir: Path, work: Path) -> dict:
+        for part in ("lib", "bin"):
+            if (build_dir / part).is_dir():
+                shutil.copytree(build_dir / part, work / part, symlinks=True)
+        return {"programs": list(targets)}
+
+    target, _, existed = cached_cmake_build(
+        tools.smpicc,
+        source_tree(),
+        build_cache(),
+        defines=(
+            "-DPETACOMM_SMPI=ON",
+            f"-DCMAKE_C_COMPILER={tools.smpicc}",
+            f"-DCMAKE_CXX_COMPILER={tools.smpicxx}",
+            f"-DPETACOMM_FAMILIES={';'.join(families)}",
+            "-DPETACOMM_BUILD_TESTS=OFF",
+            "-DPETACOMM_FORTRAN=OFF",
+            # Not read by CMake: part of the cache key, so a new program list builds anew.
+            f"-DPETACOMM_SIM_PROGRAMS={';'.join(targets)}",
+        ),
+        targets=targets,
+        collect=collect,
+        record_name="native.json",
+        jobs=2,
+        log=log,
+    )
+    if not existed:
+        log(f"built {', '.join(targets)} with SimGrid SMPI in {target}")
+    return target
+
+
+@dataclass
+class SmpiResult:
+    stdout: str
+    stderr: str
+    returncode: int
+    wall_s: float
+    cpu_s: float  # user + system time of smpirun and its children: steadier than wall time
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(
+    tools: SmpiTools,
+    tree: Path,
+    ranks: int,
+    platform_file: Path,
+    hostfile: Path,
+    argv: list[str],
+    options: tuple[str, ...],
+    timeout: float | None = None,
+) -> SmpiResult:
+    """Runs ``argv`` (its program from ``tree``/bin) on ``ranks`` simulated ranks."""
+    program = tree / "bin" / argv[0]
+    if not program.exists():
+        raise PetacommError(f"{program} is missing from the SMPI build (rebuild: remove {tree})")
+    command = [tools.smpirun, "-np", str(ranks), "-platform", str(platform_file)]
+    command += ["-hostfile", str(hostfile), *COMMON_OPTIONS, *options, str(program), *argv[1:]]
+    env = dict(os.environ)
+    # The programs' rpath names their build directory, gone once the build was cached.
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        p for p in (str(tree / "lib"), env.get("LD_LIBRARY_PATH", "")) if p
+    )
+    start, cpu = time.monotonic(), _children_cpu_s()
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=env,
+            cwd=platform_file.parent,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as err:
+        raise PetacommError(
+            f"the simulation of {ranks} ranks did not finish within {timeout:.0f} s"
+        ) from err
+    return SmpiResult(
+        done.stdout,
+        done.stderr,
+        done.returncode,
+        time.monotonic() - start,
+        _children_cpu_s() - cpu,
+    )

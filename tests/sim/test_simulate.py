@@ -1,0 +1,246 @@
+"""``petacomm simulate`` end to end: SMPI runs whose simulated times are checked against an
+alpha-beta computation by hand, and the command's refusals of bad input.
+
+The hand computations use the star of ``fattree:1;4;1;1`` (four nodes on one switch, one
+rank per node), under the exact network model: a message of n bytes between two nodes
+crosses two links and takes 2 L + n / B, and messages of one round use disjoint link
+directions. The transpose's execution is one MPI_Allreduce of three uint64 (every
+collective call's argument agreement; pinned to recursive doubling) and then the
+strategy's exchange rounds of one block each.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_harness import expect_clean_error, run_cli
+from petacomm.errors import PetacommError
+from prerequisites import require_program
+
+LATENCY_S = 10e-6
+BANDWIDTH_B_S = 1e9
+N = 768  # a 768 x 768 float64 array: every rank count below divides it
+PLATFORM = [
+    "--network",
+    "fattree:1;4;1;1",
+    "--cores-per-node",
+    "1",
+    "--link-bandwidth",
+    f"{BANDWIDTH_B_S:.0f}B",
+    "--link-latency",
+    f"{LATENCY_S}",
+    "--smpi-option",
+    "smpi/allreduce:rdb",
+    "--smpi-option",
+    "smpi/alltoall:pair",
+    "--smpi-option",
+    "smpi/barrier:ompi_basic_linear",
+]
+
+
+def message_s(nbytes: float) -> float:
+    return 2 * LATENCY_S + nbytes / BANDWIDTH_B_S
+
+
+def expected_transpose_s(ranks: int) -> float:
+    """The time from the last rank's start to the last rank's end (the drivers' measure),
+    worked out by hand per rank count. The barrier before each timed execution is linear:
+    rank 0 hears from every rank, then releases ranks 1..p-1 together, one message (M) after
+    it left itself. The execution is an allreduce of 24 B by recursive doubling, then p - 1
+    block rounds (p on odd p, each rank sitting one out); X = one block message.
+
+    * 2 ranks: rank 0's allreduce message waits at rank 1; rank 1's reaches rank 0 after M:
+      M + X.
+    * 4 ranks: rounds with partners r^1 (done at M, as for 2 ranks), then r^2: 2M + 3X.
+    * 3 ranks: recursive doubling folds one rank into a partner, exchanges between two and
+      unfolds (three messages in a row, some hidden behind the round-robin's byes; which
+      rank folds is SMPI's choice): between M + 3X and 3M + 3X. Returns the range.
+    """
+    if ranks == 1:
+        return 0.0, 0.0
+    block = (N // ranks) ** 2 * 8
+    if ranks == 3:
+        return message_s(24) + 3 * message_s(block), 3 * message_s(24) + 3 * message_s(block)
+    agreement = {2: 1, 4: 2}[ranks] * message_s(24)
+    exact = agreement + (ranks - 1) * message_s(block)
+    return exact, exact
+
+
+@pytest.fixture(scope="module", autouse=True)
+def smpi():
+    require_program("smpirun", "SimGrid SMPI: apt-get install libsimgrid-dev simgrid")
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 3, 4])
+def test_transpose_times_match_alpha_beta(tmp_path, ranks):
+    variants = "pairwise,xor,alltoall" if ranks == 4 else "pairwise"
+    out = tmp_path / "runs.json"
+    done = run_cli(
+        "simulate",
+        "transpose",
+        *PLATFORM,
+        "--ranks",
+        str(ranks),
+        "--size",
+        f"{N}x{N}",
+        "--variants",
+        variants,
+        "--reps",
+        "1",
+        "--json",
+        out,
+        "--warn-after",
+        "1e-9",
+        timeout=600,
+    )
+    assert done.returncode == 0, done.describe()
+    # The estimate is announced before the first simulation starts.
+    assert 0 <= done.stderr.find("warning: ") < done.stderr.find("run 1/"), done.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "petacomm.simulate/1" and doc["complete"] is True
+    assert doc["platform"]["network"] == "fattree:1;4;1;1"
+    assert doc["platform"]["link_latency_s"] == LATENCY_S
+    records = doc["runs"]
+    assert [r["variant"] for r in records] == variants.split(",")
+    low, high = expected_transpose_s(ranks)
+    for r in records:
+        assert (r["family"], r["mapping"], r["ranks"]) == ("transpose", "block", ranks)
+        assert r["chosen"] == r["variant"] and r["wall_time_s"] > 0 and r["cpu_time_s"] > 0
+        # SMPI adds a few ns per call; a lost block round costs >= 25 %, a unit slip 1000x.
+        assert low * 0.995 - 1e-7 <= r["simulated_time_s"] <= high * 1.005 + 1e-7, r
+    # The table says the same, with units.
+    row = next(line for line in done.stdout.splitlines() if " pairwise " in line)
+    shown = float(row.split(" ms")[0].split()[-1]) * 1e-3
+    assert low * 0.995 - 1e-6 <= shown <= high * 1.005 + 1e-6, row
+
+
+@pytest.mark.mpi
+def test_mapping_moves_ranks_between_hosts(tmp_path):
+    # Two ranks per node on a 2-node star: block keeps a pair on one node (loopback, no
+    # network) while cyclic puts the pair on two nodes. 2 ranks: one exchange round.
+    out = tmp_path / "runs.json"
+    argv = [*PLATFORM, "--ranks", "2", "--size", f"{N}x{N}", "--variants", "pairwise"]
+    argv[argv.index("fattree:1;4;1;1")] = "fattree:1;2;1;1"
+    argv[argv.index("--cores-per-node") + 1] = "2"
+    done = run_cli(
+        "simulate",
+        "transpose",
+        *argv,
+        "--loopback-bandwidth",
+        "4GB",
+        "--loopback-latency",
+        "1e-6",
+        "--mapping",
+        "block,cyclic",
+        "--reps",
+        "1",
+        "--json",
+        out,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.describe()
+    by_mapping = {r["mapping"]: r["simulated_time_s"] for r in json.loads(out.read_text())["runs"]}
+    block = (N // 2) ** 2 * 8
+    # 2 ranks: one allreduce message of 24 B, then one block message (see above); inside a
+    # node each crosses the loopback link once.
+    loopback = (1e-6 + 24 / 4e9) + (1e-6 + block / 4e9)
+    assert by_mapping["block"] == pytest.approx(loopback, rel=0.005)
+    assert by_mapping["cyclic"] == pytest.approx(message_s(24) + message_s(block), rel=0.005)
+
+
+# ---- refusals ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--ranks", "0"], ("--ranks", "'0'")),
+        (["--ranks", "8,x"], ("--ranks", "'x'")),
+        (["--ranks", "99999"], ("--ranks", "99999", "slots")),
+        (["--network", "mesh:4x4"], ("--network", "wraps around")),
+        (["--network", "torus:4xq"], ("--network", "torus:4xq")),
+        (["--size", "12"], ("--size", "'12'")),
+        (["--mapping", "TXQ"], ("--mapping", "TXQ")),
+        (["--link-bandwidth", "-5"], ("--link-bandwidth",)),
+        (["--link-latency", "abc"], ("--link-latency", "abc")),
+        (["--smpi-option", "nocolon"], ("--smpi-option", "nocolon")),
+        (["--mapping", "block", "--rankfile", "x"], ("--rankfile",)),
+        (["--variants", "xor,,alltoall"], ("--variants",)),
+    ],
+)
+def test_bad_arguments_are_named(args, names):
+    expect_clean_error("simulate", "transpose", *args, names=names)
+
+
+def test_bad_rankfile_is_named(tmp_path):
+    rankfile = tmp_path / "map.rankfile"
+    rankfile.write_text("rank 0=node0 slot=0\nrank 0=node1 slot=0\n")
+    expect_clean_error(
+        "simulate",
+        "transpose",
+        "--rankfile",
+        rankfile,
+        names=("--rankfile", "rank 0 placed twice"),
+        inputs=[rankfile],
+    )
+
+
+def test_missing_smpi_says_what_to_install(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    done = expect_clean_error(
+        "simulate", "transpose", "--ranks", "4", env={"PATH": str(empty)}, names="SimGrid SMPI"
+    )
+    assert "apt-get install libsimgrid-dev" in done.stderr
+    assert "smpirun" in done.stderr
+
+
+def test_help_lists_presets_and_units():
+    done = run_cli("simulate", "--help")
+    assert done.returncode == 0
+    for text in ("sparse-reduce", "transpose", "--ranks", "--mapping", "--rankfile", "seconds"):
+        assert text in done.stdout
+
+
+def test_halo_results_are_read_from_the_apps_json(tmp_path):
+    from petacomm.sim.presets import PRESETS
+
+    halo = PRESETS["halo"]
+    assert halo.parse_size("3:box:1KiB") == {"dims": 3, "stencil": "box", "bytes": 1024}
+    for bad in ("2:star", "4:star:8", "2:ring:8", "2:star:0"):
+        with pytest.raises(ValueError, match="DIMS:STENCIL:BYTES|whole number"):
+            halo.parse_size(bad)
+    argv = halo.prepare(tmp_path, 8, {"dims": 2, "stencil": "star", "bytes": 64}, "sendrecv", 2)
+    assert argv[:2] == ["petacomm-halo", "--dims"] and argv[argv.index("-i") + 1] == "2"
+    # One configuration, one size, one variant, as petacomm-halo writes it (docs/halo.md).
+    (tmp_path / "halo.json").write_text(
+        json.dumps(
+            {
+                "configurations": [
+                    {
+                        "messages_per_exchange": 32,
+                        "results": [
+                            {
+                                "variant": "sendrecv",
+                                "bytes": 64,
+                                "pattern": "grid2d 4x2 star 64",
+                                "avg_us": 12.5,
+                                "min_us": 10.0,
+                                "max_us": 20.0,
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    row = halo.parse("", tmp_path)
+    assert row["simulated_time_s"] == pytest.approx(20e-6)  # the slowest rank
+    assert row["average_time_s"] == pytest.approx(12.5e-6)
+    assert row["pattern"] == "grid2d 4x2 star 64" and row["messages_per_exchange"] == 32
+    (tmp_path / "halo.json").write_text("{}")
+    with pytest.raises(PetacommError, match="halo.json"):
+        halo.parse("", tmp_path)
+    # 8 ranks x 4 faces x (2 timed + 1 warm-up) exchanges of 64 B.
+    assert halo.work(8, {"dims": 2, "stencil": "star", "bytes": 64}, "x", 2) == (96, 96 * 64)
