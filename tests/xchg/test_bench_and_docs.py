@@ -73,9 +73,10 @@ def test_c_example_runs_when_built():
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks", (2, 4))
-def test_offline_model_matches_plan(ranks):
-    result = mpirun_python(ranks, str(HERE / "consistency_worker.py"), timeout=120)
+@pytest.mark.parametrize("ranks, node_size", [(2, None), (4, 2)])
+def test_offline_model_matches_plan(ranks, node_size):
+    env = {"PETACOMM_NODE_SIZE": str(node_size)} if node_size else None
+    result = mpirun_python(ranks, str(HERE / "consistency_worker.py"), timeout=120, env=env)
     assert result.stdout.count("consistent") == ranks, result.stdout + result.stderr
 
 

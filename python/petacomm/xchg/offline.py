@@ -56,9 +56,19 @@ assert ctypes.sizeof(_capi.RankStats) == 8 * len(_FIELDS)
 
 
 def statistics(
-    keysets: list[np.ndarray], *, chunk_keys: int = 65536, allgather_keys: int = 65536
+    keysets: list[np.ndarray],
+    *,
+    chunk_keys: int = 65536,
+    allgather_keys: int = 65536,
+    node_size: int | None = None,
+    node_partials: bool = True,
 ) -> PlanStatistics:
-    """Statistics of a plan over len(keysets) ranks (keysets[r]: rank r's keys)."""
+    """Statistics of a plan over len(keysets) ranks (keysets[r]: rank r's keys).
+
+    node_size: nodes of that many consecutive ranks (as PETACOMM_NODE_SIZE makes them) give
+    the node fields node-aware is priced with; None leaves them 0 (node-aware is then no
+    candidate). node_partials: what a plan uses unless deterministic (one partial per key and
+    node between leaders); False: every holder's value travels."""
     p = len(keysets)
     if p < 1:
         raise ValueError("keysets: need at least one rank")
@@ -117,6 +127,8 @@ def statistics(
     ).astype(np.int64)
 
     _partners(out, key, holder, d, group, first, d_key, p)
+    if node_size is not None:
+        _node_fields(out, key, holder, d, p, node_size, node_partials)
 
     g = _capi.GlobalStats()
     g.ranks = p
@@ -135,6 +147,53 @@ def statistics(
     for b in range(HUB_LEVELS + 1):
         g.multiplicity[b] = int(histogram[b])
     return PlanStatistics(out, g)
+
+
+def _node_fields(out, key, holder, d, p, node_size, partials) -> None:
+    """The node fields of petacomm_xchg_rank_stats for nodes of node_size consecutive ranks
+    (from the definitions in the header, not from the native code). key, holder: every
+    (key, holder) pair, sorted by key then holder; d: the key's multiplicity per pair."""
+    if node_size < 1:
+        raise ValueError(f"node_size: must be >= 1, got {node_size}")
+    col = _FIELD_INDEX
+    ranks = np.arange(p)
+    nodes = (p - 1) // node_size + 1
+    leaders = np.arange(0, p, node_size)
+    out[:, col["nodes"]] = nodes
+    out[:, col["node_ranks"]] = np.minimum(node_size, p - ranks // node_size * node_size)
+    out[:, col["node_leader"]] = ranks % node_size == 0
+    shared = d >= 2
+    n_shared = np.bincount(holder[shared], minlength=p)
+    member = ranks % node_size != 0
+    out[leaders, col["node_members"]] = np.bincount(
+        ranks[member] // node_size, weights=n_shared[member] > 0, minlength=nodes
+    ).astype(np.int64)
+    out[leaders, col["node_member_values"]] = np.bincount(
+        ranks[member] // node_size, weights=n_shared[member], minlength=nodes
+    ).astype(np.int64)
+    # (key, node) pairs of the shared keys, with the node's holders of the key ("local").
+    k, n = key[shared], holder[shared] // node_size  # sorted by key, then node
+    if k.size == 0:
+        return
+    starts = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (n[1:] != n[:-1])])
+    pk, pn = k[starts], n[starts]
+    local = np.diff(np.r_[starts, k.size])
+    new_key = np.r_[True, pk[1:] != pk[:-1]]
+    key_start = np.flatnonzero(new_key)
+    key_nodes = np.diff(np.r_[key_start, pk.size])
+    of_key = np.cumsum(new_key) - 1
+    remote = key_nodes[of_key] - 1
+    holders = np.bincount(of_key, weights=local).astype(np.int64)[of_key]
+    send = remote if partials else local * remote
+    recv = remote if partials else holders - local
+    out[leaders, col["node_union_keys"]] = np.bincount(pn, minlength=nodes)
+    out[leaders, col["node_send_values"]] = np.bincount(pn, weights=send, minlength=nodes)
+    out[leaders, col["node_recv_values"]] = np.bincount(pn, weights=recv, minlength=nodes)
+    # Partner nodes: the nodes holding a common key, as for ranks in _partners.
+    bits = np.zeros((nodes, (nodes + 7) // 8), dtype=np.uint8)
+    for value in np.unique(key_nodes[key_nodes >= 2]):
+        _mark(bits, pn, key_nodes, key_start, int(value), nodes)
+    out[leaders, col["node_partners"]] = _popcount_without_self(bits, nodes)
 
 
 def _partners(out, key, holder, d, group, first, d_key, p) -> None:
