@@ -408,8 +408,9 @@ std::unique_ptr<Strategy> build(BuildContext &ctx) {
 extern const XchgStrategy kNodeAwareStrategy{
     {"node-aware",
      "shared keys reduced at one leader per node (PETACOMM_NODE_SIZE: virtual nodes), one "
-     "message per pair of nodes between leaders, results handed back inside the node",
-     "transport, deterministic"},
+     "message per pair of nodes between leaders, results handed back inside the node; wins "
+     "when many ranks of a node each share keys with many ranks (latency bound)",
+     "transport deterministic"},
     Discovery::kDirectory,
     all_holder_lists,
     kTerms,

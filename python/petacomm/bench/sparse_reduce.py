@@ -6,6 +6,9 @@ ranks), execute time (median over repetitions of the max over ranks), messages a
 sent per rank per execution, plan memory, speedup over dense-allreduce, and the planner's
 predictions and choice. ``--model-only P`` computes the plan statistics for P ranks from
 the generators (no ranks run) and prints the predicted cost per strategy.
+``--node-size K`` runs the ranks in virtual nodes of K consecutive ranks
+(PETACOMM_NODE_SIZE) and prints the messages between nodes per execution: node-aware's from
+its plan, directory's counted from the keys (pairs of ranks on different nodes sharing one).
 ``--setup-scaling 2,4,8`` builds every strategy's plan repeatedly at each rank count with the
 same keys per rank and prints the setup time per strategy — compute (each rank's thread CPU
 time outside the MPI calls that wait for other ranks, max over ranks; not inflated when ranks
@@ -79,6 +82,12 @@ def register(subparsers) -> None:
     parser.add_argument("--transport", default="p2p", help="p2p, neighbor or alltoallv")
     parser.add_argument("--model-only", metavar="P", help="predict for P ranks (comma list)")
     parser.add_argument(
+        "--node-size",
+        type=int,
+        metavar="K",
+        help="virtual nodes of K ranks (PETACOMM_NODE_SIZE) and messages between nodes",
+    )
+    parser.add_argument(
         "--setup-scaling",
         metavar="P",
         help="setup time per strategy at these rank counts (comma list), fixed keys per rank",
@@ -142,6 +151,8 @@ def run(args) -> int:
     results = {"schema": "petacomm-bench-sparse-reduce", "schema_version": SCHEMA_VERSION}
     if args.setup_reps < 1:
         raise PetacommError(f"--setup-reps: must be >= 1, got {args.setup_reps}")
+    if args.node_size is not None and args.node_size < 1:
+        raise PetacommError(f"--node-size: must be >= 1, got {args.node_size}")
     if args.model_only:
         results["model_only"] = _model_only(args, generators, elem_bytes)
     elif args.setup_scaling and args.smpi:
@@ -209,8 +220,12 @@ def _measure(args, generators, strategies) -> list[dict]:
                 "dtype": args.dtype,
                 "transport": args.transport,
                 "model": args.model,
+                "node_size": args.node_size,
             }
-            run = _launch(args, name, ranks, config)
+            env = None
+            if args.node_size is not None:
+                env = dict(os.environ, PETACOMM_NODE_SIZE=str(args.node_size))
+            run = _launch(args, name, ranks, config, env)
             runs.append(run)
             _print_run(run)
     return runs
@@ -278,6 +293,7 @@ def _worker(config: dict) -> int:
             times.append(max_over_ranks(MPI.Wtime() - start))
         stats = plan.stats(dtype, k)
         info = plan.describe()
+        between = info.get("inter_node_messages")  # strategies that know nodes
         rows.append(
             {
                 "strategy": strategy,
@@ -292,6 +308,7 @@ def _worker(config: dict) -> int:
                 "predicted_execute_seconds": info["strategies"]
                 .get(info["strategy"], {})
                 .get("predicted_execute_seconds"),
+                "inter_node_messages": None if between is None else comm.allreduce(between),
             }
         )
         plan.free()
@@ -324,6 +341,13 @@ def _worker(config: dict) -> int:
                 ],
             },
         }
+        if config.get("node_size"):
+            from petacomm.xchg.offline import messages_between_nodes
+
+            run["node_size"] = config["node_size"]
+            run["counted_between_nodes"] = messages_between_nodes(
+                generator.all_keys(), config["node_size"]
+            )
         print(MARK + json.dumps(run), flush=True)
     return 0
 
@@ -357,6 +381,14 @@ def _print_run(run: dict) -> None:
             f"{row['bytes_per_rank']['max']:10.0f} {row['memory_bytes']['max'] / 1024:8.1f} "
             f"{speedup:6.1f}x {pred * 1e6 if pred is not None else float('nan'):8.1f}{flag}"
         )
+    if run.get("node_size"):
+        counted = run["counted_between_nodes"]
+        known = [r for r in run["strategies"] if r.get("inter_node_messages") is not None]
+        print(f"messages between nodes per execution, all ranks (nodes of {run['node_size']}):")
+        for row in known:
+            print(f"  {row['strategy']}: {row['inter_node_messages']:.0f} (its plans)")
+        print(f"  directory: {counted['ranks']} (counted from the keys: pairs of ranks on")
+        print(f"  different nodes sharing a key); pairs of nodes sharing a key: {counted['nodes']}")
     reason = f"planner (auto) chose {run['planner']['choice']}: {run['planner']['reason']}"
     print(textwrap.fill(reason, 100, subsequent_indent="  "))
     print("(setup: wall and CPU time of plan creation, max over ranks; exec: median over")

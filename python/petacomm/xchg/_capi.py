@@ -116,14 +116,18 @@ NODE_STATS = (
 
 
 class RankStats(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_int64) for name in RANK_STATS_SCALARS] + [
-        ("hub_pair_partners", ctypes.c_int64 * HUB_LEVELS),
-        ("hub_pair_values", ctypes.c_int64 * HUB_LEVELS),
-        ("hub_keys", ctypes.c_int64 * HUB_LEVELS),
-        ("directory_send_msgs", ctypes.c_int64),
-        ("directory_send_keys", ctypes.c_int64),
-        ("directory_reply_ints", ctypes.c_int64),
-    ] + [(name, ctypes.c_int64) for name in NODE_STATS]
+    _fields_ = (
+        [(name, ctypes.c_int64) for name in RANK_STATS_SCALARS]
+        + [
+            ("hub_pair_partners", ctypes.c_int64 * HUB_LEVELS),
+            ("hub_pair_values", ctypes.c_int64 * HUB_LEVELS),
+            ("hub_keys", ctypes.c_int64 * HUB_LEVELS),
+            ("directory_send_msgs", ctypes.c_int64),
+            ("directory_send_keys", ctypes.c_int64),
+            ("directory_reply_ints", ctypes.c_int64),
+        ]
+        + [(name, ctypes.c_int64) for name in NODE_STATS]
+    )
 
 
 class GlobalStats(ctypes.Structure):

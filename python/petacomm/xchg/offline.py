@@ -303,3 +303,29 @@ def predict(
 ) -> dict[str, dict]:
     """Predicted cost of every strategy (seconds, messages and bytes per rank per execute)."""
     return decide(stats, cost, elem_bytes=elem_bytes, transport=transport, p2p=p2p)[0]
+
+
+def messages_between_nodes(keysets: list[np.ndarray], node_size: int) -> dict[str, int]:
+    """Messages per execution that cross nodes of node_size consecutive ranks: "ranks" —
+    ordered pairs of ranks on different nodes sharing a key (directory's one message per
+    partner), "nodes" — ordered pairs of nodes sharing a key (node-aware's leaders)."""
+    if node_size < 1:
+        raise ValueError(f"node_size: must be >= 1, got {node_size}")
+    p = len(keysets)
+    uniques = [np.unique(np.asarray(k, dtype=np.int64)) for k in keysets]
+    holder = np.repeat(np.arange(p, dtype=np.int64), [u.size for u in uniques])
+    key = np.concatenate(uniques) if uniques else np.zeros(0, np.int64)
+    order = np.lexsort((holder, key))
+    key, holder = key[order], holder[order]
+    _, first, d_key = np.unique(key, return_index=True, return_counts=True)
+    bits = np.zeros((p, (p + 7) // 8), dtype=np.uint8)
+    for value in np.unique(d_key[d_key >= 2]):
+        _mark(bits, holder, d_key, first, int(value), p)
+    linked = np.unpackbits(bits, axis=1, bitorder="little")[:, :p].astype(bool)
+    node = np.arange(p) // node_size
+    across = node[:, None] != node[None, :]
+    nodes = node[-1] + 1 if p else 0
+    node_linked = np.zeros((nodes, nodes), dtype=bool)
+    rows, cols = np.nonzero(linked & across)
+    node_linked[node[rows], node[cols]] = True
+    return {"ranks": int((linked & across).sum()), "nodes": int(node_linked.sum())}
