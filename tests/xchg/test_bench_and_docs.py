@@ -131,7 +131,7 @@ def test_bench_model_only(tmp_path):
             dense = predicted["dense-allreduce"]["execute_seconds"]
             assert float(cells[4].rstrip("x")) == pytest.approx(dense / execute, abs=0.051)
         # The headline: the cheapest of auto's candidates, as printed and as in the JSON.
-        best = re.search(r"^best predicted: (\S+) \(auto's candidates: ([^)]*)\)$", block, re.M)
+        best = re.search(r"^best predicted: (\S+)\n  \(auto's candidates: ([^)]*)\)$", block, re.M)
         candidates = best.group(2).split(", ")
         assert "allgather" not in candidates and set(candidates) <= set(rows)
         cheapest = min(candidates, key=lambda n: (float(rows[n][0]), candidates.index(n)))

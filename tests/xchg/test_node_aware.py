@@ -48,9 +48,10 @@ def test_node_statistics_hand_worked(partials):
 
 
 def test_node_aware_price_is_the_documented_formula():
-    """docs/sparse-reduce.md: a member pays 2 p2p(1, n_s E) + 2 n_s E gamma; a leader
-    2 p2p(M, V_m E) + p2p(P, max(S, R) E) + (3 (V_m + n_s) + 3 U + S + 2 R) E gamma; the
-    prediction is the maximum over ranks plus the combine/scatter and argument check."""
+    """docs/sparse-reduce.md: a member pays 2 p2p(1, n_s E) + (3 u + 4 n_s) E gamma; a
+    leader 2 p2p(M, V_m E) + p2p(P, max(S, R) E) + (3 u + 6 (V_m + n_s) + 6 U + 2 S + 4 R) E
+    gamma; the prediction is the maximum over ranks plus the combine/scatter and argument
+    check."""
     from petacomm.xchg import _capi, offline
 
     alpha, beta, gamma, a_ar = 2 * US, 1 / 5e9, 1e-10, 3 * US
@@ -64,11 +65,15 @@ def test_node_aware_price_is_the_documented_formula():
     def p2p(messages, nbytes):
         return messages * alpha + nbytes * beta if messages else 0.0
 
-    n_shared = [2, 2, 3, 2]
-    member = [2 * p2p(1, n * e) + 2 * n * e * gamma for n in n_shared]
-    leader = {
-        0: 2 * p2p(1, 2 * e) + p2p(1, 3 * e) + (3 * (2 + 2) + 3 * 3 + 2 + 2 * 3) * e * gamma,
-        2: 2 * p2p(1, 2 * e) + p2p(1, 3 * e) + (3 * (2 + 3) + 3 * 3 + 3 + 2 * 2) * e * gamma,
+    n_shared, u = [2, 2, 3, 2], [3, 2, 3, 3]
+    member = [2 * p2p(1, n * e) + (3 * u[r] + 4 * n) * e * gamma for r, n in enumerate(n_shared)]
+    leader = {  # node 0 sends 2 values and receives 3, node 1 the reverse
+        0: 2 * p2p(1, 2 * e)
+        + p2p(1, 3 * e)
+        + (9 + 6 * (2 + 2) + 6 * 3 + 2 * 2 + 4 * 3) * e * gamma,
+        2: 2 * p2p(1, 2 * e)
+        + p2p(1, 3 * e)
+        + (9 + 6 * (2 + 3) + 6 * 3 + 2 * 3 + 4 * 2) * e * gamma,
     }
     per_rank = [leader.get(r, member[r]) for r in range(4)]
     positions = [len(k) for k in KEYS]

@@ -182,13 +182,14 @@ def _expected():
     out["hub-split"] = best
 
     def node_aware(g):  # (seconds, messages, bytes) of one rank
-        ns = g("n_shared")
+        ns, u = g("n_shared"), g("n_unique")
         if not g("node_leader"):
-            return 2 * _p2p(1 if ns else 0, ns * E) + 2 * ns * E * GAMMA, int(ns > 0), ns * E
+            local = (3 * u + 4 * ns) * E * GAMMA
+            return 2 * _p2p(1 if ns else 0, ns * E) + local, int(ns > 0), ns * E
         m, vm, u = g("node_members"), g("node_member_values"), g("node_union_keys")
         p, s, r = g("node_partners"), g("node_send_values"), g("node_recv_values")
         seconds = 2 * _p2p(m, vm * E) + _p2p(p, max(s, r) * E)
-        seconds += (3 * (vm + ns) + 3 * u + s + 2 * r) * E * GAMMA
+        seconds += (3 * g("n_unique") + 6 * (vm + ns) + 6 * u + 2 * s + 4 * r) * E * GAMMA
         return seconds, m + p, (vm + s) * E
 
     out["node-aware"] = (

@@ -344,12 +344,14 @@ void rank_terms(const RankCost &in, double *out) {
   const CostModel &cost = in.cost;
   const double eb = in.elem_bytes, gamma_e = eb * cost.params().local_beta;
   const double own = static_cast<double>(r.n_shared);
+  // Elements read and written: every rank fills its u results and folds its own values in
+  // (3u); a member packs its shared values and copies their results in (4 n_s).
+  const double everyone = 3.0 * static_cast<double>(r.n_unique);
   out[kKnown] = r.nodes > 0 ? 1.0 : 0.0;
   if (r.node_leader == 0) {
-    // My shared values to the leader and their results back (one message each way), the
-    // combine into distinct keys' results and the copy of the results received.
+    // My shared values to the leader and their results back (one message each way).
     const double messages = own > 0 ? 1.0 : 0.0;
-    out[kExecute] = 2.0 * cost.p2p(messages, own * eb) + (2.0 * own) * gamma_e;
+    out[kExecute] = 2.0 * cost.p2p(messages, own * eb) + (everyone + 4.0 * own) * gamma_e;
     out[kMessages] = messages;
     out[kBytes] = own * eb;
     out[kSetup] = directory_setup_time(in);
@@ -369,12 +371,14 @@ void rank_terms(const RankCost &in, double *out) {
                              : cost.p2p(partners, volume);
   // Members' values in and the results out, each one message per member.
   const double node = 2.0 * cost.p2p(members, member_values * eb);
-  // Place the node's values, fold them per key (with partials: fold the node's values,
-  // then copy the partials to their slots), pack what leaves, place what arrives, fill and
-  // fold every key's slots, pack the members' results and copy my own: about
-  // 3 (node values) + 3 U + sent + 2 received elements.
+  // The leader places the node's values (2 per value), folds them into partials (2 per
+  // value, fill and copy out 3 U), packs what leaves (2 S), places what arrives (2 R), fills
+  // and folds every key's slots (U + 2 (U + R)), packs the members' results and copies its
+  // own (2 per value): 6 (node values) + 6 U + 2 S + 4 R (without partials less: no
+  // partials, and the slots are the values themselves).
   const double local =
-      (3.0 * (member_values + own) + 3.0 * unions + sent + 2.0 * received) * gamma_e;
+      (everyone + 6.0 * (member_values + own) + 6.0 * unions + 2.0 * sent + 4.0 * received) *
+      gamma_e;
   out[kExecute] = node + leaders + local;
   out[kMessages] = members + partners;
   out[kBytes] = (member_values + sent) * eb;

@@ -8,7 +8,8 @@ predictions and choice. ``--model-only P`` computes the plan statistics for P ra
 the generators (no ranks run) and prints the predicted cost per strategy.
 ``--node-size K`` runs the ranks in virtual nodes of K consecutive ranks
 (PETACOMM_NODE_SIZE) and prints the messages between nodes per execution: node-aware's from
-its plan, directory's counted from the keys (pairs of ranks on different nodes sharing one).
+its plan, directory's counted from the keys (pairs of ranks on different nodes sharing one);
+with ``--model-only`` it prices node-aware for nodes of K ranks (default 1).
 ``--setup-scaling 2,4,8`` builds every strategy's plan repeatedly at each rank count with the
 same keys per rank and prints the setup time per strategy — compute (each rank's thread CPU
 time outside the MPI calls that wait for other ranks, max over ranks; not inflated when ranks
@@ -636,7 +637,8 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
             started = time.monotonic()
             generator = make(name, p, **params)
             keysets = [np.unique(generator.keys(r)) for r in range(p)]
-            stats = offline.statistics(keysets)
+            node_size = args.node_size or 1  # node-aware priced for nodes of this size
+            stats = offline.statistics(keysets, node_size=node_size)
             predicted, decision = offline.decide(
                 stats,
                 cost_params(model, p),
@@ -648,6 +650,7 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
                 "generator": name,
                 "params": params,
                 "ranks": p,
+                "node_size": node_size,
                 "key_range": generator.key_range,
                 "distinct_keys_per_rank_max": int(stats.field("n_unique").max()),
                 "partners_per_rank_max": int(stats.field("pair_partners").max()),
@@ -667,7 +670,8 @@ def _print_model(entry: dict, elem_bytes: int) -> None:
     dense = predicted["dense-allreduce"]["execute_seconds"]
     title = (
         f"{entry['generator']} on {entry['ranks']} ranks (predicted, {elem_bytes} B per key, "
-        f"model: {entry['model']}): key range {entry['key_range']} keys, max distinct keys per "
+        f"model: {entry['model']}, nodes of {entry['node_size']} ranks): key range "
+        f"{entry['key_range']} keys, max distinct keys per "
         f"rank {entry['distinct_keys_per_rank_max']}, max partners {entry['partners_per_rank_max']}"
     )
     print("\n" + textwrap.fill(title, 100, subsequent_indent="  "))
@@ -684,9 +688,8 @@ def _print_model(entry: dict, elem_bytes: int) -> None:
             f"{p['messages']:10.0f} {p['bytes']:12.0f} {dense / p['execute_seconds']:7.1f}x{extra}"
         )
     planner = entry["planner"]
-    print(
-        f"best predicted: {planner['choice']} (auto's candidates: {', '.join(entry['candidates'])})"
-    )
+    print(f"best predicted: {planner['choice']}")
+    print(f"  (auto's candidates: {', '.join(entry['candidates'])})")
     print(textwrap.fill(planner["reason"], 100, initial_indent="  ", subsequent_indent="  "))
     print("(execute: predicted time of one execution, max over ranks; setup: plan creation;")
     print(" msgs/bytes: sent per rank per execution; speedup: execute time vs dense-allreduce)")
