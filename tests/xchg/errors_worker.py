@@ -92,14 +92,16 @@ def make_plan(keys, **options):
     return petacomm.SparseReducePlan(comm, keys, **options)
 
 
-def one_rank_bad_execution(keys, strategy):
-    """execute with one argument bad on the last rank only: every rank fails before anything
-    is sent (no hang, no overrun of the others' buffers), values unchanged everywhere, and
-    the next good execution is right."""
+def one_rank_bad_execution(keys, strategy, plan_k):
+    """execute with one argument bad on the last rank only: every rank fails in execute, no
+    hang, no overrun of the others' buffers, values unchanged everywhere, and the next good
+    execution is right. With plan_k = 3 the good ranks' values are the plan's element, so
+    their exchange goes ahead of the argument check and the bad rank completes it; with
+    plan_k = 1 every rank waits for the check."""
     bad = size - 1
-    with petacomm.SparseReducePlan(comm, keys, strategy=strategy) as plan:
+    with petacomm.SparseReducePlan(comm, keys, strategy=strategy, k=plan_k) as plan:
         good = np.arange(15, dtype=np.float64).reshape(5, 3) + rank
-        other = [f"invalid arguments on rank {bad}", "nothing was sent"]
+        other = [f"invalid arguments on rank {bad}", "the values are unchanged"]
         cases = [  # (values or op on the bad rank, its fragments, the others')
             (good.astype(np.float32), "sum", ["dtype", "float32", f"rank {bad}"], ["dtype"]),
             (good[:, :2].copy(), "sum", ["k", "2", f"rank {bad}"], ["k on rank"]),
@@ -162,8 +164,9 @@ def main() -> int:
     expect(PetacommError, ["freed"], lambda: plan.execute(values))
     if size > 1:
         one_rank_bad_creation(keys)
-        for strategy in ("dense-allreduce", "hub-split", "owner"):
-            one_rank_bad_execution(keys, strategy)
+        for strategy in ("dense-allreduce", "hub-split", "owner", "directory"):
+            for plan_k in (1, 3):
+                one_rank_bad_execution(keys, strategy, plan_k)
     print("errors ok", flush=True)
     return 0
 

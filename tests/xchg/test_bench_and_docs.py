@@ -231,6 +231,103 @@ def test_model_local_work_terms():
     )
 
 
+# The peers run petacomm built against Debian's Open MPI once; keep that build with the tree.
+PEERS_CACHE = {"PETACOMM_BUILD_CACHE": str(ROOT / "build" / "bench-cache")}
+
+
+def _petscsf_available() -> bool:
+    if not (shutil.which("mpicc.openmpi") and shutil.which("mpiexec.openmpi")):
+        return False
+    probe = ["/usr/bin/python3", "-c", "import mpi4py.MPI, petsc4py"]
+    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not _petscsf_available(), reason="Debian Open MPI or petsc4py absent")
+def test_bench_peers_petscsf(tmp_path):
+    import numpy as np
+
+    out = tmp_path / "peers.json"
+    env = dict(mpi_test_env(), **PEERS_CACHE)
+    done = subprocess.run(
+        [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce", "--peers", "petscsf"]
+        + ["--ranks", "1,3", "--generator", "zipf", "--keys-per-rank", "300", "--reps", "2"]
+        + ["--setup-reps", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    runs = json.loads(out.read_text())["peers"]["runs"]
+    assert [r["ranks"] for r in runs] == [1, 3]
+    names = {f"petacomm:{n}" for n in ("auto", *_registered())}
+    names |= {"petscsf-range", "petscsf-holder"}
+    for run in runs:
+        rows = {c["name"]: c for c in run["contenders"]}
+        assert set(rows) == names
+        # PETSc's star forests and every petacomm strategy give the same sums.
+        assert all(c["agrees"] for c in run["contenders"]), run["contenders"]
+        assert all(len(c["execute_seconds"]) == 2 for c in run["contenders"])
+        for stat, pick in (("median", np.median), ("best", np.min)):
+            sf = ("petscsf-range", "petscsf-holder")
+            faster = min(pick(rows[n]["execute_seconds"]) for n in sf)
+            auto = pick(rows["petacomm:auto"]["execute_seconds"])
+            assert run["ratios"][stat]["execute_vs_faster_sf"] == pytest.approx(auto / faster)
+    table = [ln for ln in done.stdout.splitlines() if not ln.startswith(("building", "built"))]
+    assert max(len(line) for line in table) <= 100
+    assert "auto vs the faster PetscSF variant" in done.stdout
+
+
+def test_bench_peers_skip_note_without_petsc4py():
+    done = _petacomm(
+        "bench", "sparse-reduce", "--peers", "petscsf", "--python", "/nonexistent/python3"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--peers petscsf: skipped" in done.stdout and "/nonexistent/python3" in done.stdout
+    bad = _petacomm("bench", "sparse-reduce", "--peers", "slepc")
+    assert bad.returncode == 2 and "--peers: unknown slepc" in bad.stderr
+
+
+def test_offline_partners_both_ways_equal_brute_force():
+    """Partners per rank at every hub threshold: from the pair list and from the bit matrix,
+    both against sets built key by key."""
+    import numpy as np
+
+    from petacomm.xchg import offline
+
+    rng = np.random.default_rng(5)
+    p = 11
+    keysets = [rng.integers(5, 65, rng.integers(0, 25)) for _ in range(p)]
+    keysets[3] = np.arange(5, 65)  # one rank holding every key
+    keysets[7] = np.zeros(0, dtype=np.int64)
+    holders = {}
+    for r, keys in enumerate(keysets):
+        for key in set(keys.tolist()):
+            holders.setdefault(key, set()).add(r)
+    expected = {}
+    for b in range(offline.HUB_LEVELS):
+        partners = [set() for _ in range(p)]
+        for hs in holders.values():
+            if len(hs) <= 1 << b:
+                for r in hs:
+                    partners[r] |= hs - {r}
+        expected[f"hub_pair_partners[{b}]"] = [len(x) for x in partners]
+    everyone = [set() for _ in range(p)]
+    for hs in holders.values():
+        for r in hs:
+            everyone[r] |= hs - {r}
+    expected["pair_partners"] = [len(x) for x in everyone]
+    # Chunks of 8 keys aligned on multiples of 8, per rank and over all ranks.
+    expected["dense_chunks"] = [len({k // 8 for k in keys.tolist()}) for keys in keysets]
+    for budget in (offline.PAIR_BUDGET, 0):  # pair list, then bit matrix
+        stats = offline.statistics(keysets, pair_budget=budget, chunk_keys=8)
+        for name, values in expected.items():
+            assert stats.field(name).tolist() == values, (budget, name)
+        assert stats.global_stats.dense_chunks == len({k // 8 for k in holders})
+
+
 @pytest.mark.mpi
 def test_bench_setup_scaling(tmp_path):
     out = tmp_path / "setup.json"

@@ -49,6 +49,14 @@ def test_cmb_any_p_and_even_split():
     assert gen.keys(999).size == sizes[999]
 
 
+def test_cmb_all_keys_in_one_pass_equal_rank_by_rank():
+    gen = make("cmb", 7, nside=32, total_samples=9001, spin_samples=300)
+    keysets = gen.all_keys()
+    assert len(keysets) == 7
+    for r in range(7):
+        assert np.array_equal(keysets[r], gen.keys(r))
+
+
 def test_banded_shares_with_neighbours_only():
     keysets = make("banded", 6, keys_per_rank=100, halo=10).all_keys()
     for r in range(6):
@@ -57,12 +65,30 @@ def test_banded_shares_with_neighbours_only():
             assert (shared > 0) == (abs(r - q) <= 1)
 
 
+def test_zipf_popularity():
+    gen = make("zipf", 8, keys_per_rank=2000, exponent=1.1)
+    keysets = gen.all_keys()
+    d = multiplicities(keysets)
+    assert np.mean(d == 1) > 0.5  # the long tail: most keys drawn on one rank only
+    assert (d == 8).sum() >= 20  # popular keys on every rank
+    # The most popular key (popularity rank 0, key 0) takes 1 / H(N, s) of the draws.
+    n, s = gen.key_range, 1.1
+    share = 1 / np.sum(np.arange(1, n + 1) ** -s)
+    drawn = np.mean(np.concatenate(keysets) == 0)
+    assert abs(drawn - share) < 5 * np.sqrt(share / (8 * 2000))
+    # Popularity is spread over the range: the 100 most common keys are not one block.
+    top = np.unique(np.concatenate(keysets), return_counts=True)
+    common = top[0][np.argsort(-top[1])[:100]]
+    assert common.max() - common.min() > gen.key_range / 2
+
+
 @pytest.mark.parametrize(
     ("name", "params", "fragment"),
     [
         ("cmb", {"nside": 100}, "nside"),
         ("cmb", {"year_fraction": 0}, "year_fraction"),
         ("uniform", {"keys_per_rank": -1}, "keys_per_rank"),
+        ("zipf", {"exponent": 0}, "exponent"),
         ("nope", {}, "generator"),
     ],
 )

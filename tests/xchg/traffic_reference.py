@@ -95,9 +95,10 @@ def traffic(strategy, keysets, me, *, elem_bytes, chunk_keys, hub=0, node_size=N
         everything = sorted(held)
         if not everything:
             return 0.0, 0.0
-        low, span = everything[0], everything[-1] - everything[0] + 1
-        chunks = sorted({(k - low) // chunk_keys for k in everything})
-        lengths = [min(chunk_keys, span - c * chunk_keys) for c in chunks]
+        # Chunks aligned on multiples of chunk_keys; the last one ends at the largest key.
+        end = everything[-1] + 1
+        chunks = sorted({k // chunk_keys for k in everything})
+        lengths = [min(chunk_keys, end - c * chunk_keys) for c in chunks]
         return _allreduce(lengths, p, elem_bytes)
     if strategy == "hub-split":
         messages, nbytes = _pairwise(mine, held, me, elem_bytes, hub)

@@ -134,7 +134,7 @@ void DenseReducer::finish_ordered(const ExecContext &ctx, std::size_t c, void *r
   unpack(ctx, c, buf_[1].data(), result);
 }
 
-void DenseReducer::begin(const ExecContext &ctx, const void *own) {
+void DenseReducer::begin(const ExecContext &ctx, const void *data) {
   if (chunks_.empty()) return;
   const std::size_t eb = ctx.op.elem_bytes();
   const std::size_t longest = std::min<std::uint64_t>(chunk_keys_, space_);
@@ -142,29 +142,29 @@ void DenseReducer::begin(const ExecContext &ctx, const void *own) {
     const std::size_t slice = (longest + size_ - 1) / size_;
     for (auto *b : {&buf_[0], &buf_[1], &recv_}) b->resize(slice * size_ * eb);
     acc_.resize(slice * eb);
-    start_ordered(ctx, 0, own);
+    start_ordered(ctx, 0, data);
     return;
   }
   buf_[0].resize(longest * eb);
   buf_[1].resize(chunks_.size() > 1 ? longest * eb : 0);
-  start_allreduce(ctx, 0, own);
-  if (chunks_.size() > 1) start_allreduce(ctx, 1, own);
+  start_allreduce(ctx, 0, data);
+  if (chunks_.size() > 1) start_allreduce(ctx, 1, data);
 }
 
-void DenseReducer::end(const ExecContext &ctx, const void *own, void *result) {
+void DenseReducer::end(const ExecContext &ctx, void *data) {
   if (chunks_.empty()) return;
   if (ordered(ctx)) {
-    finish_ordered(ctx, 0, result);
+    finish_ordered(ctx, 0, data);
     for (std::size_t c = 1; c < chunks_.size(); ++c) {
-      start_ordered(ctx, c, own);
-      finish_ordered(ctx, c, result);
+      start_ordered(ctx, c, data);
+      finish_ordered(ctx, c, data);
     }
     return;
   }
   for (std::size_t c = 0; c < chunks_.size(); ++c) {
     check_mpi(MPI_Wait(&req_[c % 2], MPI_STATUS_IGNORE), "MPI_Wait");
-    unpack(ctx, c, buf_[c % 2].data(), result);
-    if (c + 2 < chunks_.size()) start_allreduce(ctx, c + 2, own);
+    unpack(ctx, c, buf_[c % 2].data(), data);
+    if (c + 2 < chunks_.size()) start_allreduce(ctx, c + 2, data);
   }
 }
 

@@ -23,8 +23,10 @@ class DenseReducer {
                std::vector<std::uint64_t> chunks, std::uint64_t chunk_keys, std::uint64_t space,
                bool deterministic);
 
-  void begin(const ExecContext &ctx, const void *own);
-  void end(const ExecContext &ctx, const void *own, void *result);
+  // In place: begin reads data, end writes this rank's keys (a chunk's keys are written
+  // after they were packed, so no key is read after it was written).
+  void begin(const ExecContext &ctx, const void *data);
+  void end(const ExecContext &ctx, void *data);
 
   Traffic traffic() const;
   std::size_t schedule_bytes() const;

@@ -7,9 +7,6 @@
 
 namespace petacomm::xchg {
 namespace {
-constexpr int kTagKeys = 101;
-constexpr int kTagReply = 102;
-constexpr int kTagHub = 103;
 constexpr std::uint64_t kOwnerSalt = 0x5bd1e9955bd1e995ULL;
 }  // namespace
 
@@ -19,14 +16,20 @@ int multiplicity_bucket(std::int64_t d) {
   return std::min(b, PETACOMM_XCHG_HUB_LEVELS);
 }
 
-Directory::Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int list_limit)
-    : comm_(comm) {
+Directory::Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys)
+    : comm_(comm), tag_base_(tag_base) {
   check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
-  std::vector<Message> incoming = send_keys_home(keys);
-  build_home_table(std::move(incoming));
+  static const std::vector<std::int64_t> none;
+  u_count_ = keys ? keys->size() : 0;
+  incoming_ = send_keys_home(keys ? *keys : none);
+}
+
+void Directory::resolve(int list_limit) {
+  build_home_table(std::move(incoming_));
+  incoming_.clear();
   std::vector<std::vector<std::int32_t>> received = exchange_replies(make_replies(list_limit));
-  decode_replies(received, keys.size(), list_limit);
+  decode_replies(received, u_count_, list_limit);
 }
 
 std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &keys) {
@@ -61,7 +64,7 @@ std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &
     keys_at_home_.back().push_back(u);
     outgoing.back().data.push_back(keys[static_cast<std::size_t>(u)]);
   }
-  return nbx_exchange(comm_, kTagKeys, std::move(outgoing), traffic_);
+  return nbx_exchange(comm_, tag_base_ + kTagKeys, std::move(outgoing), traffic_);
 }
 
 void Directory::build_home_table(std::vector<Message> incoming) {
@@ -143,7 +146,7 @@ std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
     }
     MPI_Request req;
     check_mpi(MPI_Isend(replies[s].data(), to_int_count(replies[s].size(), "directory reply"),
-                        MPI_INT32_T, sources_[s], kTagReply, comm_, &req),
+                        MPI_INT32_T, sources_[s], tag_base_ + kTagReply, comm_, &req),
               "MPI_Isend");
     reply_sends.push_back(req);
     traffic_.messages += 1;
@@ -158,12 +161,12 @@ std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
     }
     MpiWait wait;
     MPI_Status status;
-    check_mpi(MPI_Probe(homes_[h], kTagReply, comm_, &status), "MPI_Probe");
+    check_mpi(MPI_Probe(homes_[h], tag_base_ + kTagReply, comm_, &status), "MPI_Probe");
     int count = 0;
     check_mpi(MPI_Get_count(&status, MPI_INT32_T, &count), "MPI_Get_count");
     received[h].resize(static_cast<std::size_t>(count));
-    check_mpi(MPI_Recv(received[h].data(), count, MPI_INT32_T, homes_[h], kTagReply, comm_,
-                       MPI_STATUS_IGNORE),
+    check_mpi(MPI_Recv(received[h].data(), count, MPI_INT32_T, homes_[h], tag_base_ + kTagReply,
+                       comm_, MPI_STATUS_IGNORE),
               "MPI_Recv");
     reply_ints_ += count;
   }
@@ -241,7 +244,7 @@ std::int64_t Directory::assign_hubs(int threshold) {
     }
     MPI_Request req;
     check_mpi(MPI_Isend(numbers[s].data(), to_int_count(numbers[s].size(), "hub numbers"),
-                        MPI_INT64_T, sources_[s], kTagHub, comm_, &req),
+                        MPI_INT64_T, sources_[s], tag_base_ + kTagHub, comm_, &req),
               "MPI_Isend");
     sends.push_back(req);
   }
@@ -257,8 +260,8 @@ std::int64_t Directory::assign_hubs(int threshold) {
     } else {
       got.resize(mine.size());
       MpiWait wait;
-      check_mpi(MPI_Recv(got.data(), static_cast<int>(got.size()), MPI_INT64_T, homes_[h], kTagHub,
-                         comm_, MPI_STATUS_IGNORE),
+      check_mpi(MPI_Recv(got.data(), static_cast<int>(got.size()), MPI_INT64_T, homes_[h],
+                         tag_base_ + kTagHub, comm_, MPI_STATUS_IGNORE),
                 "MPI_Recv");
     }
     PETACOMM_CHECK_INTERNAL(got.size() == mine.size(), "hub numbers from rank ", homes_[h], ": ",

@@ -13,15 +13,21 @@
 
 #include "nbx.hpp"
 #include "petacomm/xchg.h"
+#include "private_comm.hpp"
 #include "sharing.hpp"
 
 namespace petacomm::xchg {
 
 class Directory {
  public:
-  // Collective. keys: this rank's distinct keys, ascending. Holder lists are returned for
-  // keys with d <= list_limit, and always to a key's owner.
-  Directory(MPI_Comm comm, const std::vector<std::int64_t> &keys, int list_limit);
+  // Collective, in two steps. First the keys go to their homes: keys are this rank's
+  // distinct keys, ascending, or nullptr for a rank that sends none but takes part (plan
+  // creation runs this step while its argument check is in flight, so every rank runs it,
+  // whatever it was asked). tag_base: the plan's tags.
+  Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys);
+  // Then (once the ranks' arguments agree) each home tells the holders of its keys who
+  // else holds them: holder lists for keys with d <= list_limit, always to a key's owner.
+  void resolve(int list_limit);
 
   Sharing &sharing() { return sharing_; }
   const SetupTraffic &traffic() const { return traffic_; }
@@ -66,7 +72,10 @@ class Directory {
   }
 
   MPI_Comm comm_;
+  int tag_base_;
   int me_ = 0, size_ = 1;
+  std::size_t u_count_ = 0;        // keys sent home
+  std::vector<Message> incoming_;  // keys homed here, until resolve()
   Sharing sharing_;
   SetupTraffic traffic_;
   std::int64_t reply_ints_ = 0;

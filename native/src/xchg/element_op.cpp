@@ -104,35 +104,62 @@ void fold_kernel(void *acc_v, const std::int32_t *idx, std::size_t count, const 
 }
 
 template <typename T, template <typename> class Op>
+void gather_kernel(void *acc_v, const std::int32_t *idx, std::size_t count, const void *src_v,
+                   int k) {
+  T *acc = static_cast<T *>(acc_v);
+  const T *src = static_cast<const T *>(src_v);
+  const std::size_t kk = static_cast<std::size_t>(k);
+  if (kk == 1) {
+    for (std::size_t j = 0; j < count; ++j) acc[j] = Op<T>::apply(acc[j], src[idx[j]]);
+    return;
+  }
+  for (std::size_t j = 0; j < count; ++j) {
+    T *a = acc + j * kk;
+    const T *s = src + static_cast<std::size_t>(idx[j]) * kk;
+    for (std::size_t c = 0; c < kk; ++c) a[c] = Op<T>::apply(a[c], s[c]);
+  }
+}
+
+template <typename T, template <typename> class Op>
 void fill_kernel(void *dst_v, std::size_t total) {
   T *dst = static_cast<T *>(dst_v);
   const T e = Op<T>::identity();
   for (std::size_t i = 0; i < total; ++i) dst[i] = e;
 }
 
+// The fold and gather kernels of one (dtype, operator).
+struct Kernels {
+  void *fold = nullptr;
+  void *gather = nullptr;
+};
+
+template <typename T, template <typename> class Op>
+Kernels kernels() {
+  return {reinterpret_cast<void *>(&fold_kernel<T, Op>),
+          reinterpret_cast<void *>(&gather_kernel<T, Op>)};
+}
+
 template <template <typename> class Op>
-void *fold_for(petacomm_xchg_dtype dtype) {
+Kernels kernels_for(petacomm_xchg_dtype dtype) {
   switch (dtype) {
     case PETACOMM_XCHG_FLOAT32:
-      return reinterpret_cast<void *>(&fold_kernel<float, Op>);
+      return kernels<float, Op>();
     case PETACOMM_XCHG_FLOAT64:
-      return reinterpret_cast<void *>(&fold_kernel<double, Op>);
+      return kernels<double, Op>();
     case PETACOMM_XCHG_INT32:
-      return reinterpret_cast<void *>(&fold_kernel<std::int32_t, Op>);
+      return kernels<std::int32_t, Op>();
     case PETACOMM_XCHG_INT64:
-      return reinterpret_cast<void *>(&fold_kernel<std::int64_t, Op>);
+      return kernels<std::int64_t, Op>();
     default:
-      return nullptr;
+      return {};
   }
 }
 
 template <template <typename> class Op>
-void *fold_for_complex(petacomm_xchg_dtype dtype) {
-  if (dtype == PETACOMM_XCHG_COMPLEX64)
-    return reinterpret_cast<void *>(&fold_kernel<std::complex<float>, Op>);
-  if (dtype == PETACOMM_XCHG_COMPLEX128)
-    return reinterpret_cast<void *>(&fold_kernel<std::complex<double>, Op>);
-  return fold_for<Op>(dtype);
+Kernels kernels_for_complex(petacomm_xchg_dtype dtype) {
+  if (dtype == PETACOMM_XCHG_COMPLEX64) return kernels<std::complex<float>, Op>();
+  if (dtype == PETACOMM_XCHG_COMPLEX128) return kernels<std::complex<double>, Op>();
+  return kernels_for<Op>(dtype);
 }
 
 bool is_complex(petacomm_xchg_dtype dtype) {
@@ -230,20 +257,20 @@ ElementOp::ElementOp(petacomm_xchg_dtype dtype, petacomm_xchg_op op, int k,
   comp_bytes_ = dtype_size(dtype, "dtype");
   PETACOMM_CHECK_ARG(k >= 1, "k: must be at least 1 component per key, got ", k);
   elem_bytes_ = comp_bytes_ * static_cast<std::size_t>(k);
-  void *fn = nullptr;
+  Kernels fn;
   switch (op) {
     case PETACOMM_XCHG_SUM:
-      fn = fold_for_complex<Sum>(dtype);
+      fn = kernels_for_complex<Sum>(dtype);
       break;
     case PETACOMM_XCHG_PROD:
-      fn = fold_for_complex<Prod>(dtype);
+      fn = kernels_for_complex<Prod>(dtype);
       break;
     case PETACOMM_XCHG_MIN:
     case PETACOMM_XCHG_MAX:
       if (is_complex(dtype))
         fail_arg("op: ", op_name(op), " is not defined for complex dtype ", dtype_name(dtype),
                  " (use sum, prod or a user operator)");
-      fn = op == PETACOMM_XCHG_MIN ? fold_for<Min>(dtype) : fold_for<Max>(dtype);
+      fn = op == PETACOMM_XCHG_MIN ? kernels_for<Min>(dtype) : kernels_for<Max>(dtype);
       break;
     case PETACOMM_XCHG_USER:
       if (user == nullptr || user->combine == nullptr || user->identity == nullptr)
@@ -254,7 +281,8 @@ ElementOp::ElementOp(petacomm_xchg_dtype dtype, petacomm_xchg_op op, int k,
       fail_arg("op: unknown operator ", static_cast<int>(op),
                " (expected sum, prod, min, max or user)");
   }
-  fold_fn_ = reinterpret_cast<FoldFn>(fn);
+  fold_fn_ = reinterpret_cast<FoldFn>(fn.fold);
+  gather_fn_ = reinterpret_cast<FoldFn>(fn.gather);
 }
 
 void ElementOp::fill_identity(void *dst, std::size_t nelem) const {
@@ -320,6 +348,20 @@ void ElementOp::fold_indexed(void *acc, const std::int32_t *idx, std::size_t cou
     return;
   }
   fold_fn_(acc, idx, count, src, k_);
+}
+
+void ElementOp::fold_gathered(void *acc, const std::int32_t *idx, std::size_t count,
+                              const void *src) const {
+  if (count == 0) return;
+  if (op_ == PETACOMM_XCHG_USER) {
+    char *a = static_cast<char *>(acc);
+    const char *s = static_cast<const char *>(src);
+    for (std::size_t j = 0; j < count; ++j)
+      user_->combine(a + j * elem_bytes_, s + static_cast<std::size_t>(idx[j]) * elem_bytes_, k_,
+                     user_->user_data);
+    return;
+  }
+  gather_fn_(acc, idx, count, src, k_);
 }
 
 }  // namespace petacomm::xchg

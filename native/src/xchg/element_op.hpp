@@ -38,6 +38,8 @@ class ElementOp {
   void fold(void *acc, const void *src, std::size_t nelem) const;
   // acc[idx[j]] = acc[idx[j]] (+) src[j] for j < count (src packed).
   void fold_indexed(void *acc, const std::int32_t *idx, std::size_t count, const void *src) const;
+  // acc[j] = acc[j] (+) src[idx[j]] for j < count (acc packed).
+  void fold_gathered(void *acc, const std::int32_t *idx, std::size_t count, const void *src) const;
 
  private:
   using FoldFn = void (*)(void *acc, const std::int32_t *idx, std::size_t count, const void *src,
@@ -48,7 +50,8 @@ class ElementOp {
   std::size_t comp_bytes_;
   std::size_t elem_bytes_;
   const petacomm_xchg_user_op *user_;
-  FoldFn fold_fn_ = nullptr;
+  FoldFn fold_fn_ = nullptr;    // acc indexed (or contiguous with idx == nullptr)
+  FoldFn gather_fn_ = nullptr;  // src indexed
 };
 
 }  // namespace petacomm::xchg

@@ -1,5 +1,6 @@
 #include "exchange.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "error.hpp"
@@ -67,6 +68,8 @@ Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transp
 
 Exchange::~Exchange() {
   if (mpi_finalized()) return;
+  if (started_ && !persistent_.empty())
+    MPI_Waitall(static_cast<int>(persistent_.size()), persistent_.data(), MPI_STATUSES_IGNORE);
   if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   free_persistent();
   if (graph_ != MPI_COMM_NULL) MPI_Comm_free(&graph_);
@@ -100,17 +103,23 @@ void Exchange::prepare(const ElementType &type) {
 }
 
 void Exchange::start(const void *src, const ElementType &type) {
+  PETACOMM_CHECK_INTERNAL(!started_, "an exchange started twice");
   prepare(type);
-  const char *in = static_cast<const char *>(src);
-  const std::size_t eb = elem_bytes_;
-  char *out = send_buf_.data();
-  const std::size_t total = send_.index.size();
-  if (eb == 8) {
-    for (std::size_t j = 0; j < total; ++j)
-      std::memcpy(out + j * 8, in + static_cast<std::size_t>(send_.index[j]) * 8, 8);
-  } else {
-    for (std::size_t j = 0; j < total; ++j)
-      std::memcpy(out + j * eb, in + static_cast<std::size_t>(send_.index[j]) * eb, eb);
+  if (src != nullptr) {
+    const char *in = static_cast<const char *>(src);
+    const std::size_t eb = elem_bytes_;
+    char *out = send_buf_.data();
+    const std::size_t total = send_.index.size();
+    if (eb == 8) {
+      for (std::size_t j = 0; j < total; ++j)
+        std::memcpy(out + j * 8, in + static_cast<std::size_t>(send_.index[j]) * 8, 8);
+    } else if (eb == 24) {  // three float64 (I, Q, U): the map-making element
+      for (std::size_t j = 0; j < total; ++j)
+        std::memcpy(out + j * 24, in + static_cast<std::size_t>(send_.index[j]) * 24, 24);
+    } else {
+      for (std::size_t j = 0; j < total; ++j)
+        std::memcpy(out + j * eb, in + static_cast<std::size_t>(send_.index[j]) * eb, eb);
+    }
   }
   switch (transport_) {
     case Transport::kP2P:
@@ -131,9 +140,12 @@ void Exchange::start(const void *src, const ElementType &type) {
                 "MPI_Ialltoallv");
       break;
   }
+  started_ = true;
 }
 
 void Exchange::wait() {
+  PETACOMM_CHECK_INTERNAL(started_, "waiting for an exchange that was not started");
+  started_ = false;
   if (transport_ == Transport::kP2P) {
     if (!persistent_.empty())
       check_mpi(MPI_Waitall(static_cast<int>(persistent_.size()), persistent_.data(),
@@ -157,25 +169,43 @@ std::size_t Exchange::schedule_bytes() const {
              sizeof(int);
 }
 
-void fold_in_rank_order(const ElementOp &op, int me, const Exchange &exchange, const void *own,
-                        void *result, std::size_t keys) {
-  const PeerList &recv = exchange.recvs();
-  op.fill_identity(result, keys);
-  std::size_t j = 0;
-  for (; j < recv.peers() && recv.ranks[j] < me; ++j)
-    op.fold_indexed(result, recv.index.data() + recv.begin[j],
-                    static_cast<std::size_t>(recv.begin[j + 1] - recv.begin[j]),
-                    exchange.received(j));
-  op.fold(result, own, keys);
-  for (; j < recv.peers(); ++j)
-    op.fold_indexed(result, recv.index.data() + recv.begin[j],
-                    static_cast<std::size_t>(recv.begin[j + 1] - recv.begin[j]),
-                    exchange.received(j));
+RankOrderFold::RankOrderFold(const PeerList &recv, int me) {
+  keys_ = recv.index;
+  std::sort(keys_.begin(), keys_.end());
+  keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
+  keys_.shrink_to_fit();
+  slot_.resize(recv.index.size());
+  for (std::size_t e = 0; e < recv.index.size(); ++e)
+    slot_[e] = static_cast<std::int32_t>(
+        std::lower_bound(keys_.begin(), keys_.end(), recv.index[e]) - keys_.begin());
+  while (below_ < recv.peers() && recv.ranks[below_] < me) ++below_;
 }
 
-void copy_received(const Exchange &exchange, std::size_t elem_bytes, void *result) {
+void RankOrderFold::run(const ElementOp &op, const Exchange &exchange, void *data) {
   const PeerList &recv = exchange.recvs();
-  char *out = static_cast<char *>(result);
+  const std::size_t eb = op.elem_bytes();
+  acc_.resize(keys_.size() * eb);
+  const auto fold_peer = [&](std::size_t j) {
+    op.fold_indexed(acc_.data(), slot_.data() + recv.begin[j],
+                    static_cast<std::size_t>(recv.begin[j + 1] - recv.begin[j]),
+                    exchange.received(j));
+  };
+  op.fill_identity(acc_.data(), keys_.size());
+  for (std::size_t j = 0; j < below_; ++j) fold_peer(j);
+  op.fold_gathered(acc_.data(), keys_.data(), keys_.size(), data);
+  for (std::size_t j = below_; j < recv.peers(); ++j) fold_peer(j);
+  char *out = static_cast<char *>(data);
+  for (std::size_t i = 0; i < keys_.size(); ++i)
+    std::memcpy(out + static_cast<std::size_t>(keys_[i]) * eb, acc_.data() + i * eb, eb);
+}
+
+std::size_t RankOrderFold::memory_bytes() const {
+  return (keys_.capacity() + slot_.capacity()) * sizeof(std::int32_t) + acc_.capacity();
+}
+
+void copy_received(const Exchange &exchange, std::size_t elem_bytes, void *data) {
+  const PeerList &recv = exchange.recvs();
+  char *out = static_cast<char *>(data);
   for (std::size_t j = 0; j < recv.peers(); ++j) {
     const char *in = exchange.received(j);
     for (std::int64_t e = recv.begin[j]; e < recv.begin[j + 1]; ++e)

@@ -28,9 +28,11 @@ class Exchange {
   Exchange(const Exchange &) = delete;
   Exchange &operator=(const Exchange &) = delete;
 
-  // Packs src[send.index[j]] (elements of type.bytes()) and starts the round.
+  // Packs src[send.index[j]] (elements of type.bytes()) and starts the round; src ==
+  // nullptr sends the buffers as they are (an execution that is being abandoned).
   void start(const void *src, const ElementType &type);
   void wait();
+  bool started() const { return started_; }
   // Packed values received from recv peer j (valid after wait).
   const char *received(std::size_t peer) const;
   const PeerList &sends() const { return send_; }
@@ -55,15 +57,30 @@ class Exchange {
   std::vector<char> send_buf_, recv_buf_;
   std::vector<MPI_Request> persistent_;  // p2p: receives then sends
   MPI_Request request_ = MPI_REQUEST_NULL;
+  bool started_ = false;
   MPI_Comm graph_ = MPI_COMM_NULL;
   std::vector<int> scounts_, sdispls_, rcounts_, rdispls_;  // neighbor / alltoallv
 };
 
-// result[u] = identity (+) contributions of the holders of u in ascending rank order: peers
-// below me, then own[u], then peers above me (own has `keys` elements).
-void fold_in_rank_order(const ElementOp &op, int me, const Exchange &exchange, const void *own,
-                        void *result, std::size_t keys);
-// result[recv.index[j]] = received value j (overwrites).
-void copy_received(const Exchange &exchange, std::size_t elem_bytes, void *result);
+// The reduction, in place and in rank order, of the keys an exchange receives values for:
+// data[u] = e (+) values of the peers below me (+) data[u] (+) values of the peers above me,
+// peers in ascending rank order. Only those keys are read and written, so the work grows
+// with the shared keys and the values received, not with all of a rank's keys.
+class RankOrderFold {
+ public:
+  RankOrderFold(const PeerList &recv, int me);
+  void run(const ElementOp &op, const Exchange &exchange, void *data);
+  std::size_t keys() const { return keys_.size(); }
+  std::size_t memory_bytes() const;
+
+ private:
+  std::vector<std::int32_t> keys_;  // the distinct keys received, ascending
+  std::vector<std::int32_t> slot_;  // per received value: its key's position in keys_
+  std::size_t below_ = 0;           // receive peers ranked below me
+  std::vector<char> acc_;
+};
+
+// data[recv.index[j]] = received value j (overwrites).
+void copy_received(const Exchange &exchange, std::size_t elem_bytes, void *data);
 
 }  // namespace petacomm::xchg

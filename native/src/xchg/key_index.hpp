@@ -18,6 +18,8 @@ class KeyIndex {
   KeyIndex() = default;
 
   std::int64_t positions() const { return n_; }
+  // True when every position holds a distinct key and they ascend: positions are keys.
+  bool identity() const { return unique_of_position_.empty(); }
   std::size_t unique() const { return keys_.size(); }
   const std::vector<std::int64_t> &keys() const { return keys_; }  // sorted, distinct
   // Index of key in keys(), or -1.

@@ -25,56 +25,76 @@ std::uint64_t hash_number(double value) {
 
 std::uint64_t hash_number(std::int64_t value) { return mix64(static_cast<std::uint64_t>(value)); }
 
-void agree_or_fail(MPI_Comm comm, const std::string &problem,
-                   const std::vector<AgreedValue> &values, const char *consequence) {
-  int rank = 0, size = 1;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  std::uint64_t fingerprint = 0x9ae16a3b2f90404fULL;
-  for (const AgreedValue &v : values) fingerprint = mix64(fingerprint ^ v.hash);
-  // One MIN reduction: the lowest failing rank, the smallest fingerprint and the smallest
-  // complement (= the complement of the largest fingerprint).
-  const std::uint64_t mine[3] = {static_cast<std::uint64_t>(problem.empty() ? size : rank),
-                                 fingerprint, ~fingerprint};
-  std::uint64_t low[3];
-  {
-    MpiWait wait;
-    check_mpi(MPI_Allreduce(mine, low, 3, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
-  }
-  if (low[0] != static_cast<std::uint64_t>(size)) {
-    PETACOMM_CHECK_ARG(problem.empty(), problem);
-    fail_arg("invalid arguments on rank ", low[0], " (see that rank's error); ", consequence);
-  }
-  if (low[1] == ~low[2]) return;
+ArgumentCheck::~ArgumentCheck() {
+  if (request_ != MPI_REQUEST_NULL && !mpi_finalized()) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+}
 
+void ArgumentCheck::start(MPI_Comm comm, std::string problem, std::vector<AgreedValue> values,
+                          bool flag) {
+  PETACOMM_CHECK_INTERNAL(request_ == MPI_REQUEST_NULL, "an argument check started twice");
+  comm_ = comm;
+  check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+  problem_ = std::move(problem);
+  values_ = std::move(values);
+  std::uint64_t fingerprint = 0x9ae16a3b2f90404fULL;
+  for (const AgreedValue &v : values_) fingerprint = mix64(fingerprint ^ v.hash);
+  // One MIN reduction: the lowest failing rank, the smallest fingerprint, the smallest
+  // complement (= the complement of the largest fingerprint) and 0 if any rank's flag is set.
+  mine_[0] = static_cast<std::uint64_t>(problem_.empty() ? size_ : rank_);
+  mine_[1] = fingerprint;
+  mine_[2] = ~fingerprint;
+  mine_[3] = flag ? 0 : 1;
+  done_ = false;
+  check_mpi(MPI_Iallreduce(mine_, low_, 4, MPI_UINT64_T, MPI_MIN, comm, &request_),
+            "MPI_Iallreduce");
+}
+
+bool ArgumentCheck::passed() {
+  if (!done_) {
+    MpiWait wait;
+    check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    done_ = true;
+    any_flag_ = low_[3] == 0;
+  }
+  return low_[0] == static_cast<std::uint64_t>(size_) && low_[1] == ~low_[2];
+}
+
+void ArgumentCheck::fail(const char *consequence) {
+  PETACOMM_CHECK_INTERNAL(done_ && !passed(), "ArgumentCheck::fail on a check that passed");
+  if (low_[0] != static_cast<std::uint64_t>(size_)) {
+    PETACOMM_CHECK_ARG(problem_.empty(), problem_);
+    fail_arg("invalid arguments on rank ", low_[0], " (see that rank's error); ", consequence);
+  }
   // The values differ somewhere: name the lowest rank and its first value unlike rank 0's.
-  std::vector<std::uint64_t> reference(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) reference[i] = values[i].hash;
-  std::uint64_t first = static_cast<std::uint64_t>(size) * (values.size() + 1);
+  std::vector<std::uint64_t> reference(values_.size());
+  for (std::size_t i = 0; i < values_.size(); ++i) reference[i] = values_[i].hash;
+  std::uint64_t first = static_cast<std::uint64_t>(size_) * (values_.size() + 1);
   {
     MpiWait wait;
     check_mpi(MPI_Bcast(reference.data(), to_int_count(reference.size(), "agreed values"),
-                        MPI_UINT64_T, 0, comm),
+                        MPI_UINT64_T, 0, comm_),
               "MPI_Bcast");
     std::uint64_t differs = first;
-    for (std::size_t i = 0; i < values.size(); ++i)
-      if (values[i].hash != reference[i]) {
-        differs = static_cast<std::uint64_t>(rank) * (values.size() + 1) + i;
+    for (std::size_t i = 0; i < values_.size(); ++i)
+      if (values_[i].hash != reference[i]) {
+        differs = static_cast<std::uint64_t>(rank_) * (values_.size() + 1) + i;
         break;
       }
-    check_mpi(MPI_Allreduce(&differs, &first, 1, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(&differs, &first, 1, MPI_UINT64_T, MPI_MIN, comm_), "MPI_Allreduce");
   }
-  const std::uint64_t at_rank = first / (values.size() + 1), at_value = first % (values.size() + 1);
-  PETACOMM_CHECK_INTERNAL(at_rank < static_cast<std::uint64_t>(size) && at_value < values.size(),
+  const std::uint64_t at_rank = first / (values_.size() + 1);
+  const std::uint64_t at_value = first % (values_.size() + 1);
+  PETACOMM_CHECK_INTERNAL(at_rank < static_cast<std::uint64_t>(size_) && at_value < values_.size(),
                           "fingerprints differ but every value equals rank 0's");
-  const AgreedValue &v = values[at_value];
-  if (at_rank == static_cast<std::uint64_t>(rank))
-    fail_arg(v.name, ": ", v.shown, " on rank ", rank,
+  const AgreedValue &v = values_[at_value];
+  if (at_rank == static_cast<std::uint64_t>(rank_))
+    fail_arg(v.name, ": ", v.shown, " on rank ", rank_,
              " differs from rank 0's (arguments of collective calls must be the same on every "
              "rank); ",
              consequence);
   fail_arg("arguments differ between ranks: ", v.name, " on rank ", at_rank,
-           " differs from rank 0's", rank == 0 ? concat(" (", v.shown, ")") : std::string(), "; ",
+           " differs from rank 0's", rank_ == 0 ? concat(" (", v.shown, ")") : std::string(), "; ",
            consequence);
 }
 
@@ -203,6 +223,9 @@ void fused_op(void *in, void *inout, int *len, MPI_Datatype *type) {
         case FusedReduction::kMaxD:
           dy = std::max(dx, dy);
           std::memcpy(&y, &dy, sizeof y);
+          break;
+        case FusedReduction::kOrI:
+          y = x | y;
           break;
         case FusedReduction::kSumD:
           dy = dx + dy;

@@ -19,15 +19,40 @@ struct AgreedValue {
 };
 
 // Collective over comm: keeps a collective call from hanging or corrupting memory when one
-// rank's arguments are bad. One MPI_Allreduce (three integers) finds the lowest rank whose
+// rank's arguments are bad. One reduction (four integers) finds the lowest rank whose
 // `problem` is non-empty and whether the values' fingerprints differ. If a rank has a
-// problem, every rank throws ERR_ARG: that rank with its own message, the others naming
+// problem, every rank fails with ERR_ARG: that rank with its own message, the others naming
 // it. If the values differ, a second step (on that failure path only: a broadcast of rank
 // 0's value hashes and one reduction) finds the lowest rank whose value differs from rank
-// 0's and every rank throws ERR_ARG naming that rank and the argument. `consequence` ends
-// every message ("no plan was created"). Every rank must pass the same value names.
-void agree_or_fail(MPI_Comm comm, const std::string &problem,
-                   const std::vector<AgreedValue> &values, const char *consequence);
+// 0's and every rank fails naming that rank and the argument. Every rank must pass the same
+// value names. The reduction is nonblocking, so other communication can overlap it.
+class ArgumentCheck {
+ public:
+  ArgumentCheck() = default;
+  ~ArgumentCheck();
+  ArgumentCheck(const ArgumentCheck &) = delete;
+  ArgumentCheck &operator=(const ArgumentCheck &) = delete;
+
+  // Collective. flag: one bit per rank, OR-ed over the ranks (any_flag()).
+  void start(MPI_Comm comm, std::string problem, std::vector<AgreedValue> values,
+             bool flag = false);
+  bool pending() const { return request_ != MPI_REQUEST_NULL; }
+  // Completes the reduction: true when every rank's arguments are valid and agree.
+  bool passed();
+  bool any_flag() const { return any_flag_; }
+  // Collective, after passed() returned false on every rank: throws ERR_ARG, ending the
+  // message with `consequence` ("no plan was created").
+  [[noreturn]] void fail(const char *consequence);
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  std::string problem_;
+  std::vector<AgreedValue> values_;
+  std::uint64_t mine_[4] = {}, low_[4] = {};
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool done_ = false, any_flag_ = false;
+};
 
 // Hashes for AgreedValue.
 std::uint64_t hash_text(const char *text);  // NULL hashes like ""
@@ -102,12 +127,12 @@ class ActiveSetupClock {
 };
 
 // Many small reductions fused into one MPI_Allreduce: each value is added with its own
-// operation (min, max or sum; int64 or double) and read back after run(). The whole vector
-// is one element of a contiguous datatype, so MPI never splits it between the operator's
+// operation (min, max, sum or bitwise or; int64 or double) and read back after run(). The whole
+// vector is one element of a contiguous datatype, so MPI never splits it between the operator's
 // calls, and a user operator applies every slot's own operation.
 class FusedReduction {
  public:
-  enum Op : std::int64_t { kMinI = 0, kMaxI, kSumI, kMinD, kMaxD, kSumD };
+  enum Op : std::int64_t { kMinI = 0, kMaxI, kSumI, kMinD, kMaxD, kSumD, kOrI };
   std::size_t add(Op op, std::int64_t value);
   std::size_t add(Op op, double value);
   // Collective: every rank must have added the same operations in the same order.

@@ -76,8 +76,6 @@ std::vector<AgreedValue> option_values(const petacomm_xchg_options &o,
   return v;
 }
 
-double us(double seconds) { return seconds * 1e6; }
-
 }  // namespace
 
 petacomm_xchg_options default_options() {
@@ -163,19 +161,29 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
       problem = e.what();
     }
   }
-  // One reduction checks every rank's arguments and that the options agree.
-  agree_or_fail(comm, problem, option_values(o, p2p), "no plan was created");
-  {
-    MpiWait wait;
-    check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
-  }
+  private_ = PrivateComm(comm);
+  comm_ = private_.get();
   try {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    // One reduction checks every rank's arguments and that the options agree. The first
+    // step of the directory, keys to their homes, overlaps it: every rank takes part
+    // whatever it was asked (sending no keys when its arguments are bad or its strategy
+    // needs no directory) and every message is received whatever its size, so it can
+    // neither hang nor overrun a buffer when the arguments disagree.
+    const XchgStrategy *requested = problem.empty() ? requested_strategy(o.strategy) : nullptr;
+    const bool sends_keys =
+        problem.empty() && (requested == nullptr || requested->discovery == Discovery::kDirectory);
+    ArgumentCheck check;
+    check.start(comm_, problem, option_values(o, p2p));
+    auto directory = std::make_unique<Directory>(comm_, private_.tag_base(),
+                                                 sends_keys ? &index_.keys() : nullptr);
+    if (!check.passed()) check.fail("no plan was created");
     deterministic_ = o.deterministic != 0;
     plan_dtype_ = o.plan_dtype;
     plan_k_ = o.plan_k;
-    build(o, CostModel(o.cost, p2p));
+    plan_element_ = std::make_unique<ElementOp>(plan_dtype_, PETACOMM_XCHG_SUM, plan_k_, nullptr);
+    build(o, CostModel(o.cost, p2p), std::move(directory));
     clock.wall = now_seconds() - t0;
     clock.cpu = thread_cpu_seconds() - cpu0;
     setup_ = clock;
@@ -191,7 +199,8 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
   } catch (...) {
     strategy_.reset();
     types_.clear();
-    MPI_Comm_free(&comm_);
+    private_.release();
+    comm_ = MPI_COMM_NULL;
     throw;
   }
 }
@@ -199,14 +208,13 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
 Plan::~Plan() {
   strategy_.reset();
   types_.clear();
-  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&comm_);
 }
 
 void Plan::release() {
   if (active_ && !mpi_finalized()) end();
   strategy_.reset();
   types_.clear();
-  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) check_mpi(MPI_Comm_free(&comm_), "MPI_Comm_free");
+  private_.release();
   comm_ = MPI_COMM_NULL;
 }
 
@@ -216,19 +224,33 @@ const ElementType &Plan::element_type(std::size_t bytes) {
   return it->second;
 }
 
+ExecContext Plan::context(const ElementOp &op) {
+  return ExecContext{op, element_type(op.elem_bytes()), deterministic_};
+}
+
+void *Plan::distinct_values(const ElementOp &op, void *values) {
+  if (index_.identity()) return values;
+  own_.resize(index_.unique() * op.elem_bytes());
+  index_.combine(op, values, own_.data());
+  return own_.data();
+}
+
 // Discovery, statistics, decision, build, description.
-void Plan::build(const petacomm_xchg_options &o, const CostModel &cost) {
+void Plan::build(const petacomm_xchg_options &o, const CostModel &cost,
+                 std::unique_ptr<Directory> directory) {
   const XchgStrategy *requested = requested_strategy(o.strategy);
-  Discovered found = discover(requested, o);
+  Discovered found = discover(requested, o, std::move(directory));
   Choice choice(registry().size());
   plan_statistics_of(found, o, cost, choice);
   BuildContext ctx{comm_,
+                   private_.tag_base(),
                    index_,
                    o,
                    parse_transport(o.transport),
                    deterministic_,
                    found.sharing(),
                    found.directory.get(),
+                   nullptr,
                    nullptr,
                    found.nodes,
                    {},
@@ -251,7 +273,8 @@ void Plan::build(const petacomm_xchg_options &o, const CostModel &cost) {
   describe(o, cost, choice);
 }
 
-Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xchg_options &o) {
+Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xchg_options &o,
+                                std::unique_ptr<Directory> directory) {
   Discovered found;
   found.kind = requested ? requested->discovery : Discovery::kDirectory;  // auto: directory
   for (const XchgStrategy *s : registry().entries())
@@ -269,7 +292,8 @@ Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xc
       break;
     case Discovery::kDirectory: {
       const int lists = requested ? requested->holder_lists(o) : INT_MAX;
-      found.directory = std::make_unique<Directory>(comm_, keys, lists);
+      found.directory = std::move(directory);
+      found.directory->resolve(lists);
       found.complete_lists = lists == INT_MAX;
       found.traffic = found.directory->traffic();
       found.reply_ints = found.directory->reply_ints();
@@ -321,6 +345,7 @@ std::unique_ptr<Strategy> Plan::build_one(const XchgStrategy &entry, BuildContex
   PETACOMM_CHECK_INTERNAL(entry.discovery == Discovery::kNone || ctx.sharing != nullptr,
                           entry.about.name, " built without its discovery");
   ctx.predicted = choice.have_sharing ? &choice.planned.predicted[i] : nullptr;
+  ctx.statistics = &choice.statistics;
   ctx.detail.clear();
   ctx.hub_threshold = 0;
   ctx.hub_keys = 0;
@@ -363,17 +388,17 @@ void Plan::autotune(const petacomm_xchg_options &o, BuildContext &ctx, Choice &c
 double Plan::measure(Strategy &strategy, int reps) {
   // A representative element op with the planning element; values are zeros.
   const ElementOp op(plan_dtype_, PETACOMM_XCHG_SUM, plan_k_, nullptr);
-  const ElementType &type = element_type(op.elem_bytes());
-  std::vector<char> own(index_.unique() * op.elem_bytes(), 0), result(own.size());
-  const ExecContext ctx{op, type, deterministic_};
-  strategy.begin(ctx, own.data());
-  strategy.end(ctx, own.data(), result.data());
+  const ExecContext ctx = context(op);
+  std::vector<char> data(index_.unique() * op.elem_bytes(), 0);
+  const auto once = [&] {
+    strategy.start(ctx, data.data());
+    strategy.begin(ctx, data.data());
+    strategy.end(ctx, data.data());
+  };
+  once();
   check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
   const double t0 = now_seconds();
-  for (int r = 0; r < reps; ++r) {
-    strategy.begin(ctx, own.data());
-    strategy.end(ctx, own.data(), result.data());
-  }
+  for (int r = 0; r < reps; ++r) once();
   double mine = (now_seconds() - t0) / reps, worst = 0;
   check_mpi(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm_), "MPI_Allreduce");
   return worst;
@@ -516,38 +541,57 @@ void Plan::begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xc
   std::unique_ptr<ElementOp> element;
   std::string problem = caller_error != nullptr ? caller_error : "";
   if (problem.empty()) problem = check_execution(comm, values, n, k, dtype, op, user, &element);
-  if (size_ > 1) {
-    // Every rank learns of a bad argument on any rank before anything is sent: a rank that
-    // returned alone would leave the others waiting in the exchange, and mismatched element
-    // sizes would overrun the buffers MPI writes into.
-    agree_or_fail(comm_, problem,
-                  {{"dtype", hash_number(std::int64_t{dtype}),
-                    element ? std::string(dtype_name(dtype)) : concat(static_cast<int>(dtype))},
-                   {"k", hash_number(std::int64_t{k}), concat(k)},
-                   {"op", hash_number(std::int64_t{op}),
-                    element ? std::string(op_name(op)) : concat(static_cast<int>(op))}},
-                  "nothing was sent and the values are unchanged");
-  } else {
+  void *data = nullptr;
+  if (size_ == 1) {
     PETACOMM_CHECK_ARG(problem.empty(), problem);
+    data = distinct_values(*element, values);
+    strategy_->start(context(*element), data);
+  } else {
+    // Every rank learns of a bad argument on any rank before any value is written: a rank
+    // that returned alone would leave the others waiting in the exchange, and mismatched
+    // element sizes would overrun the buffers MPI writes into. The operator-independent
+    // exchange goes ahead while the check is in flight when this rank's arguments are valid
+    // and its element is the plan's, whose size every rank agreed on at creation (so no
+    // message can overrun a buffer); otherwise it waits for the check.
+    const bool ahead = problem.empty() && dtype == plan_dtype_ && k == plan_k_;
+    check_.start(comm_, problem,
+                 {{"dtype", hash_number(std::int64_t{dtype}),
+                   element ? std::string(dtype_name(dtype)) : concat(static_cast<int>(dtype))},
+                  {"k", hash_number(std::int64_t{k}), concat(k)},
+                  {"op", hash_number(std::int64_t{op}),
+                   element ? std::string(op_name(op)) : concat(static_cast<int>(op))}},
+                 ahead);
+    if (ahead) {
+      data = distinct_values(*element, values);
+      strategy_->start(context(*element), data);
+    }
+    if (!check_.passed()) {
+      if (ahead) {
+        strategy_->abandon();
+      } else if (check_.any_flag()) {  // others went ahead: complete their exchange
+        strategy_->start(context(*plan_element_), nullptr);
+        strategy_->abandon();
+      }
+      check_.fail("the values are unchanged");
+    }
+    if (!ahead) {
+      data = distinct_values(*element, values);
+      strategy_->start(context(*element), data);
+    }
   }
-  const std::size_t eb = element->elem_bytes();
-  const ElementType &type = element_type(eb);
-  own_.resize(index_.unique() * eb);
-  result_.resize(own_.size());
-  index_.combine(*element, values, own_.data());
-  strategy_->begin(ExecContext{*element, type, deterministic_}, own_.data());
+  strategy_->begin(context(*element), data);
   op_ = std::move(element);
   values_ = values;
+  data_ = data;
   active_ = true;
 }
 
 void Plan::end() {
   PETACOMM_CHECK_STATE(active_, "execute_end: no execution in progress (call execute_begin first)");
   active_ = false;
-  const ElementType &type = element_type(op_->elem_bytes());
-  strategy_->end(ExecContext{*op_, type, deterministic_}, own_.data(), result_.data());
-  index_.scatter(op_->elem_bytes(), result_.data(), values_);
-  values_ = nullptr;
+  strategy_->end(context(*op_), data_);
+  if (data_ != values_) index_.scatter(op_->elem_bytes(), data_, values_);
+  values_ = data_ = nullptr;
 }
 
 petacomm_xchg_stats Plan::stats(petacomm_xchg_dtype dtype, int k) {
@@ -555,10 +599,9 @@ petacomm_xchg_stats Plan::stats(petacomm_xchg_dtype dtype, int k) {
   const ElementOp element(dtype, PETACOMM_XCHG_SUM, k, nullptr);
   const double eb = static_cast<double>(element.elem_bytes());
   const Traffic t = strategy_->traffic();
+  const std::int64_t own = index_.identity() ? 0 : static_cast<std::int64_t>(index_.unique());
   const double memory = static_cast<double>(index_.memory_bytes() + strategy_->schedule_bytes()) +
-                        static_cast<double>(strategy_->buffer_entries() +
-                                            2 * static_cast<std::int64_t>(index_.unique())) *
-                            eb;
+                        static_cast<double>(strategy_->buffer_entries() + own) * eb;
   const auto spread = min_avg_max(
       comm_, {t.messages, t.entries * eb, memory, setup_.wall, setup_.compute(), setup_.mpi_wall});
   petacomm_xchg_stats s;

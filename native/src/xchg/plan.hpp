@@ -1,8 +1,10 @@
 // SparseReducePlan: the object behind the C handle. Creation agrees on the arguments over
 // all ranks, duplicates the communicator, indexes the keys, runs the discovery the strategy
 // needs, computes the statistics, asks the planner (or is told) which strategy to build,
-// optionally autotunes, and records what it did for describe(). Execution agrees on its
-// arguments, combines repeated keys, runs the strategy and scatters the results back.
+// optionally autotunes, and records what it did for describe(). Execution checks its
+// arguments collectively (the exchange goes ahead meanwhile when that is safe), combines
+// repeated keys (or works in the caller's array when the keys are distinct and sorted),
+// runs the strategy and scatters the results back.
 #pragma once
 
 #include <mpi.h>
@@ -18,6 +20,7 @@
 #include "mpi_support.hpp"
 #include "petacomm/xchg.h"
 #include "planner.hpp"
+#include "private_comm.hpp"
 #include "strategy.hpp"
 
 namespace petacomm::xchg {
@@ -26,6 +29,7 @@ petacomm_xchg_options default_options();
 
 struct XchgStrategy;
 struct BuildContext;
+class Directory;
 
 class Plan {
  public:
@@ -51,21 +55,29 @@ class Plan {
  private:
   struct Discovered;
   struct Choice;
-  void build(const petacomm_xchg_options &o, const CostModel &cost);
-  Discovered discover(const XchgStrategy *requested, const petacomm_xchg_options &o);
+  // directory: the directory after its first step (keys sent home), which every plan runs.
+  void build(const petacomm_xchg_options &o, const CostModel &cost,
+             std::unique_ptr<Directory> directory);
+  Discovered discover(const XchgStrategy *requested, const petacomm_xchg_options &o,
+                      std::unique_ptr<Directory> directory);
   void plan_statistics_of(Discovered &found, const petacomm_xchg_options &o, const CostModel &cost,
                           Choice &choice);
   std::unique_ptr<Strategy> build_one(const XchgStrategy &entry, BuildContext &ctx, Choice &choice);
   void autotune(const petacomm_xchg_options &o, BuildContext &ctx, Choice &choice);
   double measure(Strategy &strategy, int reps);
   const ElementType &element_type(std::size_t bytes);
+  ExecContext context(const ElementOp &op);
+  // The distinct-key values an execution works on: the caller's array itself when every
+  // position holds a distinct key in ascending order, else own_ with repeats combined.
+  void *distinct_values(const ElementOp &op, void *values);
   std::string check_execution(MPI_Comm comm, const void *values, std::int64_t n, int k,
                               petacomm_xchg_dtype dtype, petacomm_xchg_op op,
                               const petacomm_xchg_user_op *user,
                               std::unique_ptr<ElementOp> *element) const;
   void describe(const petacomm_xchg_options &o, const CostModel &cost, const Choice &choice);
 
-  MPI_Comm comm_ = MPI_COMM_NULL;  // private duplicate
+  PrivateComm private_;            // the plan's communicator and tags
+  MPI_Comm comm_ = MPI_COMM_NULL;  // private_.get()
   int rank_ = 0, size_ = 1;
   KeyIndex index_;
   std::unique_ptr<Strategy> strategy_;
@@ -73,10 +85,12 @@ class Plan {
   petacomm_xchg_dtype plan_dtype_ = PETACOMM_XCHG_FLOAT64;
   int plan_k_ = 1;
   std::map<std::size_t, ElementType> types_;
-  std::vector<char> own_, result_;
+  std::unique_ptr<ElementOp> plan_element_;  // the element every rank agreed on at creation
+  std::vector<char> own_;
+  ArgumentCheck check_;
   // Active execution.
   bool active_ = false;
-  void *values_ = nullptr;
+  void *values_ = nullptr, *data_ = nullptr;
   std::unique_ptr<ElementOp> op_;
   std::string description_;
   SetupClock setup_;  // this rank's plan creation

@@ -15,6 +15,10 @@
 namespace petacomm::xchg {
 
 namespace {
+// Words of the touched-chunk bitmap carried by the fused statistics reduction: chunks below
+// 64 x 64 = 4096 (keys below 2^28 with the default 65536 keys per chunk).
+constexpr std::size_t kFusedChunkWords = 64;
+
 // Per-partner values: a dense array when p is at most the entries it will see (memory stays
 // O(local data)), else a hash map. Absent partners hold 0.
 class PartnerTable {
@@ -143,6 +147,14 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histo
     r.add(FusedReduction::kSumD, v);
     r.add(FusedReduction::kMaxD, v);
   }
+  const auto chunk = static_cast<std::uint64_t>(chunk_keys);
+  std::vector<std::uint64_t> positions(keys.size());  // keys are >= 0: positions from 0
+  for (std::size_t u = 0; u < keys.size(); ++u) positions[u] = static_cast<std::uint64_t>(keys[u]);
+  std::array<std::uint64_t, kFusedChunkWords> bits{};
+  for (std::uint64_t pos : positions)
+    if (pos / chunk < 64 * kFusedChunkWords) bits[pos / chunk / 64] |= 1ULL << (pos / chunk % 64);
+  const std::size_t at_bits = r.size();
+  for (std::uint64_t word : bits) r.add(FusedReduction::kOrI, static_cast<std::int64_t>(word));
   r.run(comm);
 
   g.key_min = r.integer(at_min) == kNone ? -1 : r.integer(at_min);
@@ -159,19 +171,22 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histo
                           r.real(at_spread + 3 * j + 2)});
 
   if (g.key_min >= 0) {
-    const auto space = static_cast<std::uint64_t>(g.key_max - g.key_min) + 1;
-    const auto chunk = static_cast<std::uint64_t>(chunk_keys);
-    const std::uint64_t nchunks = (space - 1) / chunk + 1;
-    if (nchunks <= (std::uint64_t{1} << 23)) {
-      std::vector<std::uint64_t> positions(keys.size());
-      for (std::size_t u = 0; u < keys.size(); ++u)
-        positions[u] = static_cast<std::uint64_t>(keys[u] - g.key_min);
+    const auto space = static_cast<std::uint64_t>(g.key_max) + 1;
+    const std::uint64_t last = static_cast<std::uint64_t>(g.key_max) / chunk;
+    if (last < 64 * kFusedChunkWords) {  // the fused bitmap has every touched chunk
+      for (std::uint64_t c = 0; c <= last; ++c)
+        if (static_cast<std::uint64_t>(r.integer(at_bits + c / 64)) >> (c % 64) & 1U)
+          out.chunks.push_back(c);
+      out.chunks_known = true;
+    } else if (last - static_cast<std::uint64_t>(g.key_min) / chunk < (std::uint64_t{1} << 23)) {
       MpiWait wait;
-      g.dense_chunks =
-          static_cast<std::int64_t>(touched_chunks(comm, positions, chunk, space).size());
-    } else {
-      g.dense_chunks = std::min<std::int64_t>(static_cast<std::int64_t>(nchunks), g.distinct_keys);
+      out.chunks = touched_chunks(comm, positions, chunk, space);
+      out.chunks_known = true;
     }
+    const std::uint64_t spanned = last - static_cast<std::uint64_t>(g.key_min) / chunk + 1;
+    g.dense_chunks = out.chunks_known ? static_cast<std::int64_t>(out.chunks.size())
+                                      : static_cast<std::int64_t>(std::min<std::uint64_t>(
+                                            spanned, static_cast<std::uint64_t>(g.distinct_keys)));
   }
   return out;
 }

@@ -33,15 +33,21 @@ std::vector<double> rank_cost_terms(const RankCost &in);
 // What the planner and describe() learn from all ranks.
 struct PlanStatistics {
   petacomm_xchg_global_stats global{};
+  // The chunks of chunk_keys keys (chunk c: keys [c chunk_keys, (c + 1) chunk_keys)) any
+  // rank has keys in, ascending; only when chunks_known (else global.dense_chunks is an
+  // estimate: the key range spans more than 2^23 chunks).
+  std::vector<std::uint64_t> chunks;
+  bool chunks_known = false;
   std::vector<double> max_terms;                // rank_cost_terms, max over ranks
   std::vector<petacomm_xchg_minavgmax> spread;  // of `per_rank`, in its order
 };
 
-// Collective, two reductions: one fused MPI_Allreduce of the key range, the largest key
-// count, the multiplicity histogram (`histogram`: this rank's share, each distinct key
-// counted on exactly one rank), the cost terms (max) and min/sum/max of `per_rank`; then
-// the touched dense chunks (bitmap reduction when the key range allows, else estimated as
-// min(chunks in range, distinct keys), no communication).
+// Collective: one fused MPI_Allreduce of the key range, the largest key count, the
+// multiplicity histogram (`histogram`: this rank's share, each distinct key counted on
+// exactly one rank), the cost terms (max), min/sum/max of `per_rank` and a bitmap of the
+// touched dense chunks below chunk 4096; only when keys lie beyond those chunks, a second
+// reduction of the touched chunks (bitmap or gathered ids when the key range spans at most
+// 2^23 chunks, else estimated as min(chunks in range, distinct keys), no communication).
 PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histogram &histogram,
                                const std::vector<double> &terms,
                                const std::vector<double> &per_rank, std::int64_t chunk_keys,

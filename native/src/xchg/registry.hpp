@@ -17,6 +17,7 @@
 #include "key_index.hpp"
 #include "node_topology.hpp"
 #include "petacomm/xchg.h"
+#include "private_comm.hpp"
 #include "sharing.hpp"
 #include "strategy.hpp"
 #include "strategy_registry.hpp"
@@ -24,6 +25,7 @@
 namespace petacomm::xchg {
 
 class Directory;
+struct PlanStatistics;
 
 // What a strategy needs to know about sharing before it can be built (and priced).
 enum class Discovery {
@@ -35,6 +37,7 @@ enum class Discovery {
 // What a build function may use, and what it reports back for describe().
 struct BuildContext {
   MPI_Comm comm;
+  int tag_base;  // the plan's block of tags on comm: tag(kTagPairs) etc.
   const KeyIndex &index;
   const petacomm_xchg_options &options;
   Transport transport;
@@ -42,11 +45,14 @@ struct BuildContext {
   Sharing *sharing = nullptr;                           // with discovery kAllgather / kDirectory
   Directory *directory = nullptr;                       // with discovery kDirectory
   const petacomm_xchg_prediction *predicted = nullptr;  // this strategy's, if predicted
+  const PlanStatistics *statistics = nullptr;           // what the plan learnt of all ranks
   std::shared_ptr<const NodeTopology> nodes;            // with needs_nodes
   // Out: what the build chose beyond the options (hub-split: its threshold), for reasons.
   std::string detail;
   int hub_threshold = 0;
   std::int64_t hub_keys = 0;
+
+  int tag(PlanTag which) const { return tag_base + which; }
 };
 
 struct XchgStrategy {

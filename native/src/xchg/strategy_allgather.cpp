@@ -41,7 +41,8 @@ const char *not_a_candidate(const petacomm_xchg_prediction &) {
 }
 
 std::unique_ptr<Strategy> build(BuildContext &ctx) {
-  return make_pairwise("allgather", ctx.comm, *ctx.sharing, Transport::kAlltoallv);
+  return make_pairwise("allgather", ctx.comm, ctx.tag(kTagPairs), *ctx.sharing,
+                       Transport::kAlltoallv);
 }
 
 }  // namespace

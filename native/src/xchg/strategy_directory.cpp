@@ -23,7 +23,7 @@ petacomm_xchg_prediction predict(const double *m, const GlobalCost &) {
 }
 
 std::unique_ptr<Strategy> build(BuildContext &ctx) {
-  return make_pairwise("directory", ctx.comm, *ctx.sharing, ctx.transport);
+  return make_pairwise("directory", ctx.comm, ctx.tag(kTagPairs), *ctx.sharing, ctx.transport);
 }
 
 }  // namespace

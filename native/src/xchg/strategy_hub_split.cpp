@@ -14,20 +14,17 @@
 namespace petacomm::xchg {
 namespace {
 
-constexpr int kTagHubRest = 401;
-
 class HubSplit final : public Strategy {
  public:
-  HubSplit(MPI_Comm comm, const Sharing &sharing, int threshold, std::int64_t hubs,
-           std::int64_t chunk_keys, bool deterministic, Transport transport)
-      : keys_(sharing.keys()) {
-    check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
-    int p = 1;
+  HubSplit(MPI_Comm comm, int tag, const Sharing &sharing, int threshold, std::int64_t hubs,
+           std::int64_t chunk_keys, bool deterministic, Transport transport) {
+    int me = 0, p = 1;
+    check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
     PeerList peers = pair_peers(sharing, threshold, p);
     PeerList copy = peers;
-    rest_ =
-        std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, kTagHubRest);
+    rest_ = std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag);
+    fold_ = std::make_unique<RankOrderFold>(rest_->recvs(), me);
     std::vector<std::pair<std::uint64_t, std::int32_t>> mine;
     for (std::size_t u = 0; u < sharing.keys(); ++u)
       if (sharing.multiplicity[u] > threshold) {
@@ -51,14 +48,17 @@ class HubSplit final : public Strategy {
                                             std::move(chunks), chunk, space, deterministic);
   }
   const char *name() const override { return "hub-split"; }
-  void begin(const ExecContext &ctx, const void *own) override {
-    rest_->start(own, ctx.type);
-    dense_->begin(ctx, own);
-  }
-  void end(const ExecContext &ctx, const void *own, void *result) override {
+  // The remainder's exchange goes ahead of the argument check; the hub reduction, whose
+  // MPI operator is the execution's, waits for it.
+  void start(const ExecContext &ctx, const void *data) override { rest_->start(data, ctx.type); }
+  void begin(const ExecContext &ctx, void *data) override { dense_->begin(ctx, data); }
+  void end(const ExecContext &ctx, void *data) override {
     rest_->wait();
-    fold_in_rank_order(ctx.op, me_, *rest_, own, result, keys_);
-    dense_->end(ctx, own, result);
+    fold_->run(ctx.op, *rest_, data);  // the remainder's keys; the hub keys are disjoint
+    dense_->end(ctx, data);
+  }
+  void abandon() override {
+    if (rest_->started()) rest_->wait();
   }
   Traffic traffic() const override {
     Traffic t = dense_->traffic();
@@ -67,16 +67,16 @@ class HubSplit final : public Strategy {
     return t;
   }
   std::size_t schedule_bytes() const override {
-    return rest_->schedule_bytes() + dense_->schedule_bytes();
+    return rest_->schedule_bytes() + fold_->memory_bytes() + dense_->schedule_bytes();
   }
   std::int64_t buffer_entries() const override {
-    return rest_->buffer_entries() + dense_->buffer_entries();
+    return rest_->buffer_entries() + static_cast<std::int64_t>(fold_->keys()) +
+           dense_->buffer_entries();
   }
 
  private:
-  std::size_t keys_;
-  int me_ = 0;
   std::unique_ptr<Exchange> rest_;
+  std::unique_ptr<RankOrderFold> fold_;
   std::unique_ptr<DenseReducer> dense_;
 };
 
@@ -158,8 +158,8 @@ std::unique_ptr<Strategy> build(BuildContext &ctx) {
   ctx.hub_keys = hubs;
   ctx.detail = concat("threshold ", threshold, " ranks, ", hubs, " hub keys",
                       given > 0 ? ", given" : ", from the model");
-  return std::make_unique<HubSplit>(ctx.comm, *ctx.sharing, threshold, hubs, ctx.options.chunk_keys,
-                                    ctx.deterministic, ctx.transport);
+  return std::make_unique<HubSplit>(ctx.comm, ctx.tag(kTagHubRest), *ctx.sharing, threshold, hubs,
+                                    ctx.options.chunk_keys, ctx.deterministic, ctx.transport);
 }
 
 }  // namespace

@@ -60,7 +60,6 @@ class NodeAware final : public Strategy {
  public:
   explicit NodeAware(const BuildContext &ctx)
       : nodes_(ctx.nodes ? ctx.nodes : std::make_shared<NodeTopology>(ctx.comm, 0)),
-        keys_(ctx.sharing->keys()),
         partials_(node_partials_allowed(*nodes_, ctx.deterministic)) {
     check_mpi(MPI_Comm_rank(ctx.comm, &me_), "MPI_Comm_rank");
     const int me = me_;
@@ -121,22 +120,22 @@ class NodeAware final : public Strategy {
         partials_ ? ", one partial per key and node" : ", every holder's value (rank-order fold)");
   }
 
-  void begin(const ExecContext &ctx, const void *own) override {
-    up_->start(own, ctx.type);
-    if (!leader()) down_->start(own, ctx.type);  // posts the receive of the results
-  }
+  // The members' values go to the leader while the argument check is in flight (start);
+  // the rest depends on the operator (end).
+  void start(const ExecContext &ctx, const void *data) override { up_->start(data, ctx.type); }
+  void begin(const ExecContext &, void *) override {}
 
-  void end(const ExecContext &ctx, const void *own, void *result) override {
+  void end(const ExecContext &ctx, void *data) override {
     const ElementOp &op = ctx.op;
     const std::size_t eb = op.elem_bytes();
-    op.fill_identity(result, keys_);
-    op.fold(result, own, keys_);  // keys held here alone: e (+) own
-    up_->wait();
     if (!leader()) {
+      down_->start(data, ctx.type);  // receives the results only
+      up_->wait();
       down_->wait();
-      copy_received(*down_, eb, result);
+      copy_received(*down_, eb, data);
       return;
     }
+    up_->wait();
     const std::size_t unions = union_keys();
     slots_.resize(slot_key_.size() * eb);
     union_.resize(unions * eb);
@@ -147,7 +146,7 @@ class NodeAware final : public Strategy {
       contributions = local_.data();
     }
     copy_received(*up_, eb, contributions);
-    const char *mine = static_cast<const char *>(own);
+    char *mine = static_cast<char *>(data);
     for (std::size_t i = 0; i < shared_.size(); ++i)
       std::memcpy(contributions + static_cast<std::size_t>(own_slot_[i]) * eb,
                   mine + static_cast<std::size_t>(shared_[i]) * eb, eb);
@@ -167,11 +166,14 @@ class NodeAware final : public Strategy {
     op.fill_identity(union_.data(), unions);
     op.fold_indexed(union_.data(), slot_key_.data(), slot_key_.size(), slots_.data());
     down_->start(union_.data(), ctx.type);
-    char *out = static_cast<char *>(result);
     for (std::size_t i = 0; i < shared_.size(); ++i)
-      std::memcpy(out + static_cast<std::size_t>(shared_[i]) * eb,
+      std::memcpy(mine + static_cast<std::size_t>(shared_[i]) * eb,
                   union_.data() + static_cast<std::size_t>(own_union_[i]) * eb, eb);
     down_->wait();
+  }
+
+  void abandon() override {
+    if (up_->started()) up_->wait();
   }
 
   Traffic traffic() const override {
@@ -326,7 +328,6 @@ class NodeAware final : public Strategy {
   }
 
   std::shared_ptr<const NodeTopology> nodes_;
-  std::size_t keys_;
   bool partials_;
   int me_ = 0;
   std::vector<std::int32_t> shared_;               // my distinct keys with d >= 2, ascending

@@ -10,48 +10,52 @@
 namespace petacomm::xchg {
 namespace {
 
-constexpr int kTagToOwner = 301;
-constexpr int kTagFromOwner = 302;
-
 class Owner final : public Strategy {
  public:
-  Owner(MPI_Comm comm, const Sharing &sharing, Transport transport) : keys_(sharing.keys()) {
-    check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
-    int p = 1;
+  Owner(MPI_Comm comm, const BuildContext &ctx) {
+    const Sharing &sharing = *ctx.sharing;
+    const Transport transport = ctx.transport;
+    int me = 0, p = 1;
+    check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
-    PeerList to_owner = owner_send_peers(sharing, me_, p);
-    PeerList from_holders = owner_recv_peers(sharing, me_, p);
+    PeerList to_owner = owner_send_peers(sharing, me, p);
+    PeerList from_holders = owner_recv_peers(sharing, me, p);
     PeerList back_to_holders = from_holders;
     PeerList from_owner = to_owner;
     gather_ = std::make_unique<Exchange>(comm, std::move(to_owner), std::move(from_holders),
-                                         transport, kTagToOwner);
+                                         transport, ctx.tag(kTagToOwner));
     scatter_ = std::make_unique<Exchange>(comm, std::move(back_to_holders), std::move(from_owner),
-                                          transport, kTagFromOwner);
+                                          transport, ctx.tag(kTagFromOwner));
+    fold_ = std::make_unique<RankOrderFold>(gather_->recvs(), me);
   }
   const char *name() const override { return "owner"; }
-  void begin(const ExecContext &ctx, const void *own) override { gather_->start(own, ctx.type); }
-  void end(const ExecContext &ctx, const void *own, void *result) override {
+  void start(const ExecContext &ctx, const void *data) override { gather_->start(data, ctx.type); }
+  void begin(const ExecContext &, void *) override {}
+  void end(const ExecContext &ctx, void *data) override {
     gather_->wait();
-    fold_in_rank_order(ctx.op, me_, *gather_, own, result, keys_);
-    scatter_->start(result, ctx.type);
+    fold_->run(ctx.op, *gather_, data);  // the keys I own, reduced in rank order
+    scatter_->start(data, ctx.type);     // their results back to their other holders
     scatter_->wait();
-    copy_received(*scatter_, ctx.op.elem_bytes(), result);
+    copy_received(*scatter_, ctx.op.elem_bytes(), data);
+  }
+  void abandon() override {
+    if (gather_->started()) gather_->wait();
   }
   Traffic traffic() const override {
     return Traffic{static_cast<double>(gather_->messages() + scatter_->messages()),
                    static_cast<double>(gather_->entries() + scatter_->entries())};
   }
   std::size_t schedule_bytes() const override {
-    return gather_->schedule_bytes() + scatter_->schedule_bytes();
+    return gather_->schedule_bytes() + scatter_->schedule_bytes() + fold_->memory_bytes();
   }
   std::int64_t buffer_entries() const override {
-    return gather_->buffer_entries() + scatter_->buffer_entries();
+    return gather_->buffer_entries() + scatter_->buffer_entries() +
+           static_cast<std::int64_t>(fold_->keys());
   }
 
  private:
-  std::size_t keys_;
-  int me_ = 0;
   std::unique_ptr<Exchange> gather_, scatter_;
+  std::unique_ptr<RankOrderFold> fold_;
 };
 
 enum Term { kRound1, kRound2, kSetup, kMessages, kBytes, kTerms };
@@ -82,7 +86,7 @@ petacomm_xchg_prediction predict(const double *m, const GlobalCost &) {
 int no_holder_lists(const petacomm_xchg_options &) { return 0; }
 
 std::unique_ptr<Strategy> build(BuildContext &ctx) {
-  return std::make_unique<Owner>(ctx.comm, *ctx.sharing, ctx.transport);
+  return std::make_unique<Owner>(ctx.comm, ctx);
 }
 
 }  // namespace

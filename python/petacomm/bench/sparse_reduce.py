@@ -6,6 +6,10 @@ ranks), execute time (median over repetitions of the max over ranks), messages a
 sent per rank per execution, plan memory, speedup over dense-allreduce, and the planner's
 predictions and choice. ``--model-only P`` computes the plan statistics for P ranks from
 the generators (no ranks run) and prints the predicted cost per strategy.
+``--peers petscsf`` runs petacomm (``auto`` and every strategy) and two PetscSF variants
+(petsc4py) in one job on the same keys, values and MPI (Debian Open MPI: petacomm is built
+against ``--mpicc`` once, cached, and the ranks run under ``--python``); see
+petacomm.bench.sparse_reduce_peers for the variants.
 ``--node-size K`` runs the ranks in virtual nodes of K consecutive ranks
 (PETACOMM_NODE_SIZE) and prints the messages between nodes per execution: node-aware's from
 its plan, directory's counted from the keys (pairs of ranks on different nodes sharing one);
@@ -37,7 +41,10 @@ GENERATOR_DEFAULTS = {
     "cmb": {"nside": 128, "samples_per_rank": 20000},
     "uniform": {"keys_per_rank": 10000},
     "banded": {"keys_per_rank": 10000, "halo": 1000},
+    "zipf": {"keys_per_rank": 10000},
 }
+MODEL_ONLY_RANKS = 1 << 18
+PEER_FAMILIES = {"petscsf": ("petscsf-range", "petscsf-holder")}
 
 
 def _int_list(text: str, what: str) -> list[int]:
@@ -68,7 +75,9 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--ranks", default="2,4,8", help="rank counts (default 2,4,8)")
-    parser.add_argument("--generator", default="cmb", help="cmb, uniform, banded (comma list)")
+    parser.add_argument(
+        "--generator", default="cmb", help="cmb, uniform, banded, zipf (comma list)"
+    )
     parser.add_argument(
         "--strategies", help="strategies to run (comma list; default: every registered one)"
     )
@@ -104,8 +113,28 @@ def register(subparsers) -> None:
         "petacomm-xchg-setup-bench driver from this build tree (configured with CC=smpicc "
         "CXX=smpicxx -DPETACOMM_SMPI=ON)",
     )
+    parser.add_argument(
+        "--peers",
+        metavar="NAMES",
+        help="also run these peers on the same keys in the same job: petscsf (PetscSF through "
+        "petsc4py, range-owned and lowest-holder roots)",
+    )
+    parser.add_argument(
+        "--python",
+        default="/usr/bin/python3",
+        help="with --peers: the Python whose mpi4py and petsc4py run the ranks "
+        "(default /usr/bin/python3)",
+    )
+    parser.add_argument(
+        "--mpicc",
+        default="mpicc.openmpi",
+        help="with --peers: petacomm is built against this MPI (default mpicc.openmpi)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument(
+        "--mpiexec",
+        help="MPI launcher (default: found automatically; with --peers: the one beside --mpicc)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
@@ -160,6 +189,8 @@ def run(args) -> int:
         results["setup_scaling_smpi"] = _setup_scaling_smpi(args, generators, strategies)
     elif args.setup_scaling:
         results["setup_scaling"] = _setup_scaling(args, generators, strategies)
+    elif args.peers:
+        results["peers"] = _measure_peers(args, generators, strategies)
     else:
         results["runs"] = _measure(args, generators, strategies)
     if args.json:
@@ -180,6 +211,12 @@ def _check_before_launch(args, generators) -> None:
             raise PetacommError(f"--{field.replace('_', '-')}: {err}") from None
     if not (args.model_only or args.setup_scaling):
         _int_list(args.ranks, "--ranks")
+    if args.peers:
+        _names(args.peers, PEER_FAMILIES, "--peers")
+        if args.model_only or args.setup_scaling:
+            raise PetacommError(
+                "--peers: runs measured executions; not with --model-only or --setup-scaling"
+            )
     if args.json:
         check_output_path(args.json, "--json", [("--model", args.model)])
 
@@ -230,6 +267,206 @@ def _measure(args, generators, strategies) -> list[dict]:
             runs.append(run)
             _print_run(run)
     return runs
+
+
+# ---- peers ---------------------------------------------------------------------------------
+def _peers_unavailable(args) -> str | None:
+    """Why the peers cannot run here (a note for the skip), or None."""
+    import shutil
+
+    if not shutil.which(args.mpicc):
+        return (
+            f"{args.mpicc} not found (the peers need the MPI that petsc4py uses; Debian: "
+            "apt-get install libopenmpi-dev python3-petsc4py, or pass --mpicc)"
+        )
+    python = shutil.which(args.python)
+    if not python:
+        return f"--python {args.python} not found (Debian: apt-get install python3-petsc4py)"
+    done = subprocess.run(
+        [python, "-c", "import numpy, mpi4py, petsc4py"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return (
+            f"{python} cannot import numpy, mpi4py and petsc4py ({last}; Debian: apt-get "
+            "install python3-petsc4py)"
+        )
+    return None
+
+
+PEERS_WORKER = (
+    "import sys; sys.path.append(sys.argv[1]); "
+    "from petacomm.bench.sparse_reduce_peers import worker_main; "
+    "sys.exit(worker_main(sys.argv[2]))"
+)
+
+
+def _measure_peers(args, generators, strategies) -> dict:
+    import pickle
+
+    import numpy as np
+
+    import petacomm
+    from petacomm.bench.sparse_reduce_peers import MARK as PEERS_MARK
+    from petacomm.bench.transpose import _check_same_mpi, _toolchain, build_for
+    from petacomm.datasets import make
+    from petacomm.launch import describe_launcher
+
+    note = _peers_unavailable(args)
+    if note is not None:
+        print(f"--peers {args.peers}: skipped, {note}")
+        return {"skipped": note}
+    peers = [
+        v for name in _names(args.peers, PEER_FAMILIES, "--peers") for v in PEER_FAMILIES[name]
+    ]
+    mpicc, mpiexec, python = _toolchain(args)
+    native = build_for(mpicc, family="xchg")
+    _check_same_mpi(python, native)
+    launcher = describe_launcher(mpiexec)
+    launcher.check_can_run()
+    model = _load_model(args.model)
+    package_root = str(Path(petacomm.__file__).resolve().parent.parent)
+    env = dict(os.environ, PETACOMM_NATIVE_DIR=str(native))
+    env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")  # oversubscribed: no spinning ranks
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    runs = []
+    for name in generators:
+        params = _generator_params(args, name)
+        for ranks in _int_list(args.ranks, "--ranks"):
+            generator = make(name, ranks, **params)
+            with tempfile.TemporaryDirectory(prefix="petacomm-peers-") as work:
+                work = Path(work)
+                for r in range(ranks):
+                    np.save(work / f"keys_{r}.npy", np.unique(generator.keys(r)))
+                with open(work / "model.pickle", "wb") as f:
+                    pickle.dump(model, f)
+                config = {
+                    "work": str(work),
+                    "k": args.k,
+                    "reps": args.reps,
+                    "warmup": 2,
+                    "setup_reps": args.setup_reps,
+                    "key_range": generator.key_range,
+                    "strategies": ["auto", *strategies],
+                    "transport": args.transport,
+                    "peers": peers,
+                }
+                argv = launcher.command(
+                    ranks, [python, "-c", PEERS_WORKER, package_root, json.dumps(config)]
+                )
+                done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+            lines = [ln for ln in done.stdout.splitlines() if ln.startswith(PEERS_MARK)]
+            if done.returncode != 0 or not lines:
+                raise PetacommError(
+                    f"--peers: {name} on {ranks} ranks failed (exit {done.returncode}):\n"
+                    f"{(done.stderr or done.stdout).strip()[-2000:]}"
+                )
+            run = json.loads(lines[-1][len(PEERS_MARK) :])
+            run.update(generator=name, params=params, key_range=generator.key_range)
+            _summarise_peers_run(run)
+            _print_peers_run(run)
+            runs.append(run)
+    _print_peers_summary(runs)
+    return {"mpicc": mpicc, "mpiexec": mpiexec, "python": python, "runs": runs}
+
+
+def _summarise_peers_run(run: dict) -> None:
+    """Per contender the median and the best (minimum) of its setup and execute samples, and
+    for each statistic the ratios the targets are about (in place). On a shared machine the
+    best is the less noisy estimate: a repetition no rank was descheduled in."""
+    import numpy as np
+
+    rows = {c["name"]: c for c in run["contenders"]}
+    for c in run["contenders"]:
+        for what in ("setup", "execute"):
+            c[f"{what}_median"] = float(np.median(c[f"{what}_seconds"]))
+            c[f"{what}_best"] = float(np.min(c[f"{what}_seconds"]))
+    sf = [rows[n] for n in rows if n.startswith("petscsf")]
+    auto = rows.get("petacomm:auto")
+    run["ratios"] = {}
+    for stat in ("median", "best"):
+        ratios = {}
+        if sf and auto is not None:
+            for what in ("execute", "setup"):
+                faster = min(c[f"{what}_{stat}"] for c in sf)
+                ratios[f"{what}_vs_faster_sf"] = auto[f"{what}_{stat}"] / faster
+        if auto is not None and run.get("auto"):
+            candidates = [
+                rows[f"petacomm:{n}"] for n in run["auto"]["candidates"] if f"petacomm:{n}" in rows
+            ]
+            if candidates:
+                fastest = min(candidates, key=lambda c: c[f"execute_{stat}"])
+                ratios["auto_vs_fastest_candidate"] = (
+                    auto[f"execute_{stat}"] / fastest[f"execute_{stat}"]
+                )
+                ratios["fastest_candidate"] = fastest["name"].split(":", 1)[1]
+        run["ratios"][stat] = ratios
+
+
+def _print_peers_run(run: dict) -> None:
+    title = (
+        f"{run['generator']} on {run['ranks']} ranks ({run['mpi_library']}): key range "
+        f"{run['key_range']} keys, distinct keys per rank max {run['distinct_keys_max']}, "
+        f"values {run['k']} x float64"
+    )
+    print("\n" + textwrap.fill(title, 100, subsequent_indent="  "))
+    sf = [c for c in run["contenders"] if c["name"].startswith("petscsf")]
+
+    def faster(field: str) -> float:
+        return min((c[field] for c in sf), default=float("nan"))
+
+    print(
+        f"{'contender':<26} {'setup ms':>9} {'best ms':>8} {'exec us':>9} {'best us':>9} "
+        f"{'setup/SF':>8} {'exec/SF':>8}"
+    )
+    for c in run["contenders"]:
+        flag = "" if c["agrees"] else "  (results differ!)"
+        print(
+            f"{c['name']:<26} {c['setup_median'] * 1e3:9.2f} {c['setup_best'] * 1e3:8.2f} "
+            f"{c['execute_median'] * 1e6:9.1f} {c['execute_best'] * 1e6:9.1f} "
+            f"{c['setup_best'] / faster('setup_best'):7.2f}x "
+            f"{c['execute_best'] / faster('execute_best'):7.2f}x{flag}"
+        )
+    best = run["ratios"]["best"]
+    if run.get("auto"):
+        line = f"auto chose {run['auto']['choice']}"
+        if "fastest_candidate" in best:
+            line += (
+                f"; fastest of its candidates (best): {best['fastest_candidate']}, auto/fastest "
+                f"{best['auto_vs_fastest_candidate']:.2f}x"
+            )
+        print(line)
+    print("(setup: plan or star-forest creation, discovery included; exec: one reduce + broadcast;")
+    print(" each sample the max over ranks; median and best (minimum) over builds/repetitions;")
+    print(" /SF: best vs the faster PetscSF variant's best)")
+
+
+def _print_peers_summary(runs: list[dict]) -> None:
+    if not runs or not any("execute_vs_faster_sf" in r["ratios"]["best"] for r in runs):
+        return
+    print("\nauto vs the faster PetscSF variant, and vs the fastest strategy it could have picked")
+    print(
+        f"{'keys':<8} {'ranks':>5} | {'exec/SF':>7} {'(median)':>8} | {'setup/SF':>8} "
+        f"{'(median)':>8} | {'auto/best':>9} {'(median)':>8}  fastest"
+    )
+    for run in runs:
+        best, median = run["ratios"]["best"], run["ratios"]["median"]
+        if "execute_vs_faster_sf" not in best:
+            continue
+        nan = float("nan")
+        print(
+            f"{run['generator']:<8} {run['ranks']:>5} | {best['execute_vs_faster_sf']:6.2f}x "
+            f"{median['execute_vs_faster_sf']:7.2f}x | {best['setup_vs_faster_sf']:7.2f}x "
+            f"{median['setup_vs_faster_sf']:7.2f}x | "
+            f"{best.get('auto_vs_fastest_candidate', nan):8.2f}x "
+            f"{median.get('auto_vs_fastest_candidate', nan):7.2f}x  "
+            f"{best.get('fastest_candidate', '-')}"
+        )
+    print("(ratios of the best samples, and of the medians; below 1.00x petacomm is faster)")
 
 
 def _load_model(path):
@@ -621,8 +858,6 @@ def _print_setup_scaling(entry: dict, strategies) -> None:
 
 # ---- model only --------------------------------------------------------------------------
 def _model_only(args, generators, elem_bytes: int) -> list[dict]:
-    import numpy as np
-
     from petacomm.datasets import make
     from petacomm.xchg import offline
     from petacomm.xchg.cost import cost_params, load_model, p2p_curve
@@ -631,14 +866,17 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
     out = []
     for name in generators:
         for p in _int_list(args.model_only, "--model-only"):
-            if p > 16384:
-                raise PetacommError(f"--model-only: at most 16384 ranks, got {p}")
+            if p > MODEL_ONLY_RANKS:
+                raise PetacommError(f"--model-only: at most {MODEL_ONLY_RANKS} ranks, got {p}")
             params = _generator_params(args, name)
             started = time.monotonic()
             generator = make(name, p, **params)
-            keysets = [np.unique(generator.keys(r)) for r in range(p)]
+            keysets = generator.all_keys()
             node_size = args.node_size or 1  # node-aware priced for nodes of this size
-            stats = offline.statistics(keysets, node_size=node_size)
+            try:
+                stats = offline.statistics(keysets, node_size=node_size)
+            except ValueError as err:
+                raise PetacommError(f"--model-only {p}: {err}") from None
             predicted, decision = offline.decide(
                 stats,
                 cost_params(model, p),
@@ -658,11 +896,19 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
                 "planner": {"choice": decision["choice"], "reason": decision["reason"]},
                 "candidates": [c["name"] for c in decision["candidates"] if c["candidate"]],
                 "seconds_to_compute": time.monotonic() - started,
+                "peak_rss_bytes": _peak_rss_bytes(),
                 "model": getattr(model, "source", "unknown"),
             }
             out.append(entry)
             _print_model(entry, elem_bytes)
     return out
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory so far (getrusage: KiB on Linux)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _print_model(entry: dict, elem_bytes: int) -> None:
@@ -691,6 +937,10 @@ def _print_model(entry: dict, elem_bytes: int) -> None:
     print(f"best predicted: {planner['choice']}")
     print(f"  (auto's candidates: {', '.join(entry['candidates'])})")
     print(textwrap.fill(planner["reason"], 100, initial_indent="  ", subsequent_indent="  "))
+    print(
+        f"computed in {entry['seconds_to_compute']:.1f} s (keys generated, statistics, "
+        f"prediction); peak RSS of the command {entry['peak_rss_bytes'] / 2**20:.0f} MiB"
+    )
     print("(execute: predicted time of one execution, max over ranks; setup: plan creation;")
     print(" msgs/bytes: sent per rank per execution; speedup: execute time vs dense-allreduce)")
 

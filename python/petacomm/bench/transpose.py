@@ -190,9 +190,9 @@ def _build_cache() -> Path:
     return Path(user_cache_dir("petacomm")) / "native"
 
 
-def build_for(mpicc: str, log=print) -> Path:
-    """petacomm's transpose family built against the MPI of ``mpicc`` (cached): a
-    directory usable as PETACOMM_NATIVE_DIR."""
+def build_for(mpicc: str, log=print, family: str = "transpose") -> Path:
+    """petacomm's ``family`` (default transpose) built against the MPI of ``mpicc``
+    (cached): a directory usable as PETACOMM_NATIVE_DIR."""
     from petacomm.profile.builder import cached_cmake_build, libmpi_of
 
     def collect(build_dir: Path, work: Path) -> dict:
@@ -207,7 +207,7 @@ def build_for(mpicc: str, log=print) -> Path:
         _source_tree(),
         _build_cache(),
         defines=(
-            "-DPETACOMM_FAMILIES=transpose",
+            f"-DPETACOMM_FAMILIES={family}",
             "-DPETACOMM_BUILD_TESTS=OFF",
             "-DPETACOMM_FORTRAN=OFF",
         ),
@@ -217,7 +217,7 @@ def build_for(mpicc: str, log=print) -> Path:
         log=log,
     )
     if not existed:
-        log(f"built petacomm's transpose family for {mpicc} (links {info.get('libmpi')})")
+        log(f"built petacomm's {family} family for {mpicc} (links {info.get('libmpi')})")
     return target
 
 

@@ -6,14 +6,17 @@ time or generation order, repeats allowed), ``all_keys()`` and ``key_range``.
 - ``banded``: each rank a contiguous block plus a halo shared with its neighbours;
 - ``cmb``: a spinning, precessing telescope scanning a HEALPix sky, samples split evenly
   over ranks in time order (the MADmap pattern: most pixels on few ranks, pixels near the
-  scan poles on almost all, keys spread over the whole range).
+  scan poles on almost all, keys spread over the whole range);
+- ``zipf``: keys drawn with Zipf popularity over a range 20x a rank's count (a few keys on
+  every rank, a long tail on one).
 """
 
 from petacomm.datasets.banded import BandedKeys
 from petacomm.datasets.cmb_scan import CmbScanKeys
 from petacomm.datasets.uniform import UniformKeys
+from petacomm.datasets.zipf import ZipfKeys
 
-GENERATORS = {"uniform": UniformKeys, "banded": BandedKeys, "cmb": CmbScanKeys}
+GENERATORS = {"uniform": UniformKeys, "banded": BandedKeys, "cmb": CmbScanKeys, "zipf": ZipfKeys}
 
 
 def make(name: str, ranks: int, **params):
@@ -27,4 +30,4 @@ def make(name: str, ranks: int, **params):
     return cls(ranks=ranks, **params)
 
 
-__all__ = ["GENERATORS", "BandedKeys", "CmbScanKeys", "UniformKeys", "make"]
+__all__ = ["GENERATORS", "BandedKeys", "CmbScanKeys", "UniformKeys", "ZipfKeys", "make"]

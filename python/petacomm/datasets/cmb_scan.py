@@ -71,6 +71,19 @@ class CmbScanKeys(KeySetMixin):
         start, stop = self.sample_range(rank)
         return self.pixels(start, stop, rank)
 
+    def all_keys(self) -> list[np.ndarray]:
+        """Every rank's keys (as keys(r)), the scan computed in blocks of samples rather than
+        rank by rank: one pass however many ranks share it."""
+        block = 1 << 18
+        pixels = np.concatenate(
+            [self.pixels(s, min(s + block, self.samples)) for s in range(0, self.samples, block)]
+            or [np.zeros(0, dtype=np.int64)]
+        )
+        base, extra = divmod(self.samples, self.ranks)
+        sizes = np.full(self.ranks, base, dtype=np.int64)
+        sizes[:extra] += 1
+        return np.split(pixels, np.cumsum(sizes)[:-1])
+
     def pixels(self, start: int, stop: int, rank: int = 0) -> np.ndarray:
         import healpy
 

@@ -1,10 +1,12 @@
 """Plan statistics without running ranks, and the planner's predictions from them.
 
-Given every rank's keys (e.g. from petacomm.datasets for P up to 16,384), computes what a
-plan's directory discovery would find — multiplicities, owners (the same hash as the
-native directory), partners per rank at every hub threshold — and passes the statistics to
-the native cost model (``petacomm_xchg_model_predict``), the code the planner runs inside a
-plan. Partner sets are kept as P x P bit matrices (P^2/8 bytes: 32 MiB at P = 16,384).
+Given every rank's keys (e.g. from petacomm.datasets for P up to 65,536 and beyond),
+computes what a plan's directory discovery would find — multiplicities, owners (the same
+hash as the native directory), partners per rank at every hub threshold — and passes the
+statistics to the native cost model (``petacomm_xchg_model_predict``), the code the planner
+runs inside a plan. Partners come from the list of sharing pairs (sum of d^2 over keys held
+by d ranks) when it is short, else from a P x P bit matrix (P^2/8 bytes: 32 MiB at P =
+16,384), counted a block of rows at a time.
 """
 
 from __future__ import annotations
@@ -28,6 +30,17 @@ def mix64(x: np.ndarray) -> np.ndarray:
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return x ^ (x >> np.uint64(31))
+
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (numpy's hash-based unique is several times slower on the
+    millions of mostly distinct values here)."""
+    x = np.sort(np.asarray(x).ravel())
+    if x.size == 0:
+        return x
+    keep = np.ones(x.size, dtype=bool)
+    keep[1:] = x[1:] != x[:-1]
+    return x[keep]
 
 
 def _bucket(d: np.ndarray) -> np.ndarray:
@@ -55,15 +68,24 @@ _FIELD_INDEX = {name: i for i, name in enumerate(_FIELDS)}
 assert ctypes.sizeof(_capi.RankStats) == 8 * len(_FIELDS)
 
 
+# Sharing pairs (sum of d^2) up to which partners are counted from the pair list; beyond it
+# (keys on very many ranks) from the bit matrix, whose P^2/8 bytes limit P to BIT_MATRIX_RANKS.
+PAIR_BUDGET = 1 << 26
+BIT_MATRIX_RANKS = 16384
+
+
 def statistics(
     keysets: list[np.ndarray],
     *,
     chunk_keys: int = 65536,
     allgather_keys: int = 65536,
+    pair_budget: int = PAIR_BUDGET,
     node_size: int | None = None,
     node_partials: bool = True,
 ) -> PlanStatistics:
     """Statistics of a plan over len(keysets) ranks (keysets[r]: rank r's keys).
+    pair_budget: the longest list of sharing pairs to count partners from (else the bit
+    matrix).
 
     node_size: nodes of that many consecutive ranks (as PETACOMM_NODE_SIZE makes them) give
     the node fields node-aware is priced with; None leaves them 0 (node-aware is then no
@@ -76,15 +98,24 @@ def statistics(
     col = _FIELD_INDEX
     lengths = np.array([len(k) for k in keysets], dtype=np.int64)
     out[:, col["n_local"]] = lengths
-    uniques = [np.unique(np.asarray(k, dtype=np.int64)) for k in keysets]
-    counts = np.array([u.size for u in uniques], dtype=np.int64)
-    out[:, col["n_unique"]] = counts
-    out[:, col["directory_send_keys"]] = counts
-    holder = np.repeat(np.arange(p, dtype=np.int64), counts)
-    key = np.concatenate(uniques) if uniques else np.zeros(0, np.int64)
+    # Every rank's distinct keys at once (one sort, not one per rank): (key, holder) pairs
+    # sorted by key, then holder, each once.
+    key = np.concatenate([np.asarray(k, dtype=np.int64).ravel() for k in keysets])
+    holder = np.repeat(np.arange(p, dtype=np.int64), lengths)
     order = np.lexsort((holder, key))
     key, holder = key[order], holder[order]
-    distinct, first, d_key = np.unique(key, return_index=True, return_counts=True)
+    fresh = np.ones(key.size, dtype=bool)
+    fresh[1:] = (key[1:] != key[:-1]) | (holder[1:] != holder[:-1])
+    key, holder = key[fresh], holder[fresh]
+    del order, fresh  # arrays of every key of every rank: freed as soon as done with
+    counts = np.bincount(holder, minlength=p).astype(np.int64)
+    out[:, col["n_unique"]] = counts
+    out[:, col["directory_send_keys"]] = counts
+    run = np.ones(key.size, dtype=bool)  # key is sorted: its runs are the distinct keys
+    run[1:] = key[1:] != key[:-1]
+    first = np.flatnonzero(run)
+    distinct = key[first]
+    d_key = np.diff(np.append(first, key.size))
     d = np.repeat(d_key, d_key)  # multiplicity of every (key, holder) pair
     group = np.repeat(np.arange(distinct.size), d_key)
 
@@ -111,24 +142,33 @@ def statistics(
     out[:, col["owner_recv_values"]] = np.bincount(
         holder[owned], weights=(d - 1)[owned], minlength=p
     ).astype(np.int64)
-    pairs = np.unique(holder[not_owner] * p + owner[not_owner])
+    pairs = _distinct(holder[not_owner] * p + owner[not_owner])
     out[:, col["owner_sends"]] = np.bincount(pairs // p, minlength=p)
     out[:, col["owner_recvs"]] = np.bincount(pairs % p, minlength=p)
 
     # Directory: messages to homes and replies to holders (both exclude self), reply ints.
     home = (mix64(key.astype(np.uint64)) % np.uint64(p)).astype(np.int64)
     remote = home != holder
-    links = np.unique(holder[remote] * p + home[remote])
+    links = _distinct(holder[remote] * p + home[remote])
     out[:, col["directory_send_msgs"]] = np.bincount(links // p, minlength=p) + np.bincount(
         links % p, minlength=p
     )
     out[:, col["directory_reply_ints"]] = np.bincount(
         holder[remote], weights=(d + 1)[remote], minlength=p
     ).astype(np.int64)
+    del run, shared, owner, not_owner, owned, pairs, home, remote, links
 
-    _partners(out, key, holder, d, group, first, d_key, p)
+    if int(np.sum(d_key.astype(np.int64) ** 2)) <= pair_budget:
+        _partners_from_pairs(out, holder, first, d_key, p)
+    elif p <= BIT_MATRIX_RANKS:
+        _partners(out, key, holder, d, group, first, d_key, p)
+    else:
+        raise ValueError(
+            f"keysets: {p} ranks share keys too widely for the offline statistics (more than "
+            f"{pair_budget} sharing pairs and more than {BIT_MATRIX_RANKS} ranks)"
+        )
     if node_size is not None:
-        _node_fields(out, key, holder, d, p, node_size, node_partials)
+        _node_fields(out, key, holder, d, p, node_size, node_partials, pair_budget)
 
     g = _capi.GlobalStats()
     g.ranks = p
@@ -139,17 +179,65 @@ def statistics(
     g.allgather_keys = allgather_keys
     g.max_unique = int(counts.max(initial=0))
     if distinct.size:
-        chunk_ids = (distinct - distinct[0]) // chunk_keys
-        g.dense_chunks = int(np.unique(chunk_ids).size)
-        for r in range(p):
-            out[r, col["dense_chunks"]] = np.unique((uniques[r] - distinct[0]) // chunk_keys).size
+        # Chunks aligned on multiples of chunk_keys, as the native dense-allreduce walks them.
+        g.dense_chunks = int(_distinct(distinct // chunk_keys).size)
+        chunk = key // chunk_keys  # ascending, as key is; holders ascending within a key
+        order = np.lexsort((holder, chunk))
+        c, h = chunk[order], holder[order]
+        fresh = np.ones(c.size, dtype=bool)  # each (chunk, rank) pair once
+        fresh[1:] = (c[1:] != c[:-1]) | (h[1:] != h[:-1])
+        out[:, col["dense_chunks"]] = np.bincount(h[fresh], minlength=p)
     histogram = np.bincount(_bucket(d_key), minlength=HUB_LEVELS + 1)
     for b in range(HUB_LEVELS + 1):
         g.multiplicity[b] = int(histogram[b])
     return PlanStatistics(out, g)
 
 
-def _node_fields(out, key, holder, d, p, node_size, partials) -> None:
+def _partners_from_pairs(out, holder, first, d_key, p) -> None:
+    """pair_partners and hub_pair_partners[b] from the list of sharing pairs: every ordered
+    pair (r, q), r != q, of holders of a key, with the smallest multiplicity of a key they
+    share (they are partners at threshold 2^b when it is <= 2^b). Each pair is one int64,
+    (r p + q) top + d, so one in-place sort groups the pairs with their smallest d first."""
+    col = _FIELD_INDEX
+    top = int(d_key.max(initial=1)) + 1
+    packed = p * p <= np.iinfo(np.int64).max // top
+    parts, smallest = [], []
+    for value in _distinct(d_key[d_key >= 2]):
+        starts = first[d_key == value]
+        members = holder[starts[:, None] + np.arange(value)]  # (keys, value)
+        a = np.repeat(members, value, axis=1).ravel()
+        b = np.tile(members, (1, value)).ravel()
+        keep = a != b
+        code = a[keep] * p + b[keep]
+        del a, b, keep
+        if packed:
+            parts.append(code * top + value)
+        else:
+            parts.append(code)
+            smallest.append(np.full(code.size, value, dtype=np.int64))
+    if not parts:
+        rank = dmin = np.zeros(0, dtype=np.int64)
+    elif packed:
+        both = np.concatenate(parts)
+        del parts
+        both.sort()
+        code = both // top
+        head = np.ones(code.size, dtype=bool)
+        head[1:] = code[1:] != code[:-1]
+        rank, dmin = code[head] // p, both[head] % top  # each pair once, its smallest d
+    else:
+        code, dmin = np.concatenate(parts), np.concatenate(smallest)
+        order = np.lexsort((dmin, code))
+        code, dmin = code[order], dmin[order]
+        head = np.ones(code.size, dtype=bool)
+        head[1:] = code[1:] != code[:-1]
+        rank, dmin = code[head] // p, dmin[head]
+    out[:, col["pair_partners"]] = np.bincount(rank, minlength=p)
+    for b in range(HUB_LEVELS):
+        out[:, col[f"hub_pair_partners[{b}]"]] = np.bincount(rank[dmin <= (1 << b)], minlength=p)
+
+
+def _node_fields(out, key, holder, d, p, node_size, partials, pair_budget) -> None:
     """The node fields of petacomm_xchg_rank_stats for nodes of node_size consecutive ranks
     (from the definitions in the header, not from the native code). key, holder: every
     (key, holder) pair, sorted by key then holder; d: the key's multiplicity per pair."""
@@ -189,11 +277,24 @@ def _node_fields(out, key, holder, d, p, node_size, partials) -> None:
     out[leaders, col["node_union_keys"]] = np.bincount(pn, minlength=nodes)
     out[leaders, col["node_send_values"]] = np.bincount(pn, weights=send, minlength=nodes)
     out[leaders, col["node_recv_values"]] = np.bincount(pn, weights=recv, minlength=nodes)
-    # Partner nodes: the nodes holding a common key, as for ranks in _partners.
-    bits = np.zeros((nodes, (nodes + 7) // 8), dtype=np.uint8)
-    for value in np.unique(key_nodes[key_nodes >= 2]):
-        _mark(bits, pn, key_nodes, key_start, int(value), nodes)
-    out[leaders, col["node_partners"]] = _popcount_without_self(bits, nodes)
+    # Partner nodes: the nodes holding a common key, from the list of (node, node) pairs as
+    # for ranks in _partners_from_pairs, or from a bit matrix as in _partners.
+    if int(np.sum(key_nodes.astype(np.int64) ** 2)) <= pair_budget:
+        codes = []
+        for value in _distinct(key_nodes[key_nodes >= 2]):
+            members = pn[key_start[key_nodes == value][:, None] + np.arange(value)]
+            a = np.repeat(members, value, axis=1).ravel()
+            b = np.tile(members, (1, value)).ravel()
+            codes.append(_distinct(a[a != b] * nodes + b[a != b]))
+        linked = _distinct(np.concatenate(codes)) if codes else np.zeros(0, np.int64)
+        out[leaders, col["node_partners"]] = np.bincount(linked // nodes, minlength=nodes)
+    elif nodes <= BIT_MATRIX_RANKS:
+        bits = np.zeros((nodes, (nodes + 7) // 8), dtype=np.uint8)
+        for value in np.unique(key_nodes[key_nodes >= 2]):
+            _mark(bits, pn, key_nodes, key_start, int(value), nodes)
+        out[leaders, col["node_partners"]] = _popcount_without_self(bits, nodes)
+    else:
+        raise ValueError(f"keysets: {nodes} nodes share keys too widely for the node statistics")
 
 
 def _partners(out, key, holder, d, group, first, d_key, p) -> None:
@@ -236,7 +337,9 @@ def _mark(bits, holder, d_key, first, value, p) -> None:
 
 
 def _popcount_without_self(bits, p) -> np.ndarray:
-    counts = _POPCOUNT[bits].sum(axis=1)
+    counts = np.concatenate(
+        [_POPCOUNT[bits[r : r + 1024]].sum(axis=1) for r in range(0, p, 1024)]
+    )  # a block of rows at a time: the lookup is 64 bits per bit-matrix byte
     ranks = np.arange(p)
     self_set = (bits[ranks, ranks >> 3] >> (ranks & 7)) & 1
     return counts - self_set
