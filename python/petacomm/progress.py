@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -65,6 +66,10 @@ class Progress:
         """A stage without a count (e.g. 'launching 4 ranks')."""
         self.total, self.done, self.unit, self.detail = 0, 0, text, ""
         self._last_line_tenth = -1
+        self._show(force=False)
+
+    def tick(self) -> None:
+        """Nothing new, time passed: redraws the elapsed time (throttled like any update)."""
         self._show(force=False)
 
     def advance(self, steps: int = 1, detail: str = "") -> None:
@@ -127,3 +132,31 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+TICK_S = 0.25
+
+
+def run_showing_progress(
+    label: str, what: str, argv: list[str], quiet: bool = False, **popen
+) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True)`` for a long child (an MPI job
+    whose output is only read at the end), showing ``label: what  N s`` while it runs: the
+    elapsed time redrawn on a terminal, a plain line every ``LINE_INTERVAL_S`` otherwise."""
+    with Progress(label, quiet=quiet) as progress:
+        progress.status(what)
+        child = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+        )
+        try:
+            while True:
+                try:
+                    out, err = child.communicate(timeout=TICK_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    progress.tick()
+        except BaseException:  # interrupted: never leave the job running
+            child.kill()
+            child.wait()
+            raise
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mpi_harness import MpiResult, mpi_test_env, mpirun
+from prerequisites import require
 
 ROOT = Path(__file__).resolve().parents[2]
 DEBIAN_MPICC = Path("/usr/bin/mpicc.openmpi")
@@ -25,8 +26,7 @@ def mapmaker() -> Path:
     try:
         return program_path("petacomm-mapmaker")
     except PetacommError as err:
-        if not Path("/usr/include/fftw3.h").exists():
-            pytest.skip("FFTW3 is not installed (apt-get install libfftw3-dev)")
+        require(Path("/usr/include/fftw3.h").exists(), "FFTW3 is not installed (libfftw3-dev)")
         pytest.fail(f"{err} (FFTW3 is installed: run scripts/setup.sh)")
 
 
@@ -36,8 +36,10 @@ def madbench() -> Path:
     if program.exists():
         return program
     scalapack = list(Path("/usr/lib").glob("*/libscalapack-openmpi.so"))
-    if not DEBIAN_MPICC.exists() or not scalapack:
-        pytest.skip("Debian's Open MPI or ScaLAPACK is absent (libscalapack-openmpi-dev)")
+    require(
+        DEBIAN_MPICC.exists() and scalapack,
+        "Debian's Open MPI or ScaLAPACK is absent (libscalapack-openmpi-dev)",
+    )
     pytest.fail(f"{program} is missing: run scripts/setup.sh (it builds MADbench)")
 
 

@@ -16,6 +16,7 @@ from apps_harness import DEBIAN_MPICC, DEBIAN_MPIEXEC, expect_app_error, madbenc
 
 from mpi_harness import mpi_test_env
 from petacomm.datasets import counter_rng
+from prerequisites import require
 
 pytestmark = pytest.mark.mpi
 
@@ -34,7 +35,7 @@ CONFIGS = [
 
 def reference(npix: int, nbin: int, seed: int, noise: float = 1.0) -> dict:
     """The quantities of docs/madbench.md computed plainly with numpy."""
-    healpy = pytest.importorskip("healpy")
+    import healpy
     from scipy.special import eval_legendre
 
     nside = 1
@@ -169,8 +170,7 @@ def test_phase_breakdown_and_flop_counts(runs, expected):
 
 
 def test_profiled_phases_show_calc_mpi_io_and_lbst(tmp_path):
-    if not DEBIAN_MPICC.exists():
-        pytest.skip("Debian's Open MPI is absent")
+    require(DEBIAN_MPICC.exists(), "Debian's Open MPI is absent (libopenmpi-dev)")
     program = madbench()
     petacomm = [sys.executable, "-m", "petacomm.cli"]
     env = mpi_test_env()

@@ -64,7 +64,8 @@ def fits_recipe(docs: Path) -> str:
 
 
 def test_no_noise_recovers_the_input_map_from_fits_via_the_docs_recipe(tmp_path, monkeypatch):
-    healpy = pytest.importorskip("healpy")
+    import healpy
+
     sky = random_sky(16, 1)
     healpy.write_map(str(tmp_path / "sky.fits"), sky, dtype=np.float64, overwrite=True)
     monkeypatch.chdir(tmp_path)
@@ -305,3 +306,9 @@ def test_help_lists_every_option():
         "--seed",
     ):
         assert option in done.stdout
+    # The strategies it offers are the library's registry, every one and nothing else.
+    from petacomm.xchg import strategy_names
+
+    text = done.stdout.split("--strategy")[1].split("\n  --")[0]
+    offered = re.findall(r"[a-z][a-z-]*[a-z]", text.split("(default auto):")[1])
+    assert offered == list(strategy_names()), text

@@ -6,13 +6,12 @@ numpy implementation of the same definition."""
 
 from __future__ import annotations
 
+import healpy
 import numpy as np
 import pytest
 from apps_harness import UNSEEN, run_mapmaker
 
 from petacomm.datasets import CmbScanKeys, counter_rng
-
-healpy = pytest.importorskip("healpy")
 
 NSIDE, SAMPLES, DETECTORS, SEED = 16, 20000, 4, 11
 

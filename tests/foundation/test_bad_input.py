@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from cli_harness import expect_clean_error
+from prerequisites import require
 
 RAW_OK = {
     "tool": "petacomm-netbench",
@@ -323,6 +324,23 @@ CASES = [
         ("--json", "input of --model"),
     ),
     (["bench", "map", "--network", "torus:4x4", "--model", "not_json.json"], ("--model",)),
+    ([*MAP_RING, "--jobs", "0"], ("--jobs", "positive integer")),
+    (
+        [
+            "map",
+            "--network",
+            "dragonfly:5,2,2,2",
+            "--pattern",
+            "ranks 4; ring 1",
+            "--candidates",
+            "scotch",
+        ],
+        ("--candidates", "no Scotch target"),
+    ),
+    (["bench", "map", "--peers", "metis"], ("--peers", "unknown peer 'metis'")),
+    (["bench", "map", "--peers", "scotch", "--graphs", "grid"], ("--graphs", "unknown graph")),
+    (["bench", "map", "--ranks", "64"], ("--ranks", "only used with --peers")),
+    (["bench", "map", "--peers", "scotch", "--ranks", "9999"], ("--ranks", "do not fit")),
     # ---- netbench ---------------------------------------------------------------------------
     ([*NETBENCH, "-n", "0"], ("-n/--ranks", "positive integer")),
     ([*NETBENCH, "-n", "-3"], ("-n/--ranks", "positive integer")),
@@ -429,8 +447,7 @@ def test_the_suite_is_broad():
 
 @pytest.mark.mpi
 def test_a_launcher_of_another_mpi_is_refused_before_launching(workdir):
-    if not Path("/usr/bin/mpiexec.mpich").exists():
-        pytest.skip("MPICH's mpiexec is not installed")
+    require(Path("/usr/bin/mpiexec.mpich").exists(), "MPICH's mpiexec is not installed (mpich)")
     from petacomm.launch import native_mpi_vendor
 
     if native_mpi_vendor() != "openmpi":

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from mpi_harness import mpi_test_env
+from prerequisites import require
 
 
 @pytest.mark.mpi  # doctor starts a 2-rank job
@@ -57,8 +58,7 @@ def test_doctor_fails_when_native_part_missing(tmp_path):
     ],
 )
 def test_a_launcher_that_does_not_start_one_job_is_not_ok(launcher, reason):
-    if not Path(launcher).exists():
-        pytest.skip(f"{launcher} is not installed")
+    require(Path(launcher).exists(), f"{launcher} is not installed")
     done = subprocess.run(
         [sys.executable, "-m", "petacomm.cli", "doctor", "--mpiexec", launcher],
         capture_output=True,

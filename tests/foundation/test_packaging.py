@@ -2,11 +2,12 @@
 
 Two installations: the wheel this suite tests (PyPI Open MPI, which has no Fortran wrapper,
 so no Fortran module), and a build against Debian's Open MPI with the Fortran module,
-installed into a temporary prefix (xchg only, no native tests). Against each, the consumer in
-tests/foundation/consumer is built with CMake (find_package) and with pkg-config, by the
-commands of docs/packaging.md, run at 1 and 3 ranks, and its figures are checked against the
-reference below. The Fortran module's bind(C) types and constants are compared with the C
-headers' by the C and Fortran compilers themselves.
+installed into a temporary prefix (xchg and transpose, no native tests). Against each, the
+consumer in tests/foundation/consumer is built with CMake (find_package) and with pkg-config,
+by the commands of docs/packaging.md, run at 1 and 3 ranks (the Fortran transposes also at
+4 and 7), and its figures are checked against the reference below. The Fortran module's bind(C)
+types and constants are compared with the C headers' by the C and Fortran compilers
+themselves.
 """
 
 from __future__ import annotations
@@ -118,6 +119,58 @@ def check_consumer(program: Path, ranks: int, mpiexec: str) -> None:
     assert seen == set(range(ranks)), result.stdout + result.stderr
 
 
+def count_of(n: int, r: int, p: int) -> int:
+    """Rows of n on rank r of p (docs/transpose.md: the first n mod p ranks hold one more)."""
+    return n // p + (1 if r < n % p else 0)
+
+
+def grid_of(p: int) -> tuple[int, int]:
+    """transpose.f90's process grid: the largest divisor d of p with d * d <= p, by p / d."""
+    d = max(d for d in range(1, p + 1) if d * d <= p and p % d == 0)
+    return d, p // d
+
+
+def transpose_checked(rank: int, ranks: int) -> int:
+    """How many elements transpose.f90 checks on ``rank``: each part's local array sizes,
+    from the block layouts of docs/transpose.md."""
+    n0, n1 = 7, 5  # the slabs: complex128 forward and back, real32 x 2, real64, complex64
+    rows, cols = count_of(n0, rank, ranks), count_of(n1, rank, ranks)
+    slabs = cols * n0 + rows * n1 + 2 * cols * n0 + cols * n0 + rows * n1
+    g0, g1 = grid_of(ranks)
+    i0, i1 = divmod(rank, g1)
+    m0, m1, m2 = 5, 6, 4  # the pencils: Y and X once, Z after the round trip
+    y = count_of(m0, i0, g0) * count_of(m2, i1, g1) * m1
+    x = count_of(m2, i1, g1) * count_of(m1, i0, g0) * m0
+    z = count_of(m0, i0, g0) * count_of(m1, i1, g1) * m2
+    field = count_of(2, i0, g0) * count_of(8, i1, g1) * 8  # the filter, three variants
+    return slabs + y + x + z + 3 * field
+
+
+TRANSPOSE_LINE = re.compile(
+    r"^transpose_f rank (\d+) of (\d+): strategy (\S+) checked (\d+) errors (\d+) "
+    r"registry (\S+)$"
+)
+
+
+def check_transpose_consumer(program: Path, ranks: int, mpiexec: str) -> None:
+    from petacomm.transpose import strategies
+
+    registry = ",".join(s.name for s in strategies())
+    result = mpirun(ranks, [str(program)], mpiexec=mpiexec, timeout=120)
+    seen = set()
+    for lines in result.by_rank.values():
+        for line in lines:
+            match = TRANSPOSE_LINE.match(line)
+            if not match:
+                continue
+            rank, size, strategy, checked, errors, names = match.groups()
+            assert int(size) == ranks and strategy == "pairwise", line
+            assert int(checked) == transpose_checked(int(rank), ranks), line
+            assert int(errors) == 0 and names == registry, line
+            seen.add(int(rank))
+    assert seen == set(range(ranks)), result.stdout + result.stderr
+
+
 # ---- the installations -------------------------------------------------------------------
 
 
@@ -134,7 +187,8 @@ def wheel_prefix() -> Path:
 
 @pytest.fixture(scope="module")
 def debian_prefix(tmp_path_factory) -> Path:
-    """petacomm (xchg and the Fortran module) built against Debian's Open MPI, installed.
+    """petacomm (xchg, transpose and the Fortran module) built against Debian's Open MPI,
+    installed.
     Unoptimised (Debug without -g): a third of the compile time, and the packaging is what
     is tested here."""
     require(DEBIAN_MPICC.exists(), "Debian's Open MPI: apt-get install libopenmpi-dev")
@@ -149,7 +203,7 @@ def debian_prefix(tmp_path_factory) -> Path:
             "-B",
             str(build),
             f"-DPETACOMM_MPICC={DEBIAN_MPICC}",
-            "-DPETACOMM_FAMILIES=xchg",
+            "-DPETACOMM_FAMILIES=xchg,transpose",
             "-DPETACOMM_BUILD_TESTS=OFF",
             "-DPETACOMM_FORTRAN=ON",
             "-DCMAKE_BUILD_TYPE=Debug",
@@ -195,6 +249,7 @@ def test_consumers_of_the_wheel(wheel_consumers, wheel_prefix, ranks):
     # No Fortran wrapper in the PyPI Open MPI: the wheel has no module, CMake built no reduce_f.
     assert build_info(wheel_prefix)["mpifort"] == ""
     assert not (wheel_consumers / "build" / "reduce_f").exists()
+    assert not (wheel_consumers / "build" / "transpose_f").exists()
 
 
 def test_profiler_package_files(wheel_prefix):
@@ -210,12 +265,21 @@ def test_profiler_package_files(wheel_prefix):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize("ranks", (*RANKS, 4, 7))
 def test_consumers_with_the_fortran_module(debian_consumers, debian_prefix, ranks):
     info = build_info(debian_prefix)
-    assert info["mpifort"] == str(DEBIAN_MPIFORT) and info["families"] == ["xchg"]
-    for program in ("build/reduce_c", "build/reduce_cxx", "build/reduce_f", "reduce_f"):
-        check_consumer(debian_consumers / program, ranks, info["mpiexec"])
+    assert info["mpifort"] == str(DEBIAN_MPIFORT) and info["families"] == ["xchg", "transpose"]
+    if ranks in RANKS:
+        for program in ("build/reduce_c", "build/reduce_cxx", "build/reduce_f", "reduce_f"):
+            check_consumer(debian_consumers / program, ranks, info["mpiexec"])
+    # The transposes (CMake, pkg-config): every element against its global indices.
+    for program in ("build/transpose_f", "transpose_f"):
+        check_transpose_consumer(debian_consumers / program, ranks, info["mpiexec"])
+    # docs/transpose.md's example: it counts its wrong elements over every rank.
+    example = str(debian_consumers / "build" / "transpose_example")
+    result = mpirun(ranks, [example], mpiexec=info["mpiexec"], timeout=120)
+    done = [line for line in result.rank_lines(0) if line.endswith(" wrong elements")]
+    assert len(done) == 1 and re.fullmatch(r"strategy \S+: 0 wrong elements", done[0]), done
 
 
 @pytest.mark.mpi
@@ -249,7 +313,16 @@ def test_doctor_fails_on_an_mpi_mismatch(debian_prefix):
 
 FORTRAN_SOURCES = sorted((ROOT / "native" / "fortran").glob("*.f90"))
 # Passed by value as integer(c_int) by the module: these C types must be that size.
-C_INT_SCALARS = ("MPI_Fint", "petacomm_status", "petacomm_xchg_dtype", "petacomm_xchg_op")
+C_INT_SCALARS = (
+    "MPI_Fint",
+    "petacomm_status",
+    "petacomm_xchg_dtype",
+    "petacomm_xchg_op",
+    "petacomm_transpose_dtype",
+    "petacomm_transpose_direction",
+    "petacomm_pencil_layout",
+    "petacomm_fftfilter_variant",
+)
 
 
 def bind_c_types() -> dict[str, list[str]]:
@@ -262,7 +335,8 @@ def bind_c_types() -> dict[str, list[str]]:
             fields = []
             for line in body.splitlines():
                 if "::" in line and not line.strip().startswith("!"):
-                    fields += [f.strip() for f in line.split("::")[1].split("!")[0].split(",")]
+                    names = re.sub(r"\(.*?\)", "", line.split("::")[1].split("!")[0])
+                    fields += [f.strip() for f in names.split(",")]  # shape(4): shape
             types[name] = fields
     return types
 
@@ -311,7 +385,11 @@ def layout_programs(include: Path) -> tuple[str, str]:
 def test_fortran_types_and_constants_match_the_c_headers(debian_prefix, tmp_path):
     include = debian_prefix / "include"
     c_source, f_source = layout_programs(include)
-    assert len(bind_c_types()) >= 2 and all(bind_c_types().values())  # the parser found them
+    # The parser found every module's types (xchg's, the transposes', the registry entry).
+    types = bind_c_types()
+    assert {"petacomm_xchg_options", "petacomm_transpose_options"} <= set(types), types
+    assert {"petacomm_transpose_stats", "petacomm_strategy_info"} <= set(types), types
+    assert all(types.values())
     (tmp_path / "layout.c").write_text(c_source)
     (tmp_path / "layout.f90").write_text(f_source)
     run([str(DEBIAN_MPICC), "-I", str(include), "layout.c", "-o", "layout_c"], cwd=tmp_path)
@@ -320,7 +398,7 @@ def test_fortran_types_and_constants_match_the_c_headers(debian_prefix, tmp_path
     from_c = run([str(tmp_path / "layout_c")]).stdout.splitlines()
     from_fortran = [line.strip() for line in run([str(tmp_path / "layout_f")]).stdout.splitlines()]
     assert from_fortran == from_c
-    assert len(from_c) > 30  # every field of both types, the constants, the scalars
+    assert len(from_c) > 100  # every field of every type, the constants, the scalars
 
 
 # ---- the families --------------------------------------------------------------------------

@@ -90,3 +90,33 @@ def test_map_shows_progress_on_stderr_only(monkeypatch, capsys):
     assert out.lstrip().startswith("{") and "mappings evaluated 6/6" in err
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_long_child_shows_its_elapsed_time_and_its_output_is_returned(monkeypatch, capsys):
+    import sys
+
+    from petacomm import progress
+
+    monkeypatch.setenv("PETACOMM_PROGRESS", "always")
+    monkeypatch.setattr(progress, "LINE_INTERVAL_S", 0.3)  # a line per 0.3 s in plain mode
+    child = "import sys, time; time.sleep(1.2); print('out'); print('err', file=sys.stderr)"
+    done = progress.run_showing_progress(
+        "bench x", "the job on 4 ranks", [sys.executable, "-c", child]
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "out\n", "err\n")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 3 and all(x.startswith("bench x: the job on 4 ranks") for x in lines)
+    seconds = [int(x.split()[-2]) for x in lines]  # '... N s'
+    assert seconds == sorted(seconds) and seconds[-1] >= 1
+
+
+def test_a_quiet_child_shows_nothing_and_keeps_its_exit_status(monkeypatch, capsys):
+    import sys
+
+    from petacomm import progress
+
+    monkeypatch.setenv("PETACOMM_PROGRESS", "always")
+    done = progress.run_showing_progress(
+        "bench x", "job", [sys.executable, "-c", "import sys; sys.exit(3)"], quiet=True
+    )
+    assert done.returncode == 3 and capsys.readouterr().err == ""

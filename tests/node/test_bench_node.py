@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from node_support import QUIET, needs_native
+from node_support import QUIET
 
 from cli_harness import expect_clean_error, run_cli
 
 
-@needs_native
 @pytest.mark.mpi
 @pytest.mark.parametrize(("ranks", "node_size"), [(4, 2), (3, 1)])
 def test_bench_counts_every_message_per_gateway(tmp_path, ranks, node_size):

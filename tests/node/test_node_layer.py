@@ -8,14 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from node_support import QUIET, needs_native
+from node_support import QUIET
 
 from mpi_harness import RANK_COUNTS, mpirun_python
 
 HERE = Path(__file__).resolve().parent
 
 
-@needs_native
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 def test_binding_against_mpi4py(ranks):

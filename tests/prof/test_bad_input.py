@@ -69,6 +69,11 @@ def write_log(tmp_path):
     return synthetic(tmp_path / "log.json", 3, classes=4)
 
 
+def synthetic_copy(log, path):
+    path.write_bytes(log.read_bytes())
+    return path
+
+
 def test_report_refuses_bad_logs(tmp_path):
     log = write_log(tmp_path)
     binary = tmp_path / "binary.json"
@@ -90,6 +95,24 @@ def test_report_refuses_bad_logs(tmp_path):
         names=("-o", "does not exist"), inputs=[log],
     )  # fmt: skip
     expect_clean_error("report", str(log), "--model", str(other), names=str(other), inputs=[log])
+    # The HTML may replace none of the inputs (the log itself, the second log, the model),
+    # whichever name reaches it: the same path, or a symbolic link to it.
+    second = synthetic_copy(log, tmp_path / "second.json")
+    link = tmp_path / "link.json"
+    link.symlink_to(log)
+    for argv, target in (
+        ((str(log), "-o", str(log)), log),
+        ((str(log), "-o", str(link)), log),
+        ((str(log), str(second), "-o", str(second)), second),
+        ((str(log), "--model", str(other), "-o", str(other)), other),
+    ):
+        expect_clean_error(
+            "report",
+            *argv,
+            names=("-o", "refusing to overwrite an input"),
+            inputs=[log, second, other],
+        )
+        assert target.exists()
 
 
 def test_profiler_and_overhead_bench_refuse_bad_arguments(tmp_path):

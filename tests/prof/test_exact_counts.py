@@ -62,6 +62,12 @@ def test_pattern_profile_is_exact(ranks, programs, tmp_path):
     for row in profile.rank_rows:
         assert row["coarsened_peer"] == row["coarsened_size"] == row["coarsened_call"] == 0
         assert row["rss_kib"] > 0 and row["mpi_ns"] < row["wall_ns"]
+    # The MPI library as that library names itself (mpi4py on the same libmpi), whole: no
+    # NUL byte ending it early or carried into the log, line breaks as spaces.
+    from mpi4py import MPI
+
+    named = " ".join(MPI.Get_library_version().replace("\0", "").split())
+    assert " ".join(profile.mpi_library.split()) == named and "\0" not in profile.mpi_library
 
 
 def test_table_overflow_coarsens_but_keeps_every_call(programs, tmp_path):

@@ -127,6 +127,7 @@ def test_other_networks_and_inputs(capsys, tmp_path):
         "cyclic",
         "greedy+swaps",
         "bisection+swaps",
+        "multilevel",
     }
     assert "intra_node_bytes_by_level" in doc["ranking"][0]
     matrix = tmp_path / "m.csv"
@@ -363,3 +364,36 @@ def test_light_option_lists_equal_the_library_ones():
 
     assert cli.FORMATS == launcher_files.FORMATS
     assert tuple(ranking.RANK_KEYS) == arguments.RANK_KEYS
+
+
+def test_map_help_imports_no_numpy_and_lists_every_network_kind():
+    # The help lists the registries of network.py and routing.py, which name numpy lazily.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from petacomm.cli import main\n"
+        "try:\n    main(['map', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print('numpy loaded:', 'numpy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("numpy loaded: False")
+    text = " ".join(done.stdout.split())  # argparse wraps the help
+    for example in (
+        "torus:8x16x32",
+        "fattree:2;4,4;1,2;1,2",
+        "dragonfly:9,4,2,2",
+        "dmodk (fattree)",
+    ):
+        assert example in text
+
+
+def test_lazy_module_imports_on_first_use():
+    from petacomm.lazy_module import LazyModule
+
+    lazy = LazyModule("fractions")
+    assert "not imported yet" in repr(lazy)
+    assert lazy.Fraction(1, 3) + lazy.Fraction(1, 6) == lazy.Fraction(1, 2)
+    assert "imported" in repr(lazy) and "not" not in repr(lazy)

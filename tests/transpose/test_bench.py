@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli_harness import expect_clean_error, run_cli
+from prerequisites import require
 
 ROOT = Path(__file__).resolve().parents[2]
 # The race builds petacomm against Debian's Open MPI once; keep that build with this tree.
@@ -44,8 +45,11 @@ def test_model_only_predicts_every_strategy(tmp_path):
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(not _debian_race_available(), reason="Debian Open MPI, mpi4py-fft absent")
 def test_race_on_debian_open_mpi(tmp_path):
+    require(
+        _debian_race_available(),
+        "Debian's Open MPI or python3-mpi4py-fft is absent (libfftw3-mpi-dev python3-mpi4py-fft)",
+    )
     out = tmp_path / "race.json"
     result = run_cli(
         "bench",

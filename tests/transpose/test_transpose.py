@@ -81,6 +81,17 @@ def test_c_example_in_docs_is_the_tested_file():
     assert shown == (ROOT / "native/tests/transpose/example_transpose.c").read_text()
 
 
+def test_fortran_example_in_docs_is_the_tested_file():
+    """The Fortran example is the program tests/foundation/test_packaging.py builds against
+    the installed module and runs."""
+    text = (ROOT / "docs" / "transpose.md").read_text()
+    start = text.index("<!-- example: fortran")
+    shown = re.compile(r"```fortran\n(.*?)```", re.S).search(text, start).group(1)
+    tested = ROOT / "tests/foundation/consumer/transpose_example.f90"
+    assert shown == tested.read_text()
+    assert "transpose_example.f90" in (tested.parent / "CMakeLists.txt").read_text()
+
+
 def test_import_does_not_touch_mpi():
     code = (
         "import sys, petacomm; assert 'mpi4py' not in sys.modules; "

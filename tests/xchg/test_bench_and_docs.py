@@ -417,3 +417,20 @@ def test_bench_smpi_setup_scaling(tmp_path, smpi_build):
     entry = json.loads(out.read_text())["setup_scaling_smpi"][0]
     assert [r["ranks"] for r in entry["runs"]] == [1, 3]
     assert all(row["simulated_seconds"] > 0 for r in entry["runs"] for row in r["strategies"])
+
+
+def test_bench_model_only_shows_progress_unless_quiet(monkeypatch):
+    # PETACOMM_PROGRESS=always: progress from the first step (a short run would show none).
+    monkeypatch.setenv("PETACOMM_PROGRESS", "always")
+    args = ("bench", "sparse-reduce", "--model-only", "5", "--keys-per-rank", "50")
+    args += ("--generator", "uniform")
+    done = _petacomm(*args)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()  # plain lines: standard error is not a terminal
+    assert any(x.startswith("bench sparse-reduce: uniform key sets of 5 ranks") for x in lines)
+    assert any(" 5/5 " in x for x in lines), lines  # every rank's key set counted
+    assert any("sharing statistics and predictions" in x for x in lines), lines
+    assert "bench sparse-reduce:" not in done.stdout  # the table stays clean
+    quiet = _petacomm(*args, "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert quiet.stdout == done.stdout

@@ -25,6 +25,31 @@
 namespace petacomm::apps::mapmaker {
 namespace {
 
+// The sparse-reduction strategies as the library's registry lists them (no copy of the list),
+// wrapped for the help text.
+std::string registered_strategies() {
+  int count = 0;
+  std::string names;
+  if (petacomm_xchg_strategy_count(&count) != PETACOMM_SUCCESS)
+    return "see petacomm_xchg_strategy_info";
+  std::size_t line = 0;
+  for (int i = 0; i < count; ++i) {
+    petacomm_strategy_info info{};
+    if (petacomm_xchg_strategy_info(i, &info) != PETACOMM_SUCCESS) continue;
+    const std::string name = info.name;
+    if (!names.empty()) names += ",";
+    if (line + name.size() > 54) {
+      names += "\n";
+      line = 0;
+    } else if (!names.empty()) {
+      names += " ";
+    }
+    names += name;
+    line += name.size() + 2;
+  }
+  return names;
+}
+
 constexpr double kUnseen = -1.6375e30;  // healpy's UNSEEN: pixels not solved
 constexpr int kSchemaVersion = 1;
 
@@ -123,8 +148,8 @@ ArgParser make_parser(Options &o) {
   parser.section("solver");
   parser.option("--strategy", "LIST",
                 "SparseReducePlan strategy, or a comma list solved one\n"
-                "after the other on the same data: auto, dense-allreduce,\n"
-                "allgather, directory, owner, hub-split (default auto)",
+                "after the other on the same data (default auto): auto,\n" +
+                    registered_strategies(),
                 [&](const std::string &v) {
                   o.strategies = split_list(v);
                   if (o.strategies.empty())

@@ -14,6 +14,8 @@ BENCHMARK_MODULES: tuple[str, ...] = (
     "petacomm.profile.overhead",
     "petacomm.bench.mapmaker",
     "petacomm.bench.node",
+    "petacomm.bench.sweep3d",
+    "petacomm.bench.halo",
     "petacomm.bench.transpose",
     "petacomm.bench.fftfilter",
 )

@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
 from petacomm.files import write_text_atomically
+from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
 
@@ -42,6 +42,9 @@ def register(subparsers) -> None:
     parser.add_argument("--strategy", default="auto", help="plain/packed transposes' strategy")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress line on standard error while ranks run"
+    )
     parser.set_defaults(func=run)
 
 
@@ -90,11 +93,11 @@ def run(args) -> int:
             argv += ["--strategy", args.strategy, "--json", str(out)]
             if modes:
                 argv += ["--modes", f"{modes[0]},{modes[1]}"]
-            done = subprocess.run(
+            done = run_showing_progress(
+                "bench fftfilter",
+                f"petacomm-fftfilter on {p} ranks",
                 launcher.command(p, argv),
-                capture_output=True,
-                text=True,
-                check=False,
+                quiet=args.quiet,
                 env=dict(os.environ),
             )
             if done.returncode != 0 or not out.exists():

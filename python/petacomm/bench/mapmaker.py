@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
-DEFAULT_STRATEGIES = ("dense-allreduce", "allgather", "directory", "owner", "hub-split")
 
 
 def register(subparsers) -> None:
@@ -34,8 +33,8 @@ def register(subparsers) -> None:
     parser.add_argument("--ranks", default="4,8", help="rank counts (default 4,8)")
     parser.add_argument(
         "--strategies",
-        default=",".join(DEFAULT_STRATEGIES),
-        help="SparseReducePlan strategies (default: the five, dense-allreduce first)",
+        help="SparseReducePlan strategies, a comma list (default: every registered strategy, "
+        "in registry order: dense-allreduce first)",
     )
     parser.add_argument("--nside", type=int, default=64, help="HEALPix nside (default 64)")
     parser.add_argument(
@@ -50,6 +49,9 @@ def register(subparsers) -> None:
     parser.add_argument("--transport", default="p2p", help="p2p, neighbor or alltoallv")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress line on standard error while ranks run"
+    )
     parser.set_defaults(func=run)
 
 
@@ -69,9 +71,11 @@ def _rank_counts(text: str) -> list[int]:
     return counts
 
 
-def _strategies(text: str) -> list[str]:
-    from petacomm.xchg import STRATEGIES
+def _strategies(text: str | None) -> list[str]:
+    from petacomm.xchg import STRATEGIES, strategy_names
 
+    if text is None:  # the registry's names (strategy_names() starts with "auto")
+        return [name for name in strategy_names() if name != "auto"]
     names = [item for item in text.split(",") if item]
     for name in names:
         if name not in STRATEGIES:
@@ -151,8 +155,11 @@ def _measure(launcher, program: Path, ranks: int, strategies: list[str], args) -
             "--quiet",
             f"--json={out}",
         ]
-        done = subprocess.run(
-            launcher.command(ranks, argv), capture_output=True, text=True, check=False
+        done = run_showing_progress(
+            "bench mapmaker",
+            f"petacomm-mapmaker on {ranks} ranks ({len(strategies)} strategies)",
+            launcher.command(ranks, argv),
+            quiet=args.quiet,
         )
         if done.returncode != 0 or not out.exists():
             raise PetacommError(

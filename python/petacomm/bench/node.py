@@ -22,12 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
 from petacomm.files import write_text_atomically
+from petacomm.progress import run_showing_progress
 from petacomm.units import format_exact_size, parse_size_range
 
 SCHEMA_VERSION = 1
@@ -61,6 +61,9 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--mpiexec", help="MPI launcher (default: found automatically)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress line on standard error while ranks run"
+    )
     parser.set_defaults(func=run)
 
 
@@ -84,7 +87,7 @@ def run(args) -> int:
     flags += ["--reps", str(args.reps), "--window", str(args.window)]
     if args.inter_node_size:
         flags += ["--inter-node-size", str(args.inter_node_size)]
-    raw = run_native(args.ranks, flags, args.mpiexec)
+    raw = run_native(args.ranks, flags, args.mpiexec, quiet=args.quiet)
     results = summarize(raw)
     print(format_report(results))
     if args.json:
@@ -92,7 +95,7 @@ def run(args) -> int:
     return 0
 
 
-def run_native(ranks: int, flags: list[str], mpiexec: str | None) -> dict:
+def run_native(ranks: int, flags: list[str], mpiexec: str | None, quiet: bool = False) -> dict:
     from petacomm.launch import find_mpiexec
     from petacomm.native import program_path
 
@@ -105,7 +108,9 @@ def run_native(ranks: int, flags: list[str], mpiexec: str | None) -> dict:
     with tempfile.TemporaryDirectory(prefix="petacomm-node-bench-") as tmp:
         raw_path = Path(tmp) / "raw.json"
         argv = launcher.command(ranks, [str(program), *flags, "--json", str(raw_path)], extra)
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        done = run_showing_progress(
+            "bench node", f"petacomm-node-bench on {ranks} ranks", argv, quiet=quiet
+        )
         if done.returncode != 0 or not raw_path.exists():
             raise PetacommError(
                 f"petacomm-node-bench on {ranks} ranks failed (exit {done.returncode}):\n"

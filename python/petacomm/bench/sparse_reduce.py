@@ -135,6 +135,9 @@ def register(subparsers) -> None:
         "--mpiexec",
         help="MPI launcher (default: found automatically; with --peers: the one beside --mpicc)",
     )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress on standard error (--model-only)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
@@ -859,6 +862,7 @@ def _print_setup_scaling(entry: dict, strategies) -> None:
 # ---- model only --------------------------------------------------------------------------
 def _model_only(args, generators, elem_bytes: int) -> list[dict]:
     from petacomm.datasets import make
+    from petacomm.progress import Progress
     from petacomm.xchg import offline
     from petacomm.xchg.cost import cost_params, load_model, p2p_curve
 
@@ -871,12 +875,16 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
             params = _generator_params(args, name)
             started = time.monotonic()
             generator = make(name, p, **params)
-            keysets = generator.all_keys()
             node_size = args.node_size or 1  # node-aware priced for nodes of this size
-            try:
-                stats = offline.statistics(keysets, node_size=node_size)
-            except ValueError as err:
-                raise PetacommError(f"--model-only {p}: {err}") from None
+            with Progress("bench sparse-reduce", quiet=args.quiet) as progress:
+                progress.start(p, f"{name} key sets of {p} ranks")
+                keysets = generator.all_keys()  # cmb: the scan in one pass, not rank by rank
+                progress.advance(p)
+                progress.status(f"{name} on {p} ranks: sharing statistics and predictions")
+                try:
+                    stats = offline.statistics(keysets, node_size=node_size)
+                except ValueError as err:
+                    raise PetacommError(f"--model-only {p}: {err}") from None
             predicted, decision = offline.decide(
                 stats,
                 cost_params(model, p),

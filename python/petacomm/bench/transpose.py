@@ -27,6 +27,7 @@ from pathlib import Path
 
 from petacomm.errors import PetacommError
 from petacomm.files import write_text_atomically
+from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
 PEERS = ("fftw-mpi", "mpi4py-fft")
@@ -61,6 +62,9 @@ def register(subparsers) -> None:
     parser.add_argument("--model-only", metavar="P", help="predictions for P ranks (list)")
     parser.add_argument("--ranks-per-node", type=int, help="--model-only: ranks per node")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress line on standard error while ranks run"
+    )
     parser.set_defaults(func=run)
 
 
@@ -243,7 +247,9 @@ def _check_same_mpi(python: str, native: Path) -> None:
         )
 
 
-def _launch(mpiexec: str, python: str, native: Path, ranks: int, config: dict) -> dict:
+def _launch(
+    mpiexec: str, python: str, native: Path, ranks: int, config: dict, quiet: bool = False
+) -> dict:
     import petacomm
     from petacomm.bench.transpose_race import MARK
     from petacomm.launch import describe_launcher
@@ -254,7 +260,9 @@ def _launch(mpiexec: str, python: str, native: Path, ranks: int, config: dict) -
     argv = launcher.command(ranks, [python, "-c", WORKER, package_root, json.dumps(config)])
     env = dict(os.environ, PETACOMM_NATIVE_DIR=str(native))
     started = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    done = run_showing_progress(
+        "bench transpose", f"the race on {ranks} ranks", argv, quiet=quiet, env=env
+    )
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
     if done.returncode != 0 or not lines:
         raise PetacommError(
@@ -305,7 +313,7 @@ def run(args) -> int:
         }
         results.update({"mpicc": mpicc, "mpiexec": mpiexec, "python": python, "runs": []})
         for p in ranks:
-            run = _launch(mpiexec, python, native, p, config)
+            run = _launch(mpiexec, python, native, p, config, quiet=args.quiet)
             results["runs"].append(run)
             for case in run["cases"]:
                 _print_case(run, case, args.reps)
@@ -370,7 +378,7 @@ def _weak(args, mpiexec: str, python: str, native: Path, cost: dict) -> list[dic
             "planners": False,
             "cost": cost,
         }
-        run = _launch(mpiexec, python, native, p, config)
+        run = _launch(mpiexec, python, native, p, config, quiet=args.quiet)
         case = run["cases"][0]
         rows_by_name = {r["name"]: r for r in case["contenders"]}
         entry = {"ranks": p, "seconds": {}, "best_seconds": {}}

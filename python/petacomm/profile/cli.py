@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import write_text_atomically
+from petacomm.files import check_output_path, write_text_atomically
 
 
 def register(subparsers) -> None:
@@ -139,6 +139,9 @@ def _report(args) -> int:
         raise PetacommError(
             f"--callsite-threshold: must be between 0 and 100 %, got {args.callsite_threshold:g}"
         )
+    inputs = [("LOG", args.log), ("LOG2", args.log2), ("--model", args.model)]
+    if args.html:  # before reading anything: the HTML must never replace an input
+        check_output_path(args.html, "-o", inputs)
     first = log.load(args.log)
     model = None
     if args.model:
@@ -150,19 +153,19 @@ def _report(args) -> int:
         comparison = compare.compare(first, second)
         sys.stdout.write(terminal.comparison_report(comparison))
         if args.html:
-            _write_atomically(Path(args.html), html.comparison_page(comparison))
+            _write_atomically(Path(args.html), html.comparison_page(comparison), inputs)
             print(f"HTML report: {Path(args.html).resolve()}")
         return 0
     sys.stdout.write(
         terminal.report(first, all_calls=args.all, callsite_threshold=args.callsite_threshold)
     )
     if args.html:
-        _write_atomically(Path(args.html), html.page(first, model=model))
+        _write_atomically(Path(args.html), html.page(first, model=model), inputs)
         print(f"HTML report: {Path(args.html).resolve()}")
     return 0
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, text: str, inputs) -> None:
     if not path.resolve().parent.is_dir():
         raise PetacommError(f"-o: directory '{path.resolve().parent}' does not exist")
-    write_text_atomically(path, text, "-o")
+    write_text_atomically(path, text, "-o", inputs)

@@ -137,9 +137,10 @@ def add_search_arguments(parser: argparse.ArgumentParser, group=None) -> None:
     search.add_argument(
         "--candidates",
         metavar="LIST",
-        help="comma-separated: permutations, block, cyclic, tiles, greedy, bisection, all, or "
+        help="comma-separated: permutations, block, cyclic, tiles, greedy, bisection, "
+        "multilevel, scotch (Scotch's mapping refined by petacomm; needs libscotch), all, or "
         "permutation strings like TZXY (default: permutations on a torus, otherwise "
-        "block,cyclic,greedy,bisection)",
+        "block,cyclic,greedy,bisection,multilevel)",
     )
     search.add_argument(
         "--max-candidates",
@@ -164,7 +165,15 @@ def add_search_arguments(parser: argparse.ArgumentParser, group=None) -> None:
         type=positive_seconds,
         default=10.0,
         metavar="SECONDS",
-        help="total time for the greedy/bisection optimisers (default: 10)",
+        help="total time for the greedy, bisection, multilevel and scotch optimisers, shared "
+        "between those asked for (default: 10)",
+    )
+    search.add_argument(
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        help="evaluate the candidates in N processes (default: every core available when "
+        "the search routes 20 million messages or more, else 1)",
     )
     search.add_argument(
         "--seed",

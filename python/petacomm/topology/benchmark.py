@@ -22,6 +22,7 @@ from petacomm.topology.arguments import (
     build_cost,
     build_network,
     build_routing,
+    positive_int,
     user_error,
 )
 
@@ -55,6 +56,28 @@ def register(subparsers) -> None:
         f"TXYZ (default {DEFAULT_MAPPING}, TXYZ on a 3-D torus)",
     )
     add_search_arguments(parser)
+    peers = parser.add_argument_group("peers (mapping against another tool)")
+    peers.add_argument(
+        "--peers",
+        metavar="LIST",
+        help="compare the optimisers with another mapper instead of timing the engine: "
+        "'scotch' maps irregular graphs with Scotch and with petacomm side by side and "
+        "prints hop-bytes, link loads, times and ratios (default case torus:4x8x8, 4 cores "
+        "per node, 1024 ranks)",
+    )
+    peers.add_argument(
+        "--graphs",
+        metavar="LIST",
+        default="rgg,delaunay,cmb",
+        help="with --peers: the irregular graphs (rgg, delaunay, cmb; default all three; "
+        "python -m petacomm.topology.irregular_graphs writes them as files)",
+    )
+    peers.add_argument(
+        "--ranks",
+        type=positive_int,
+        metavar="N",
+        help="with --peers: ranks of each graph (default 1024, at most the network's slots)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="also write the timings as JSON to FILE")
     add_quiet_argument(out)
@@ -69,6 +92,11 @@ def run_benchmark_from_args(args, json_to_stdout: bool) -> int:
     json_file = None if json_to_stdout or not args.json else args.json
     if json_file is not None:
         check_output_path(json_file, "--json", [("--model", args.model)])
+    if getattr(args, "peers", None) is not None:
+        return _run_peers(args, json_file)
+    for option in ("ranks",):
+        if getattr(args, option, None) is not None:
+            raise PetacommError(f"--{option}: only used with --peers")
     if args.network is None:
         args.network = DEFAULT_NETWORK
         if args.cores_per_node is None:
@@ -94,6 +122,23 @@ def run_benchmark_from_args(args, json_to_stdout: bool) -> int:
         print(f"timings written to {json_file}")
     elif json_to_stdout and args.json:
         sys.stdout.write(text)
+    return 0
+
+
+def _run_peers(args, json_file) -> int:
+    from petacomm.topology.peer_benchmark import run_peer_benchmark
+
+    if args.pattern is not None or args.candidates is not None:
+        option = "--pattern" if args.pattern is not None else "--candidates"
+        raise PetacommError(f"{option}: not used with --peers (the graphs come from --graphs)")
+    results = run_peer_benchmark(args)
+    if json_file is not None:
+        from petacomm.files import write_text_atomically
+
+        write_text_atomically(
+            json_file, json.dumps(results, indent=1) + "\n", "--json", [("--model", args.model)]
+        )
+        print(f"results written to {json_file}")
     return 0
 
 
@@ -160,10 +205,18 @@ def run_map_benchmark(network, routing, pattern_text, mapping_text, cost, args, 
             seed=args.seed,
             max_permutations=args.max_candidates,
             notes=notes,
+            routing=routing,
         )
         progress.start(len(mappings), "mappings evaluated")
         ranked = rank_mappings(
-            network, routing, pattern, mappings, cost, args.rank_by, progress=progress.advance
+            network,
+            routing,
+            pattern,
+            mappings,
+            cost,
+            args.rank_by,
+            progress=progress.advance,
+            jobs=args.jobs,
         )
         search_s = time.perf_counter() - t0
     for note in notes:

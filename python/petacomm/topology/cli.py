@@ -152,6 +152,7 @@ def build_pattern(args, network):
 
         text = read_text_file(args.pattern_file, "--pattern-file")
         path = Path(args.pattern_file)
+        text = _description_in(text, path)
         return user_error(
             f"--pattern-file {path}",
             parse_pattern,
@@ -162,6 +163,26 @@ def build_pattern(args, network):
     if source == "matrix":
         return user_error("--matrix", load_matrix_file, args.matrix)
     return user_error("--from-profile", read_profile_log, args.from_profile)
+
+
+def _description_in(text: str, path) -> str:
+    """A pattern file is a description, or a JSON document whose "pattern" field holds one
+    (the results of petacomm-halo carry what they measured that way)."""
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise PetacommError(
+            f"--pattern-file: {path} looks like JSON but is not ({err.msg}, line {err.lineno})"
+        ) from None
+    description = document.get("pattern") if isinstance(document, dict) else None
+    if not isinstance(description, str):
+        raise PetacommError(
+            f"--pattern-file: {path} is JSON without a 'pattern' string (a description in the "
+            "pattern language)"
+        )
+    return description
 
 
 def _check_output_options(args) -> None:
@@ -309,6 +330,7 @@ def search(args, network, routing, pattern, cost, hierarchy=None):
             seed=args.seed,
             max_permutations=args.max_candidates,
             notes=notes,
+            routing=routing,
         )
         progress.start(len(mappings), "mappings evaluated")
         ranked = user_error(
@@ -322,5 +344,6 @@ def search(args, network, routing, pattern, cost, hierarchy=None):
             args.rank_by,
             hierarchy,
             progress=progress.advance,
+            jobs=args.jobs,
         )
     return ranked, notes, time.perf_counter() - start

@@ -27,11 +27,14 @@ from petacomm.topology.pattern import LogicalGrid
 
 @dataclass
 class Mapping:
-    """Rank r runs on node ``node[r]``, core ``core[r]``; ``name`` says how it was built."""
+    """Rank r runs on node ``node[r]``, core ``core[r]``; ``name`` says how it was built and,
+    for a mapping an optimiser built, ``stop_reason`` why it stopped (``converged`` or
+    ``time budget``; empty for constructed mappings)."""
 
     name: str
     node: np.ndarray
     core: np.ndarray
+    stop_reason: str = ""
 
     def __post_init__(self):
         self.node = np.asarray(self.node, dtype=np.int64)
@@ -54,7 +57,7 @@ class Mapping:
                 f"mapping {self.name}: core out of range 0..{network.cores_per_node - 1}"
             )
         slots = self.node * network.cores_per_node + self.core
-        if np.unique(slots).size != slots.size:
+        if slots.size and np.bincount(slots, minlength=network.num_slots).max() > 1:
             raise ValueError(f"mapping {self.name}: two ranks share a slot")
 
     def slots(self, network) -> np.ndarray:
@@ -115,6 +118,46 @@ def permutation_mapping(text: str, network: TorusNetwork, nranks: int) -> Mappin
         else:
             coords[:, a] = dig
     return Mapping(text.upper(), network.node_ids(coords), core)
+
+
+class PermutationCandidate(Mapping):
+    """A permutation string's mapping whose arrays are built when first read and dropped by
+    :meth:`release`, so that a search over many permutations of a million ranks holds one
+    mapping at a time, not all of them."""
+
+    def __init__(self, text: str, network: TorusNetwork, nranks: int):
+        parse_permutation(text, network)  # refuse a bad string now, not on first use
+        check_rank_count(nranks, network)
+        self._source = (text, network, nranks)
+        self._node = self._core = None
+        self.name = text.upper()
+        self.stop_reason = ""
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._node is None:
+            built = permutation_mapping(*self._source)
+            self._node, self._core = built.node, built.core
+        return self._node, self._core
+
+    @property
+    def node(self) -> np.ndarray:
+        return self._arrays()[0]
+
+    @node.setter
+    def node(self, value) -> None:
+        self._node = np.asarray(value, dtype=np.int64)
+
+    @property
+    def core(self) -> np.ndarray:
+        return self._arrays()[1]
+
+    @core.setter
+    def core(self, value) -> None:
+        self._core = np.asarray(value, dtype=np.int64)
+
+    def release(self) -> None:
+        """Drop the arrays (they are rebuilt when read again)."""
+        self._node = self._core = None
 
 
 def permutation_of(mapping: Mapping, network: TorusNetwork) -> str | None:

@@ -8,10 +8,12 @@ says so in the mapping's name.
 
 * :func:`greedy_mapping` - greedy growth: start from the heaviest rank, repeatedly place the
   unplaced rank most strongly connected to the placed ones on the free node that minimises
-  its weighted distance to its placed neighbours.
+  its weighted distance to its placed neighbours (on a torus, among the nodes within two
+  hops of theirs unless those are full, so a placement costs the same on any machine size).
 * :func:`bisection_mapping` - recursive bisection: cut the machine in two halves along its
   longest coordinate, cut the ranks in two parts of matching capacity along a reverse
-  Cuthill-McKee order of the communication graph, recurse.
+  Cuthill-McKee order of the communication graph (of the part, for parts of 1,024 ranks or
+  more; smaller parts keep their parent's order), recurse.
 * :func:`refine_by_swaps` - pairwise-swap refinement of any mapping: try moving a rank next to
   one of its neighbours by swapping it with a rank there; keep swaps that lower hop-bytes.
 """
@@ -28,6 +30,14 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from petacomm.topology.mapping import Mapping, check_rank_count
 from petacomm.topology.network import TorusNetwork
 from petacomm.topology.pattern import CommPattern
+
+# Parts of fewer ranks than this are cut along their parent's order instead of a new RCM
+# order of their own: the recursion then costs O(n log n) on any machine size.
+_REORDER_MIN_RANKS = 1024
+
+
+def _reason(budget_hit: bool) -> str:
+    return "time budget" if budget_hit else "converged"
 
 
 def communication_graph(pattern: CommPattern) -> sp.csr_matrix:
@@ -47,6 +57,21 @@ class _Distance:
             self.coords = network.coordinates(np.arange(network.num_nodes))
             self.dims = np.asarray(network.dims)
             self.wrap = np.asarray(network.wrap)
+
+    def near(self, nodes) -> np.ndarray | None:
+        """The nodes within two hops of any of ``nodes`` on a torus (None elsewhere)."""
+        if not isinstance(self.network, TorusNetwork):
+            return None
+        if not hasattr(self, "_neighbours"):
+            table = []
+            for d in range(self.network.ndim):
+                for step in (1, -1):
+                    c = self.coords.copy()
+                    c[:, d] = np.mod(c[:, d] + step, self.dims[d])
+                    table.append(self.network.node_ids(c))
+            self._neighbours = np.stack(table, axis=1)
+        ring = np.unique(np.concatenate([nodes, self._neighbours[nodes].ravel()]))
+        return np.unique(np.concatenate([ring, self._neighbours[ring].ravel()]))
 
     def __call__(self, a, b) -> np.ndarray:
         if not isinstance(self.network, TorusNetwork):
@@ -109,11 +134,18 @@ def greedy_mapping(pattern: CommPattern, network, time_budget: float = 10.0, gra
         nb = indices[indptr[r] : indptr[r + 1]]
         w = data[indptr[r] : indptr[r + 1]]
         mapped = node[nb] >= 0
-        free = np.flatnonzero(capacity > 0)
         if mapped.any():
-            cost = (dist(free[:, None], node[nb[mapped]][None, :]) * w[mapped]).sum(axis=1)
+            where = node[nb[mapped]]
+            # Nodes within two hops of the placed neighbours (a torus) hold the best free
+            # node unless they are full: then every free node is scored.
+            free = dist.near(where)
+            free = free[capacity[free] > 0] if free is not None else free
+            if free is None or free.size == 0:
+                free = np.flatnonzero(capacity > 0)
+            cost = (dist(free[:, None], where[None, :]) * w[mapped]).sum(axis=1)
             target = free[np.argmin(cost)]
         else:
+            free = np.flatnonzero(capacity > 0)
             target = free[np.argmin(dist(free, np.full(free.size, last_node)))]
         node[r] = target
         core[r] = network.cores_per_node - capacity[target]
@@ -126,7 +158,9 @@ def greedy_mapping(pattern: CommPattern, network, time_budget: float = 10.0, gra
             heapq.heappush(heap, (-c, int(v)))
     if budget_hit:
         _fill_remaining(node, core, capacity, network, range(n))
-    return Mapping("greedy" + (" (budget hit)" if budget_hit else ""), node, core)
+    return Mapping(
+        "greedy" + (" (budget hit)" if budget_hit else ""), node, core, _reason(budget_hit)
+    )
 
 
 def bisection_mapping(
@@ -164,12 +198,16 @@ def bisection_mapping(
         if time.perf_counter() - start_time > time_budget:
             budget_hit = True
             ordered = ranks
+        elif ranks.size < _REORDER_MIN_RANKS and ranks.size < n:
+            ordered = ranks  # small parts keep the order their parent's RCM gave them
         else:
             sub = graph[ranks][:, ranks]
             ordered = ranks[reverse_cuthill_mckee(sub.tocsr(), symmetric_mode=True)]
         stack.append((ordered[:k1], first_nodes))
         stack.append((ordered[k1:], second_nodes))
-    return Mapping("bisection" + (" (budget hit)" if budget_hit else ""), node, core)
+    return Mapping(
+        "bisection" + (" (budget hit)" if budget_hit else ""), node, core, _reason(budget_hit)
+    )
 
 
 def refine_by_swaps(
@@ -194,7 +232,7 @@ def refine_by_swaps(
     core = mapping.core.copy()
     deg = np.diff(graph.indptr)
     if n < 2 or deg.max(initial=0) == 0:
-        return Mapping(mapping.name + "+swaps", node, core)
+        return Mapping(mapping.name + "+swaps", node, core, mapping.stop_reason or "converged")
     maxdeg = int(deg.max())
     # Padded neighbour lists (rank -> neighbours, weights); pad with self and weight 0.
     pad_nb = np.repeat(np.arange(n)[:, None], maxdeg, axis=1)
@@ -257,4 +295,7 @@ def refine_by_swaps(
             slot_rank[(int(node[vv]), int(core[vv]))] = vv
             applied += 1
         rounds_without_gain = 0 if applied else rounds_without_gain + 1
-    return Mapping(mapping.name + "+swaps", node, core)
+    # The refined mapping stopped on the budget if its start or the swaps did.
+    swaps_hit = rounds_without_gain < 20
+    reason = _reason(swaps_hit or mapping.stop_reason == "time budget")
+    return Mapping(mapping.name + "+swaps", node, core, reason)

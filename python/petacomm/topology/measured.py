@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,18 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 CSV text") from None
+    fast = _read_csv_numbers(text)
+    if fast is not None:
+        header, numbers = fast
+        if header is None:
+            return _dense_pattern(numbers, path, nranks)
+        si = _pick(header, _SRC_NAMES, path, "source")
+        di = _pick(header, _DST_NAMES, path, "destination")
+        bi = _pick(header, _BYTES_NAMES, path, "bytes")
+        if np.any(numbers[:, [si, di]] != np.round(numbers[:, [si, di]])):
+            raise ValueError(f"{path}: rank columns must hold integers")
+        return _from_triplets(numbers[:, si], numbers[:, di], numbers[:, bi], nranks, path)
+    # The careful reader: slower, but it says which line and column is wrong.
     rows = [
         (lineno, row)
         for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1)
@@ -135,8 +148,51 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
                 f"{path}: line {lineno}: expected {n} values (a square matrix), got {len(row)}"
             )
     arr = np.array([[number(ln, c, v) for c, v in enumerate(row)] for ln, row in rows])
+    return _dense_pattern(arr, path, nranks)
+
+
+def _dense_pattern(arr, path, nranks) -> CommPattern:
     src, dst, nb = _checked_dense(arr, path)
+    n = arr.shape[0]
     return CommPattern(nranks or n, [Phase("measured", src, dst, nb)], f"matrix from {path}")
+
+
+def _read_csv_numbers(text: str):
+    """(header cells or None, (rows, columns) array of numbers) of a plain numeric CSV,
+    parsed in one pass by numpy; None when the text needs the careful reader (quotes, a
+    cell that is not a number, rows of different lengths, an empty body) so that its error
+    names the line and column."""
+    if '"' in text:
+        return None
+    # Leading comment lines are cheap to skip; comments further down need a line filter.
+    start = 0
+    while True:
+        start = len(text) - len(text[start:].lstrip())
+        if not text.startswith("#", start):
+            break
+        end = text.find("\n", start)
+        start = len(text) if end < 0 else end + 1
+    body = text[start:]
+    if "#" in body:
+        body = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
+    end = body.find("\n")
+    first = (body if end < 0 else body[:end]).split(",")
+    header = None
+    if any(_is_word(c) for c in first):
+        header, body = first, ("" if end < 0 else body[end + 1 :])
+    width = len(first)
+    rows = sum(1 for line in body.splitlines() if line.strip())
+    if rows == 0 or body.count(",") != (width - 1) * rows:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            numbers = np.fromstring(body.replace(",", " "), dtype=np.float64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            return None
+    if numbers.size != width * rows or not np.all(np.isfinite(numbers)):
+        return None
+    return header, numbers.reshape(rows, width)
 
 
 def _is_word(cell: str) -> bool:

@@ -170,6 +170,32 @@ def node_level_flows(network, src_node, dst_node, nbytes):
     return uniq // n, uniq % n, agg_bytes, agg_count, inverse
 
 
+# Messages routed at a time by evaluate_mapping.
+_CHUNK_MESSAGES = 1 << 19
+
+
+def _endpoint_seconds(pattern: CommPattern, phase: int, cost: CostParameters) -> float:
+    """The busiest sender's alpha-beta time in one phase (each message alpha + beta n with
+    the fit piece covering its size n): the same for every mapping, so computed once per
+    pattern and cost parameters and kept on the pattern."""
+    cache = pattern.__dict__.setdefault("_endpoint_seconds", {})
+    key = (phase, cost)
+    if key not in cache:
+        ph = pattern.phases[phase]
+        real = ph.src != ph.dst
+        sent = np.bincount(
+            ph.src[real], weights=cost.message_seconds(ph.nbytes[real]), minlength=pattern.nranks
+        )
+        cache[key] = float(sent.max(initial=0.0))
+    return cache[key]
+
+
+def warm_endpoint_cache(pattern: CommPattern, cost: CostParameters) -> None:
+    """Computes every phase's endpoint time now (before worker processes fork)."""
+    for phase in range(len(pattern.phases)):
+        _endpoint_seconds(pattern, phase, cost)
+
+
 def evaluate_mapping(
     network,
     routing,
@@ -205,39 +231,55 @@ def evaluate_mapping(
     if hierarchy is not None:
         labels = hierarchy.level_labels()
         by_level = dict.fromkeys(labels, 0.0)
-    for ph in pattern.phases:
-        real = ph.src != ph.dst
-        src, dst, nb = ph.src[real], ph.dst[real], ph.nbytes[real]
-        sn, dn = mapping.node[src], mapping.node[dst]
-        intra = sn == dn
+    for index, ph in enumerate(pattern.phases):
         rep = ph.repeat
-        totals["messages"] += src.size * rep
-        totals["total"] += nb.sum() * rep
-        totals["intra"] += nb[intra].sum() * rep
-        if by_level is not None and intra.any():
-            depth = hierarchy.shared_depth(mapping.core[src[intra]], mapping.core[dst[intra]])
-            per = np.bincount(depth, weights=nb[intra], minlength=len(labels))
-            for i, label in enumerate(labels):
-                by_level[label] += per[i] * rep
-        inter = ~intra
-        phase_max_link = 0.0
-        if inter.any():
-            ps, pd, pbytes, pcount, inverse = node_level_flows(
-                network, sn[inter], dn[inter], nb[inter]
-            )
-            loads = routing.route(network, ps, pd, np.stack([pbytes, pcount]))
-            hops = routing.expected_hops(network, ps, pd)
-            link_bytes += loads[0] * rep
-            link_flows += loads[1] * rep
-            phase_max_link = float(loads[0].max())
+        phase_loads = np.zeros((2, network.num_links))
+        # Messages in chunks: the temporaries of a million-rank pattern stay small.
+        for first in range(0, ph.src.size, _CHUNK_MESSAGES):
+            part = slice(first, first + _CHUNK_MESSAGES)
+            real = ph.src[part] != ph.dst[part]
+            src, dst, nb = ph.src[part][real], ph.dst[part][real], ph.nbytes[part][real]
+            sn, dn = mapping.node[src], mapping.node[dst]
+            intra = sn == dn
+            totals["messages"] += src.size * rep
+            totals["total"] += nb.sum() * rep
+            totals["intra"] += nb[intra].sum() * rep
+            if by_level is not None and intra.any():
+                depth = hierarchy.shared_depth(mapping.core[src[intra]], mapping.core[dst[intra]])
+                per = np.bincount(depth, weights=nb[intra], minlength=len(labels))
+                for i, label in enumerate(labels):
+                    by_level[label] += per[i] * rep
+            inter = ~intra
+            if not inter.any():
+                continue
+            if getattr(routing, "aggregates_flows", True):
+                ps, pd, pbytes, pcount, _ = node_level_flows(
+                    network, sn[inter], dn[inter], nb[inter]
+                )
+            else:  # every message is its own flow
+                ps, pd, pbytes = sn[inter], dn[inter], nb[inter]
+                pcount = np.ones(ps.size)
+            # Messages of one size (a stencil's) need one routed row: bytes = size x flows.
+            same_size = pbytes.size > 0 and bool(np.all(pbytes == pbytes[0] * pcount))
+            weights = pcount[None, :] if same_size else np.stack([pbytes, pcount])
+            if hasattr(routing, "route_and_hops"):
+                loads, hops = routing.route_and_hops(network, ps, pd, weights)
+            else:
+                loads = routing.route(network, ps, pd, weights)
+                hops = routing.expected_hops(network, ps, pd)
+            if same_size:
+                loads = np.concatenate([loads * pbytes[0], loads])
+            phase_loads += loads
             totals["hop_bytes"] += float((pbytes * hops).sum()) * rep
             totals["hop_sum"] += float((pcount * hops).sum()) * rep
             max_hops = max(max_hops, float(hops.max()))
+        link_bytes += phase_loads[0] * rep
+        link_flows += phase_loads[1] * rep
         if cost is not None:
-            # Each message costs alpha + beta n with the fit piece covering its size n.
-            sent = np.bincount(src, weights=cost.message_seconds(nb), minlength=pattern.nranks)
-            endpoint = float(sent.max(initial=0.0))
-            phase_times.append(endpoint + phase_max_link * cost.link_beta)
+            phase_max_link = float(phase_loads[0].max())
+            phase_times.append(
+                _endpoint_seconds(pattern, index, cost) + phase_max_link * cost.link_beta
+            )
     scale = max(1.0, float(np.abs(link_flows).max(initial=0.0)))
     used = link_flows > _USED_LINK_TOLERANCE * scale
     messages = totals["messages"]
@@ -267,3 +309,17 @@ def evaluate_mapping(
         link_bytes=link_bytes if keep_loads else None,
         link_flows=link_flows if keep_loads else None,
     )
+
+
+def predicted_times(
+    network, routing, pattern: CommPattern, mappings, cost: CostParameters, hierarchy=None
+) -> dict[str, float]:
+    """Predicted communication time (seconds, the table's ``predicted`` column) of each
+    mapping, by name, in order: the figure to compare with a simulated or measured run of
+    the same pattern under each mapping."""
+    return {
+        m.name: evaluate_mapping(
+            network, routing, pattern, m, cost=cost, hierarchy=hierarchy
+        ).predicted_time_s
+        for m in mappings
+    }

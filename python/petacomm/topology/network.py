@@ -26,7 +26,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
+from petacomm.lazy_module import LazyModule
+
+# numpy is imported on first use: the registries below are read by `petacomm map --help`.
+np = LazyModule("numpy")
 
 _TORUS_LETTERS_3D = "XYZ"
 _TORUS_LETTERS = "ABCDEFGHIJKLMNOPQRS"  # no T: T is the core dimension in permutation strings
@@ -463,7 +466,7 @@ class NetworkKind:
     parse: Callable[[str, str, dict[str, str], str], Network]
     example: str
     summary: str
-    default_candidates: str = "block,cyclic,greedy,bisection"
+    default_candidates: str = "block,cyclic,greedy,bisection,multilevel"
 
 
 NETWORK_KINDS: dict[str, NetworkKind] = {}

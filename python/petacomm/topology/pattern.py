@@ -148,7 +148,12 @@ class CommPattern:
 
     def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All phases folded into one list of (src, dst, total bytes), self-messages dropped,
-        duplicate pairs summed."""
+        duplicate pairs summed. Kept on the pattern (the optimisers of one search all ask),
+        for as long as its phases are the same objects."""
+        key = (self.nranks, [(ph, ph.repeat) for ph in self.phases])
+        cached = self.__dict__.get("_edges")
+        if cached is not None and _same_phases(cached[0], key):
+            return cached[1]
         src = np.concatenate([ph.src for ph in self.phases]) if self.phases else np.zeros(0, int)
         dst = np.concatenate([ph.dst for ph in self.phases]) if self.phases else np.zeros(0, int)
         nb = (
@@ -157,9 +162,13 @@ class CommPattern:
             else np.zeros(0)
         )
         keep = src != dst
-        key = src[keep] * self.nranks + dst[keep]
-        uniq, inverse = np.unique(key, return_inverse=True)
-        return uniq // self.nranks, uniq % self.nranks, np.bincount(inverse, weights=nb[keep])
+        pair = src[keep] * self.nranks + dst[keep]
+        uniq, inverse = np.unique(pair, return_inverse=True)
+        edges = (uniq // self.nranks, uniq % self.nranks, np.bincount(inverse, weights=nb[keep]))
+        for array in edges:
+            array.flags.writeable = False  # shared by every caller
+        self.__dict__["_edges"] = (key, edges)
+        return edges
 
     def matrix(self) -> np.ndarray:
         """Dense bytes matrix (row = sender); only for small rank counts."""
@@ -169,6 +178,15 @@ class CommPattern:
         for ph in self.phases:
             np.add.at(out, (ph.src, ph.dst), ph.nbytes * ph.repeat)
         return out
+
+
+def _same_phases(a, b) -> bool:
+    """Whether two ``edges`` cache keys name the same phase objects and repeat counts."""
+    return (
+        a[0] == b[0]
+        and len(a[1]) == len(b[1])
+        and all(p is q and r == s for (p, r), (q, s) in zip(a[1], b[1], strict=True))
+    )
 
 
 def _check_size(count: int, what: str) -> None:

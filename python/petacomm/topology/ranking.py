@@ -4,7 +4,9 @@ Candidate specs (comma-separated, ``candidate_mappings``):
 ``permutations`` (every Blue Gene permutation string; torus/mesh), a permutation string such
 as ``TZXY``, ``block``, ``cyclic``, ``tiles`` (every node-shaped tile of the pattern's grid,
 tiles in node-id order), ``greedy`` and ``bisection`` (each refined by pairwise swaps),
-``all`` (everything applicable).
+``multilevel`` (``multilevel.py``, then contention refinement), ``scotch`` (Scotch's
+mapping refined by petacomm, ``scotch.py``; needs libscotch), ``all`` (everything
+applicable; ``scotch`` when Scotch is installed and has a target for the network).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from petacomm.topology import mapping as mp
-from petacomm.topology.metrics import MappingMetrics, evaluate_mapping
+from petacomm.topology.metrics import MappingMetrics
 from petacomm.topology.network import NETWORK_KINDS, TorusNetwork
 
 # Metric names of --rank-by and the MappingMetrics attribute each orders by.
@@ -27,7 +29,18 @@ RANK_KEYS = {
     "max-link-bytes": "max_link_bytes",
     "hop-bytes": "hop_bytes",
 }
-CANDIDATE_WORDS = ("permutations", "block", "cyclic", "tiles", "greedy", "bisection", "all")
+CANDIDATE_WORDS = (
+    "permutations",
+    "block",
+    "cyclic",
+    "tiles",
+    "greedy",
+    "bisection",
+    "multilevel",
+    "scotch",
+    "all",
+)
+OPTIMISERS = ("greedy", "bisection", "multilevel", "scotch")
 
 
 @dataclass
@@ -72,10 +85,13 @@ def candidate_mappings(
     seed: int = 0,
     max_permutations: int | None = None,
     notes: list[str] | None = None,
+    routing=None,
 ) -> list[mp.Mapping]:
     """Build the candidate mappings named by ``spec`` (module docstring). ``permutations``
     yields at most ``max_permutations`` strings (all when None); when it samples, a line
-    saying so is appended to ``notes``."""
+    saying so is appended to ``notes``. The optimisers share ``time_budget`` seconds;
+    ``routing`` (the model the candidates are ranked under) lets ``multilevel`` and
+    ``scotch`` relieve the busiest link."""
     items = [s.strip() for s in spec.split(",") if s.strip()]
     if not items:
         raise ValueError("candidates: empty list (expected e.g. permutations or block,greedy)")
@@ -86,11 +102,14 @@ def candidate_mappings(
             "tiles",
             "greedy",
             "bisection",
+            "multilevel",
         ]
+        if _scotch_applies(network, notes):
+            items.append("scotch")
     out: list[mp.Mapping] = []
     seen: set[str] = set()
     graph = None
-    optimisers = [i for i in items if i in ("greedy", "bisection")]
+    optimisers = [i for i in items if i.lower() in OPTIMISERS]
     per_optimiser = time_budget / max(1, len(optimisers))
 
     def add(m: mp.Mapping):
@@ -114,7 +133,7 @@ def candidate_mappings(
                     "--seed; --max-candidates sets how many)"
                 )
             for perm in perms:
-                add(mp.permutation_mapping(perm, network, pattern.nranks))
+                add(mp.PermutationCandidate(perm, network, pattern.nranks))
         elif low == "block":
             add(mp.block_mapping(network, pattern.nranks))
         elif low == "cyclic":
@@ -148,8 +167,23 @@ def candidate_mappings(
             m = build(pattern, network, time_budget=per_optimiser / 2, graph=graph)
             left = max(0.0, per_optimiser - (time.perf_counter() - start))
             add(refine_by_swaps(m, pattern, network, time_budget=left, seed=seed, graph=graph))
+        elif low in ("multilevel", "scotch"):
+            from petacomm.topology.mapping_search import communication_graph
+            from petacomm.topology.multilevel import multilevel_mapping
+            from petacomm.topology.scotch import ScotchError, scotch_mapping, target_description
+
+            if graph is None:
+                graph = communication_graph(pattern)
+            build = multilevel_mapping if low == "multilevel" else scotch_mapping
+            try:
+                if low == "scotch":
+                    target_description(network)
+                m = build(pattern, network, per_optimiser, graph=graph, seed=seed, routing=routing)
+            except (ValueError, ScotchError) as err:
+                raise ValueError(str(err)) from None
+            add(m)
         elif is_torus and sorted(item.upper()) == sorted(mp.permutation_letters(network)):
-            add(mp.permutation_mapping(item, network, pattern.nranks))
+            add(mp.PermutationCandidate(item, network, pattern.nranks))
         else:
             extra = f", or a permutation of {mp.permutation_letters(network)}" if is_torus else ""
             raise ValueError(
@@ -157,6 +191,24 @@ def candidate_mappings(
                 f"{extra})"
             )
     return out
+
+
+def _scotch_applies(network, notes) -> bool:
+    """Whether ``all`` includes ``scotch``: Scotch is installed and has a target for the
+    network; otherwise a note says why it was left out."""
+    from petacomm.topology.scotch import scotch_available, target_description
+
+    reason = None
+    if not scotch_available():
+        reason = "Scotch (libscotch) is not installed"
+    else:
+        try:
+            target_description(network)
+        except ValueError as err:
+            reason = str(err).removeprefix("scotch: ")
+    if reason is not None and notes is not None:
+        notes.append(f"all: scotch left out ({reason})")
+    return reason is None
 
 
 def rank_mappings(
@@ -168,22 +220,22 @@ def rank_mappings(
     rank_by: str = "time",
     hierarchy=None,
     progress=None,
+    jobs: int | None = None,
 ) -> list[RankedMapping]:
     """Evaluate every mapping and sort by ``rank_by`` (ties: max then average contention,
     hop-bytes, name); ratio_to_best = metric / best metric. ``progress(detail=name)`` is
-    called after each evaluation."""
+    called after each evaluation; ``jobs`` processes evaluate (``evaluation_pool``; None:
+    several for large searches)."""
     if rank_by not in RANK_KEYS:
         raise ValueError(f"rank by {rank_by!r}: expected one of {', '.join(RANK_KEYS)}")
     if rank_by == "time" and cost is None:
         raise ValueError("rank by time needs machine cost parameters")
     key = RANK_KEYS[rank_by]
-    evaluated = []
-    for m in mappings:
-        evaluated.append(
-            (m, evaluate_mapping(network, routing, pattern, m, cost=cost, hierarchy=hierarchy))
-        )
-        if progress is not None:
-            progress(detail=m.name)
+    from petacomm.topology.evaluation_pool import evaluate_many
+
+    mappings = list(mappings)
+    metrics = evaluate_many(network, routing, pattern, mappings, cost, hierarchy, jobs, progress)
+    evaluated = list(zip(mappings, metrics, strict=True))
 
     def tolerant(value: float) -> float:
         # Fractional routing sums differ in the last bits between equal mappings; compare

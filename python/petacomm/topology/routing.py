@@ -32,9 +32,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
+from petacomm.lazy_module import LazyModule
 from petacomm.topology.network import DragonflyNetwork, FatTreeNetwork, TorusNetwork
+
+# numpy is imported on first use: the registries below are read by `petacomm map --help`.
+np = LazyModule("numpy")
 
 
 def _as_weights(weights, n: int) -> np.ndarray:
@@ -58,39 +60,57 @@ class DimensionOrderRouting:
     order: tuple[int, ...] | None = None
 
     name = "dor"
+    # Routing a message costs a few array operations whatever its length: routing every
+    # message is cheaper than sorting them into node pairs first (metrics.evaluate_mapping).
+    aggregates_flows = False
 
     def describe(self, network: TorusNetwork) -> str:
         order = self.order if self.order is not None else tuple(range(network.ndim))
         return "dor:" + "".join(network.letters[d] for d in order)
 
     def route(self, network: TorusNetwork, src, dst, weights) -> np.ndarray:
+        return self.route_and_hops(network, src, dst, weights)[0]
+
+    def route_and_hops(self, network: TorusNetwork, src, dst, weights):
+        """(:meth:`route`, :meth:`expected_hops`) from one computation of the offsets."""
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         w = _as_weights(weights, src.size)
         order = self.order if self.order is not None else tuple(range(network.ndim))
         if sorted(order) != list(range(network.ndim)):
             raise ValueError(f"dor order: expected a permutation of 0..{network.ndim - 1}")
-        offsets, _ = network.dimension_offsets(src, dst)
-        cur = network.coordinates(src)
+        cs, cd = network.coordinates(src), network.coordinates(dst)
         k, nn = w.shape[0], network.num_nodes
         loads = np.zeros((k, network.ndim, 2, nn))
+        hops = np.zeros(src.size)
         dims = network.dims
+        # Where each message is, one 1-D array per dimension: its source coordinates, then,
+        # dimension by dimension as it is routed, its destination's.
+        position = [cs[:, j] for j in range(network.ndim)]
         for d in order:
-            moving = offsets[:, d] != 0
-            if not moving.any():
-                continue
-            loads[:, d] += _ring_segments(
-                dims, d, cur[moving], offsets[moving, d], w[:, moving]
-            ).reshape(k, 2, nn)
-            cur[moving, d] = np.mod(cur[moving, d] + offsets[moving, d], dims[d])
-        return loads.reshape(k, -1)
+            raw = cd[:, d] - cs[:, d]
+            if network.wrap[d]:
+                forward = np.mod(raw, dims[d])
+                # Minimal offset; a half-ring displacement goes in the + direction.
+                offset = np.where(2 * forward > dims[d], forward - dims[d], forward)
+            else:
+                offset = raw
+            hops += np.abs(offset)
+            moving = np.flatnonzero(offset)
+            if moving.size:
+                loads[:, d] += _ring_segments(
+                    dims, d, [p[moving] for p in position], offset[moving], w[:, moving]
+                ).reshape(k, 2, nn)
+            position[d] = cd[:, d]
+        return loads.reshape(k, -1), hops
 
     def expected_hops(self, network: TorusNetwork, src, dst) -> np.ndarray:
         return network.hop_distance(src, dst).astype(float)
 
 
 def _ring_segments(dims, d, coords, offset, w) -> np.ndarray:
-    """Loads (k, 2, num_nodes) of straight segments along dimension d.
+    """Loads (k, 2, num_nodes) of straight segments along dimension d; ``coords`` holds the
+    segments' start coordinates, one array per dimension.
 
     A segment starting at ``coords`` moving ``offset`` steps uses the ``+`` links at ring
     positions s..s+h-1, or the ``-`` links at positions s-h+1..s. Each segment adds +w at its
@@ -102,7 +122,7 @@ def _ring_segments(dims, d, coords, offset, w) -> np.ndarray:
     k = w.shape[0]
     h = np.abs(offset)
     neg = offset < 0
-    s = coords[:, d]
+    s = coords[d]
     start = np.mod(np.where(neg, s - h + 1, s), n)
     end = start + h  # exclusive; > n means the segment wraps to the ring's start
     ext = list(dims)
@@ -110,10 +130,16 @@ def _ring_segments(dims, d, coords, offset, w) -> np.ndarray:
     ext_size = math.prod(ext)
     direction = neg.astype(np.int64)
 
+    # Cell of a position on the segment's ring: the other coordinates' part of the index
+    # (first dimension fastest) is the same for all four cells of a segment.
+    strides = np.cumprod([1, *ext[:-1]])
+    others = direction * ext_size
+    for dim in range(len(dims)):
+        if dim != d:
+            others = others + coords[dim] * strides[dim]
+
     def cell(position):
-        c = coords.copy()
-        c[:, d] = position
-        return direction * ext_size + np.ravel_multi_index(tuple(c.T), ext, order="F")
+        return others + position * strides[d]
 
     wraps = end > n
     cells = [cell(start), cell(np.minimum(end, n))]

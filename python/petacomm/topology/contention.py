@@ -1,0 +1,528 @@
+"""Contention-aware refinement: lower the most loaded link's bytes without raising hop-bytes.
+
+Hop-bytes (what ``multilevel.py`` minimises) is the *sum* of link loads; the time a phase
+takes depends on the *most loaded* link. :func:`refine_contention` takes a placement and
+repeatedly looks at the busiest link: the ranks whose messages cross it most are candidates
+to move, each tried against every rank on the nodes within two hops of it (a swap) and
+every free core there (a move). Every candidate is evaluated exactly under the routing
+model - the loads of all links after the change - and the best is applied if it lowers the
+busiest link's bytes (or, at equal bytes, the number of links that carry them) while the
+placement's hop-bytes stays at or below what it was when refinement started. So neither
+the maximum link load nor hop-bytes ever rises.
+
+Link loads come from :func:`pair_link_matrix`: the share of a message between every pair
+of nodes on every link, from the routing model itself (one ``route`` call of unit flows
+from node 0 on a torus or mesh with wrap-around in every dimension, shifted to every source
+by translation symmetry; one call per chunk of node pairs otherwise). It is built only when it
+has at most ``MAX_PAIR_ENTRIES`` entries (networks of up to about a thousand nodes);
+placements on larger ones are left as they are and the stop reason says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from petacomm.topology.network import TorusNetwork
+
+MAX_PAIR_ENTRIES = 30_000_000
+# How much hop-bytes may rise (a fraction of it) to relieve the busiest link, when the
+# caller sets no cap of its own.
+HOP_BYTES_ALLOWANCE = 0.01
+_NEIGHBOURHOOD_HOPS = 2
+_CANDIDATE_RANKS = 8
+# Candidate changes evaluated per step are limited so that the affected messages stay
+# below this many (a dense graph's rank has a thousand partners).
+_EVALUATED_MESSAGES = 50_000
+_OUT_OF_TIME = "out of time"
+
+
+@dataclass
+class ContentionStats:
+    """What the refinement did: steps applied and why it stopped, loads before/after."""
+
+    steps: int = 0
+    stop_reason: str = "converged"
+    max_link_bytes_before: float = 0.0
+    max_link_bytes_after: float = 0.0
+
+
+class PairLinks:
+    """The share of a message between any two nodes on every link (module docstring).
+
+    ``matrix`` is a CSR matrix of ``num_nodes**2`` rows and ``num_links`` columns;
+    :meth:`rows` gives the row of each (source node, destination node) pair. On a torus the
+    rows of a source are ordered by displacement (destination minus source, wrapped), so
+    the matrix is built directly in row order from one routed template per displacement.
+    """
+
+    def __init__(self, network, matrix: sp.csr_matrix, template=None):
+        self.network = network
+        self.matrix = matrix
+        # On a torus: the routed unit flows from node 0, (displacement, link kind, tail
+        # coordinates, share) per entry; they give any link's column without a transpose.
+        self._template = template
+        self._by_displacement = template is not None
+        self._csc = None
+        if template is not None:
+            nn = network.num_nodes
+            self._coords = network.coordinates(np.arange(nn))
+            self._dims = np.asarray(network.dims)
+            # Row of every (source, destination) pair, looked up rather than recomputed.
+            disp = np.mod(self._coords[None, :, :] - self._coords[:, None, :], self._dims)
+            self._row_table = (
+                np.arange(nn)[:, None] * nn
+                + network.node_ids(disp.reshape(-1, disp.shape[-1])).reshape(nn, nn)
+            ).astype(np.int64)
+
+    def column(self, link: int) -> np.ndarray:
+        """The share of every row (node pair) on one link, as a dense array."""
+        nn = self.network.num_nodes
+        if self._template is not None:
+            disp, kind, tail_coords, frac = self._template
+            link_kind, link_tail = divmod(int(link), nn)
+            mine = kind == link_kind
+            # The entry's tail shifted by source s is the link's tail: s = tail - entry tail.
+            source = self.network.node_ids(
+                np.mod(self._coords[link_tail] - tail_coords[mine], self._dims)
+            )
+            out = np.zeros(nn * nn)
+            np.add.at(out, source * nn + disp[mine] + 1, frac[mine])
+            return out
+        if self._csc is None:
+            self._csc = self.matrix.tocsc()
+        out = np.zeros(self.matrix.shape[0])
+        start, end = self._csc.indptr[link], self._csc.indptr[link + 1]
+        out[self._csc.indices[start:end]] = self._csc.data[start:end]
+        return out
+
+    def rows(self, src, dst) -> np.ndarray:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        if not self._by_displacement:
+            return src * self.network.num_nodes + dst
+        return self._row_table[src, dst]
+
+
+_PAIR_CACHE: dict[tuple[str, str], PairLinks | None] = {}
+
+
+def pair_link_matrix(network, routing) -> PairLinks | None:
+    """:class:`PairLinks` for the network and routing model (cached: the candidates of one
+    search share it); None when the network is too large for it."""
+    key = (network.to_text(), routing.describe(network))
+    if key not in _PAIR_CACHE:
+        if len(_PAIR_CACHE) >= 4:
+            _PAIR_CACHE.clear()
+        _PAIR_CACHE[key] = _build_pair_links(network, routing)
+    return _PAIR_CACHE[key]
+
+
+def _build_pair_links(network, routing) -> PairLinks | None:
+    nn = network.num_nodes
+    if nn < 2:
+        return PairLinks(network, sp.csr_matrix((nn * nn, network.num_links)))
+    if isinstance(network, TorusNetwork) and all(network.wrap):
+        # Unit flows from node 0 to every other node; entry (d, link) of the template of
+        # displacement d (node d's coordinates) shifts to source s as link + s.
+        if nn * nn > MAX_PAIR_ENTRIES:  # every pair uses at least one link
+            return None
+        parts = []
+        entries = 0
+        for first in range(1, nn, 128):  # unit flows from node 0, 128 displacements a time
+            targets = np.arange(first, min(nn, first + 128))
+            shares = routing.route(
+                network, np.zeros(targets.size, np.int64), targets, np.eye(targets.size)
+            )
+            row, link = np.nonzero(np.abs(shares) > 1e-12)
+            parts.append((targets[row] - 1, link, shares[row, link]))
+            entries += row.size * nn
+            if entries > MAX_PAIR_ENTRIES:
+                return None
+        disp, link, frac = (np.concatenate(p) for p in zip(*parts, strict=True))
+        kind, tail = np.divmod(link, nn)  # link id = kind * num_nodes + tail node
+        tail_coords = network.coordinates(tail)
+        dims = np.asarray(network.dims)
+        per_disp = np.bincount(disp + 1, minlength=nn)  # displacement 0 has no entry
+        indptr = np.r_[0, np.cumsum(np.tile(per_disp, nn))]
+        cols = np.empty(frac.size * nn, dtype=np.int64)
+        src_coords = network.coordinates(np.arange(nn))
+        for s in range(nn):
+            shifted = network.node_ids(np.mod(tail_coords + src_coords[s], dims))
+            cols[s * frac.size : (s + 1) * frac.size] = kind * nn + shifted
+        matrix = sp.csr_matrix(
+            (np.tile(frac, nn), cols, indptr), shape=(nn * nn, network.num_links)
+        )
+        return PairLinks(network, matrix, (disp, kind, tail_coords, frac))
+    # Other networks: route every node pair, a chunk of unit flows at a time.
+    if nn * nn * 8 > MAX_PAIR_ENTRIES:
+        return None
+    src_all, dst_all = np.divmod(np.arange(nn * nn), nn)
+    keep = src_all != dst_all
+    src_all, dst_all = src_all[keep], dst_all[keep]
+    rows, cols, vals = [], [], []
+    total = 0
+    for s in range(0, src_all.size, 256):
+        a, b = src_all[s : s + 256], dst_all[s : s + 256]
+        shares = routing.route(network, a, b, np.eye(a.size))
+        r, c = np.nonzero(np.abs(shares) > 1e-12)
+        rows.append(a[r] * nn + b[r])
+        cols.append(c)
+        vals.append(shares[r, c])
+        total += r.size
+        if total > MAX_PAIR_ENTRIES:
+            return None
+    matrix = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(nn * nn, network.num_links),
+    )
+    return PairLinks(network, matrix)
+
+
+def contention_stage(
+    pattern,
+    network,
+    routing,
+    node,
+    graph,
+    time_budget: float,
+    allowance: float = 0.0,
+    hop_bytes_cap: float | None = None,
+    pairs=None,
+) -> tuple[np.ndarray, str]:
+    """:func:`refine_contention` as the last stage of an optimiser: (node of every rank,
+    stop reason: ``converged``, ``time budget`` or why link loads were not refined)."""
+    node, stats = refine_contention(
+        pattern,
+        network,
+        routing,
+        node,
+        graph,
+        time_budget,
+        pairs=pairs,
+        hop_slack=allowance,
+        hop_bytes_cap=hop_bytes_cap,
+    )
+    if stats.stop_reason not in ("converged", "time budget"):
+        return node, "converged"
+    return node, stats.stop_reason
+
+
+def directed_messages(pattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (sender, receiver) pair of the pattern with its bytes over all phases (each
+    phase's bytes times its repeat count), self-messages dropped."""
+    return pattern.edges()
+
+
+def link_loads(pattern, network, routing, node, pairs: PairLinks | None = None):
+    """Bytes on every link with the ranks on ``node``, from the :func:`pair_link_matrix`
+    (the same figures as ``metrics.evaluate_mapping``'s, without routing every message);
+    None when the network is too large for the matrix."""
+    pairs = pair_link_matrix(network, routing) if pairs is None else pairs
+    if pairs is None:
+        return None
+    src, dst, nbytes = directed_messages(pattern)
+    return _loads(pairs, np.asarray(node), src, dst, nbytes)
+
+
+def _loads(pairs: PairLinks, node, src, dst, nbytes) -> np.ndarray:
+    nn = pairs.network.num_nodes
+    inter = node[src] != node[dst]
+    row = pairs.rows(node[src][inter], node[dst][inter])
+    vec = np.bincount(row, weights=nbytes[inter], minlength=nn * nn)
+    return np.asarray(pairs.matrix.T @ vec).ravel()
+
+
+def refine_contention(
+    pattern,
+    network,
+    routing,
+    node: np.ndarray,
+    graph: sp.csr_matrix,
+    time_budget: float = 5.0,
+    pairs: PairLinks | None = None,
+    hop_slack: float = 0.0,
+    hop_bytes_cap: float | None = None,
+) -> tuple[np.ndarray, ContentionStats]:
+    """Node of every rank after contention-aware refinement of ``node`` (module docstring),
+    and what it did. ``graph`` is the symmetric bytes graph hop-bytes is measured on;
+    ``pairs`` the :func:`pair_link_matrix` already built for this network and routing.
+    Hop-bytes stays at or below ``hop_bytes_cap`` if given, else at or below the start's
+    hop-bytes times ``1 + hop_slack``."""
+    deadline = time.perf_counter() + time_budget
+    stats = ContentionStats()
+    node = np.asarray(node, dtype=np.int64).copy()
+    if time_budget <= 0:  # not even the set-up below
+        stats.stop_reason = "time budget"
+        return node, stats
+    nn, cores = network.num_nodes, network.cores_per_node
+    pairs = pair_link_matrix(network, routing) if pairs is None else pairs
+    if pairs is None:
+        stats.stop_reason = "network too large for exact link loads"
+        return node, stats
+    src, dst, nbytes = directed_messages(pattern)
+    if src.size == 0:
+        return node, stats
+    n = node.size
+    # Messages touching each rank (CSR over ranks, both ends).
+    ends = np.concatenate([src, dst])
+    message_of_end = np.concatenate([np.arange(src.size), np.arange(src.size)])
+    by_rank = np.argsort(ends, kind="stable")
+    rank_start = np.searchsorted(ends[by_rank], np.arange(n + 1))
+    incident = message_of_end[by_rank]
+    distance = _distances(network)
+    graph = sp.csr_matrix(graph)
+
+    coo = graph.tocoo()
+    loads = _loads(pairs, node, src, dst, nbytes)
+    message_rows = pairs.rows(node[src], node[dst])
+    hop_now = 0.5 * float((coo.data * distance(node[coo.row], node[coo.col])).sum())
+    hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
+    stats.max_link_bytes_before = float(loads.max(initial=0.0))
+    free = np.full(nn, cores) - np.bincount(node, minlength=nn)
+    near = _near_nodes(network, distance)
+    while True:
+        if time.perf_counter() > deadline:
+            stats.stop_reason = "time budget"
+            break
+        top = float(loads.max(initial=0.0))
+        if top <= 0:
+            break
+        tol = 1e-9 * top
+        hot = int(np.argmax(loads))
+        at_top = int((loads >= top - tol).sum())
+        # Bytes each rank puts on the hot link.
+        on_hot = pairs.column(hot)[message_rows] * nbytes
+        contribution = np.bincount(src, on_hot, n) + np.bincount(dst, on_hot, n)
+        movers = np.argsort(-contribution)[:_CANDIDATE_RANKS]
+        movers = movers[contribution[movers] > 0]
+        cand_v, cand_u, cand_x = [], [], []
+        for v in movers.tolist():
+            targets = near[node[v]]
+            occupants = np.flatnonzero(np.isin(node, targets) & (node != node[v]))
+            cand_v.append(np.full(occupants.size, v))
+            cand_u.append(occupants)
+            cand_x.append(node[occupants])
+            roomy = targets[(free[targets] > 0) & (targets != node[v])]
+            cand_v.append(np.full(roomy.size, v))
+            cand_u.append(np.full(roomy.size, -1))
+            cand_x.append(roomy)
+        if not cand_v:
+            break
+        cv, cu, cx = (np.concatenate(c) for c in (cand_v, cand_u, cand_x))
+        best = _best_change(
+            cv,
+            cu,
+            cx,
+            node,
+            loads,
+            top,
+            at_top,
+            tol,
+            hop_cap - hop_now,
+            src,
+            dst,
+            nbytes,
+            rank_start,
+            incident,
+            pairs,
+            graph,
+            distance,
+            deadline,
+        )
+        if best is _OUT_OF_TIME:
+            stats.stop_reason = "time budget"
+            break
+        if best is None:
+            break
+        v, u, x, hop_change, load_change = best
+        hop_now += hop_change
+        a = node[v]
+        node[v] = x
+        if u >= 0:
+            node[u] = a
+        else:
+            free[a] += 1
+            free[x] -= 1
+        moved = incident[rank_start[v] : rank_start[v + 1]]
+        if u >= 0:
+            moved = np.concatenate([moved, incident[rank_start[u] : rank_start[u + 1]]])
+        message_rows[moved] = pairs.rows(node[src[moved]], node[dst[moved]])
+        loads = loads + load_change
+        stats.steps += 1
+    stats.max_link_bytes_after = float(loads.max(initial=0.0))
+    return node, stats
+
+
+def _best_change(
+    cv,
+    cu,
+    cx,
+    node,
+    loads,
+    top,
+    at_top,
+    tol,
+    hop_room,
+    src,
+    dst,
+    nbytes,
+    rank_start,
+    incident,
+    pairs,
+    graph,
+    distance,
+    deadline,
+):
+    """The candidate (v, u or -1, target node of v, its hop-bytes change) that lowers the
+    busiest link most (or, at equal bytes, the number of links at the top) while raising
+    hop-bytes by at most ``hop_room``; None if none does, ``_OUT_OF_TIME`` if the deadline
+    passed first."""
+    # Hop-bytes change of each candidate, exactly, from the moved ranks' edges; candidates
+    # are taken in order (the hot link's biggest contributors first) in batches whose
+    # evaluation stays cheap, until a batch holds an improvement.
+    degree = np.diff(graph.indptr)
+    work = degree[cv] + np.where(cu >= 0, degree[np.maximum(cu, 0)], 0)
+    start = 0
+    while start < cv.size:
+        if time.perf_counter() > deadline:
+            return _OUT_OF_TIME
+        stop = start + max(1, int(np.searchsorted(np.cumsum(work[start:]), _EVALUATED_MESSAGES)))
+        found = _best_in_batch(
+            cv[start:stop],
+            cu[start:stop],
+            cx[start:stop],
+            node,
+            loads,
+            top,
+            at_top,
+            tol,
+            hop_room,
+            src,
+            dst,
+            nbytes,
+            rank_start,
+            incident,
+            pairs,
+            graph,
+            distance,
+        )
+        if found is not None:
+            return found
+        start = stop
+    return None
+
+
+def _best_in_batch(
+    cv,
+    cu,
+    cx,
+    node,
+    loads,
+    top,
+    at_top,
+    tol,
+    hop_room,
+    src,
+    dst,
+    nbytes,
+    rank_start,
+    incident,
+    pairs,
+    graph,
+    distance,
+):
+    """:func:`_best_change` over one batch of candidates."""
+    a = node[cv]
+    delta_hop = _hop_delta(cv, cu, cx, a, node, graph, distance)
+    ok = delta_hop <= hop_room + 1e-9 * max(1.0, abs(hop_room))
+    cv, cu, cx, a, delta_hop = cv[ok], cu[ok], cx[ok], a[ok], delta_hop[ok]
+    if cv.size == 0:
+        return None
+    k = cv.size
+    # Messages of v, then those of u that do not involve v (counted once), per candidate.
+    of_v, msg_v = _incident_expanded(cv, rank_start, incident)
+    has_u = np.flatnonzero(cu >= 0)
+    of_u, msg_u = _incident_expanded(cu[has_u], rank_start, incident)
+    of_u = has_u[of_u]
+    mover = cv[of_u]
+    not_shared = (src[msg_u] != mover) & (dst[msg_u] != mover)
+    msg = np.concatenate([msg_v, msg_u[not_shared]])
+    cand_of = np.concatenate([of_v, of_u[not_shared]])
+    s_old, d_old = node[src[msg]], node[dst[msg]]
+    # New nodes of the ends: v -> x, u -> a.
+    s_new, d_new = s_old.copy(), d_old.copy()
+    for ends, new in ((src[msg], s_new), (dst[msg], d_new)):
+        moved_v = ends == cv[cand_of]
+        new[moved_v] = cx[cand_of][moved_v]
+        moved_u = ends == cu[cand_of]
+        new[moved_u] = a[cand_of][moved_u]
+    w = nbytes[msg]
+    rows = np.concatenate([pairs.rows(s_old, d_old), pairs.rows(s_new, d_new)])
+    signs = np.concatenate([-w * (s_old != d_old), w * (s_new != d_new)])
+    nrows = pairs.matrix.shape[0]
+    change = sp.csr_matrix((signs, (np.concatenate([cand_of, cand_of]), rows)), shape=(k, nrows))
+    delta = (change @ pairs.matrix).toarray()
+    new_loads = loads[None, :] + delta
+    new_top = new_loads.max(axis=1)
+    new_at_top = (new_loads >= new_top[:, None] - tol).sum(axis=1)
+    better = (new_top < top - tol) | ((np.abs(new_top - top) <= tol) & (new_at_top < at_top))
+    if not better.any():
+        return None
+    score = np.lexsort((new_at_top, new_top))
+    best = score[better[score]][0]
+    return int(cv[best]), int(cu[best]), int(cx[best]), float(delta_hop[best]), delta[best]
+
+
+def _incident_expanded(ranks, rank_start, incident):
+    """(index into ``ranks``, message) for every message of every rank listed."""
+    lengths = rank_start[ranks + 1] - rank_start[ranks]
+    owner = np.repeat(np.arange(ranks.size), lengths)
+    offset = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return owner, incident[rank_start[ranks][owner] + offset]
+
+
+def _hop_delta(cv, cu, cx, a, node, graph, distance) -> np.ndarray:
+    """Exact hop-bytes change of moving each cv to node cx (and cu, when >= 0, to a): the
+    two ranks' edges at their new places, an edge between them keeping its length."""
+
+    def cost(ranks, at):
+        lengths = graph.indptr[ranks + 1] - graph.indptr[ranks]
+        owner = np.repeat(np.arange(ranks.size), lengths)
+        entry = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        entry += graph.indptr[ranks][owner]
+        where = node[graph.indices[entry]]
+        return np.bincount(
+            owner, graph.data[entry] * distance(at[owner], where), minlength=ranks.size
+        )
+
+    delta = cost(cv, cx) - cost(cv, a)
+    swap = np.flatnonzero(cu >= 0)
+    if swap.size:
+        v, u, x, av = cv[swap], cu[swap], cx[swap], a[swap]
+        graph_vu = np.asarray(graph[v, u]).ravel()
+        delta[swap] += cost(u, av) - cost(u, x) + 2 * graph_vu * distance(av, x)
+    return delta
+
+
+def _distances(network):
+    """Hop distance between node ids as a lookup in the all-pairs table (the networks this
+    refinement handles have at most a few thousand nodes)."""
+    from petacomm.topology.mapping_search import _Distance
+
+    ids = np.arange(network.num_nodes)
+    table = _Distance(network)(ids[:, None], ids[None, :]).astype(np.float32)
+
+    def distance(a, b):
+        return table[a, b].astype(np.float64)
+
+    return distance
+
+
+def _near_nodes(network, distance) -> list[np.ndarray]:
+    """Nodes within ``_NEIGHBOURHOOD_HOPS`` of every node (itself included)."""
+    ids = np.arange(network.num_nodes)
+    return [np.flatnonzero(distance(np.full(ids.size, i), ids) <= _NEIGHBOURHOOD_HOPS) for i in ids]

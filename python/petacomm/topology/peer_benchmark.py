@@ -1,0 +1,279 @@
+"""``petacomm bench map --peers scotch``: petacomm's mapping optimisers against Scotch.
+
+On each irregular graph of ``irregular_graphs.py`` (default ``rgg,delaunay,cmb`` with 1,024
+ranks on ``torus:4x8x8`` with 4 cores per node, the network's default routing), in one run:
+
+* ``scotch``: Scotch's own mapping (libscotch with strict balance and ``--seed``, as
+  ``gmap -b0`` computes it), timed in this process;
+* ``multilevel``: petacomm's multilevel mapper then its contention refinement;
+* ``scotch+petacomm``: Scotch's mapping refined by petacomm on hop-bytes, then on the
+  busiest link with hop-bytes kept at or below Scotch's, for at most
+  ``scotch.REFINE_FACTOR`` times Scotch's own time (the ``scotch`` candidate of
+  ``petacomm map``); its time includes Scotch's.
+
+Every mapping is scored by the same routed evaluation (``metrics.evaluate_mapping``):
+hop-bytes, the most and the mean loaded link (the mean in the JSON only), and the wall-clock
+and CPU seconds its optimiser took in this process; the ratio columns divide by Scotch's.
+The CPU seconds are the figure to compare on a shared machine (every mapper here runs on
+one core). ``scotch`` and ``scotch+petacomm`` take a fraction of a second: each runs
+``TIMED_RUNS`` times and the fastest run is shown (its figures: the refinement's limit
+follows Scotch's time, so runs can differ); ``multilevel`` runs once. The pair-link matrix
+the contention refinement uses is built once per network and routing before the graphs,
+and its time printed on its own line.
+
+Then, as a user runs them, the two commands are timed end to end on the same graph as
+files: ``gmap -b0 GRAPH TARGET MAP`` and ``petacomm map --matrix GRAPH.csv --candidates
+scotch`` (start-up, reading the matrix, Scotch, the refinement, the pair-link matrix,
+evaluation). Timings are wall-clock seconds measured side by side; on a shared machine
+compare the ratios, not the absolute times.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from petacomm.errors import PetacommError
+
+PEERS = ("scotch",)
+DEFAULT_GRAPHS = "rgg,delaunay,cmb"
+DEFAULT_NETWORK = "torus:4x8x8"
+DEFAULT_CORES = 4
+DEFAULT_RANKS = 1024
+JSON_SCHEMA = "petacomm.bench-map-peers/1"
+_MIB = 1024.0**2
+TIMED_RUNS = 3
+
+
+def check_peers(text: str) -> list[str]:
+    peers = [p.strip() for p in text.split(",") if p.strip()]
+    if not peers:
+        raise PetacommError(f"--peers: empty list (expected {', '.join(PEERS)})")
+    for p in peers:
+        if p not in PEERS:
+            raise PetacommError(f"--peers: unknown peer {p!r} (expected {', '.join(PEERS)})")
+    return peers
+
+
+def check_graphs(text: str) -> list[str]:
+    from petacomm.topology.irregular_graphs import GRAPHS
+
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    if not names:
+        raise PetacommError(f"--graphs: empty list (expected some of {', '.join(GRAPHS)})")
+    for name in names:
+        if name not in GRAPHS:
+            raise PetacommError(
+                f"--graphs: unknown graph {name!r} (expected some of {', '.join(GRAPHS)})"
+            )
+    return names
+
+
+def run_peer_benchmark(args, out=print) -> dict:
+    """Runs the comparison (module docstring) for the parsed ``bench map`` options."""
+    from petacomm.topology.arguments import build_network, build_routing, user_error
+    from petacomm.topology.irregular_graphs import make_graph
+    from petacomm.topology.mapping import Mapping
+    from petacomm.topology.mapping_search import communication_graph
+    from petacomm.topology.metrics import evaluate_mapping
+    from petacomm.topology.multilevel import cores_in_rank_order, multilevel_mapping
+    from petacomm.topology.scotch import (
+        ScotchError,
+        scotch_available,
+        scotch_mapping,
+        scotch_placement,
+        scotch_version,
+    )
+
+    check_peers(args.peers)
+    graphs = check_graphs(args.graphs)
+    if args.network is None:
+        args.network = DEFAULT_NETWORK
+        if args.cores_per_node is None:
+            args.cores_per_node = DEFAULT_CORES
+    network, _ = build_network(args)
+    routing = build_routing(args, network)
+    ranks = args.ranks if args.ranks is not None else min(DEFAULT_RANKS, network.num_slots)
+    if ranks > network.num_slots:
+        raise PetacommError(
+            f"--ranks: {ranks} ranks do not fit on {network.to_text()} ({network.num_slots} slots)"
+        )
+    try:
+        from petacomm.topology.scotch import target_description
+
+        target_description(network)
+    except ValueError as err:
+        raise PetacommError(f"--network: {err}") from None
+    if not scotch_available():
+        raise PetacommError(
+            "--peers scotch: Scotch is not installed (Debian packages libscotch-dev and scotch)"
+        )
+    results = {
+        "schema": JSON_SCHEMA,
+        "network": network.to_text(),
+        "routing": routing.describe(network),
+        "ranks": ranks,
+        "scotch_version": scotch_version(),
+        "seed": args.seed,
+        "time_budget_s": args.time_budget,
+        "graphs": [],
+    }
+    out(
+        f"mapping vs Scotch {results['scotch_version']}: {network.to_text()}, routing "
+        f"{routing.describe(network)}, {ranks} ranks, seed {args.seed}"
+    )
+    from petacomm.topology.contention import pair_link_matrix
+
+    _, pairs_s, pairs_cpu = _timed(pair_link_matrix, network, routing)
+    results["pair_link_matrix_s"] = pairs_s
+    out(f"pair-link matrix (contention refinement): {pairs_s:.3f} s ({pairs_cpu:.3f} s CPU)")
+    header = (
+        f"{'graph':<8} {'mapper':<15} {'hop-bytes':>10} {'max link':>8} {'wall':>6} "
+        f"{'CPU':>6} {'hop-bytes':>9} {'max link':>9} {'wall':>7} {'CPU':>7}"
+    )
+    units = (
+        f"{'':<8} {'':<15} {'(MiB*hop)':>10} {'(MiB)':>8} {'(s)':>6} {'(s)':>6} "
+        f"{'(/scotch)':>9} {'(/scotch)':>9} {'(/scotch)':>7} {'(/scotch)':>7}"
+    )
+    out(header)
+    out(units)
+    for name in graphs:
+        pattern = user_error("--graphs", make_graph, name, ranks, args.seed)
+        graph = communication_graph(pattern)
+        rows = []
+
+        try:
+            scotch_node, t_scotch, c_scotch = _fastest(scotch_placement, graph, network, args.seed)
+            scotch_plain = Mapping("scotch", scotch_node, cores_in_rank_order(scotch_node))
+            ours, t_ours, c_ours = _timed(
+                multilevel_mapping,
+                pattern,
+                network,
+                args.time_budget,
+                graph=graph,
+                seed=args.seed,
+                routing=routing,
+            )
+            refined, t_refined, c_refined = _fastest(
+                scotch_mapping,
+                pattern,
+                network,
+                args.time_budget,
+                graph=graph,
+                seed=args.seed,
+                routing=routing,
+            )
+        except ScotchError as err:
+            raise PetacommError(f"--peers scotch: {err}") from None
+        for label, mapping, seconds, cpu in (
+            ("scotch", scotch_plain, t_scotch, c_scotch),
+            ("multilevel", ours, t_ours, c_ours),
+            ("scotch+petacomm", refined, t_refined, c_refined),
+        ):
+            metrics = evaluate_mapping(network, routing, pattern, mapping)
+            rows.append(
+                {
+                    "mapper": label,
+                    "mapping": mapping.name,
+                    "stop_reason": mapping.stop_reason,
+                    "hop_bytes": metrics.hop_bytes,
+                    "max_link_bytes": metrics.max_link_bytes,
+                    "avg_link_bytes": metrics.avg_link_bytes,
+                    "seconds": seconds,
+                    "cpu_seconds": cpu,
+                }
+            )
+        base = rows[0]
+        for i, row in enumerate(rows):
+            for key in ("hop_bytes", "max_link_bytes", "seconds", "cpu_seconds"):
+                row[f"{key}_ratio"] = row[key] / base[key] if base[key] > 0 else float("nan")
+            out(
+                f"{name if i == 0 else '':<8} {row['mapper']:<15} "
+                f"{row['hop_bytes'] / _MIB:>10.1f} {row['max_link_bytes'] / _MIB:>8.3f} "
+                f"{row['seconds']:>6.3f} {row['cpu_seconds']:>6.3f} "
+                f"{row['hop_bytes_ratio']:>8.3f}x {row['max_link_bytes_ratio']:>8.3f}x "
+                f"{row['seconds_ratio']:>6.2f}x {row['cpu_seconds_ratio']:>6.2f}x"
+            )
+        commands = _time_commands(pattern, graph, network, args)
+        if commands:
+            out(
+                f"{'':<8} as commands: gmap -b0 {commands['gmap_s']:.3f} s, petacomm map "
+                f"--candidates scotch {commands['petacomm_map_s']:.3f} s "
+                f"({commands['petacomm_map_s'] / commands['gmap_s']:.2f}x)"
+            )
+        results["graphs"].append(
+            {
+                "graph": name,
+                "description": pattern.description,
+                "messages": int(pattern.num_messages),
+                "mappers": rows,
+                "commands": commands,
+            }
+        )
+    return results
+
+
+def _fastest(function, *args, **kwargs):
+    """:func:`_timed` of the fastest of ``TIMED_RUNS`` calls."""
+    return min((_timed(function, *args, **kwargs) for _ in range(TIMED_RUNS)), key=lambda r: r[1])
+
+
+def _timed(function, *args, **kwargs):
+    """(result, wall-clock seconds, CPU seconds of this process) of one call."""
+    start, cpu = time.perf_counter(), time.process_time()
+    result = function(*args, **kwargs)
+    return result, time.perf_counter() - start, time.process_time() - cpu
+
+
+def petacomm_command() -> list[str]:
+    """The ``petacomm`` command of this installation (the script beside the interpreter)."""
+    import shutil
+    from pathlib import Path
+
+    beside = Path(sys.executable).with_name("petacomm")
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("petacomm")
+    if found is None:
+        raise PetacommError("the petacomm command was not found next to this Python")
+    return [found]
+
+
+def _time_commands(pattern, graph, network, args) -> dict | None:
+    """Seconds of ``gmap -b0`` and ``petacomm map --matrix`` on the graph as files (the
+    files are written first, not timed); None when gmap is not installed."""
+    from petacomm.topology.irregular_graphs import write_matrix_csv
+    from petacomm.topology.scotch import gmap_command, run_gmap
+
+    if gmap_command() is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        _, gmap_s = run_gmap(graph, network, workdir=tmp)
+        matrix = os.path.join(tmp, "graph.csv")
+        write_matrix_csv(pattern, matrix)
+        command = [
+            *petacomm_command(),
+            "map",
+            "--network",
+            network.to_text(),
+            "--matrix",
+            matrix,
+            "--candidates",
+            "scotch",
+            "--routing",
+            args.routing or network.default_routing,
+            "--seed",
+            str(args.seed),
+            "-q",
+        ]
+        if args.model:
+            command += ["--model", args.model]
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True)
+        map_s = time.perf_counter() - start
+        if done.returncode != 0:
+            raise PetacommError(f"petacomm map failed: {done.stderr.strip()}")
+    return {"gmap_s": gmap_s, "petacomm_map_s": map_s}

@@ -1,0 +1,396 @@
+"""Scotch as an optional mapping backend: its library through ctypes, and its ``gmap`` command.
+
+`Scotch <https://gitlab.inria.fr/scotch/scotch>`_ (Debian packages ``libscotch-dev`` and
+``scotch``) maps a weighted graph onto a target architecture by dual recursive
+bipartitioning. :func:`scotch_placement` calls ``libscotch`` directly (``SCOTCH_graphBuild``,
+``SCOTCH_archTorusX`` / ``SCOTCH_archMeshX`` / ``SCOTCH_archTleaf``,
+``SCOTCH_stratGraphMapBuild`` with strict balance, ``SCOTCH_graphMap``) and returns the node
+of every rank. The target is the network's nodes, each holding ``cores_per_node`` ranks:
+
+* torus (every dimension wraps): ``torusXD``; mesh (none wraps): ``meshXD``; Scotch numbers
+  their vertices with the first dimension fastest, as petacomm does;
+* fat tree: ``tleaf`` with one level per tree level, the cost of crossing level l being
+  the 2 l hops of a path through it;
+* others (dragonfly, tori with some dimensions open) have no Scotch target: ValueError.
+
+Scotch needs integer edge weights: bytes are scaled so that the smallest edge weighs 1
+(or, when the range is too wide for Scotch's 32-bit integers, so that the total stays
+below 2**30 and small edges round up to 1). Scotch balances the ranks over the nodes; a
+node it leaves over-full (possible when it cannot balance exactly) is emptied onto the
+nearest nodes with room, the ranks whose move costs least first.
+
+:func:`run_gmap` drives the ``gmap`` command (``scotch_gmap`` on Debian) on graph and
+target files instead, for benchmarks that time the command as a user runs it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from petacomm.topology.mapping import Mapping
+from petacomm.topology.network import FatTreeNetwork, TorusNetwork
+
+# Scotch's default strategy flags (SCOTCH_STRATDEFAULT), its context options that make a
+# run reproducible (SCOTCH_OPTIONNUMDETERMINISTIC, SCOTCH_OPTIONNUMRANDOMFIXEDSEED) and its
+# libraries' names.
+_STRAT_DEFAULT = 0
+_OPTION_DETERMINISTIC = 0
+_OPTION_RANDOM_FIXED_SEED = 1
+_LIBRARY_NAMES = ("scotch", "scotch-7.0")
+_MAX_TOTAL_WEIGHT = 2**30
+GMAP_COMMANDS = ("scotch_gmap", "gmap")
+# petacomm's refinement of Scotch's mapping runs for at most this many times the seconds
+# Scotch took (scotch_mapping), so the ``scotch`` candidate, with its fixed costs (the
+# hop-bytes and link-load checks, the machine hierarchy), stays within twice Scotch's time.
+REFINE_FACTOR = 0.6
+
+
+class ScotchError(RuntimeError):
+    """Scotch is missing or one of its calls failed."""
+
+
+@functools.lru_cache(maxsize=1)
+def _library():
+    """The loaded libscotch (its error printer, libscotcherr, is a dependency of the
+    Debian build, so Scotch reports errors on stderr and returns instead of exiting)."""
+    for name in _LIBRARY_NAMES:
+        path = ctypes.util.find_library(name)
+        if path is None:
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        if lib.SCOTCH_numSizeof() != 4:
+            raise ScotchError(
+                f"{path}: SCOTCH_Num is {lib.SCOTCH_numSizeof()} bytes; this binding expects "
+                "the 32-bit build (Debian's libscotch)"
+            )
+        _declare(lib)
+        return lib
+    raise ScotchError("Scotch library not found (install the Debian package libscotch-dev)")
+
+
+def _declare(lib) -> None:
+    ptr, num, numarray = ctypes.c_void_p, ctypes.c_int, np.ctypeslib.ndpointer(np.int32)
+    signatures = {
+        "SCOTCH_graphAlloc": ([], ptr),
+        "SCOTCH_graphInit": ([ptr], num),
+        "SCOTCH_graphExit": ([ptr], None),
+        "SCOTCH_graphBuild": (
+            [ptr, num, num, numarray, numarray, ptr, ptr, num, numarray, numarray],
+            num,
+        ),
+        "SCOTCH_graphCheck": ([ptr], num),
+        "SCOTCH_archAlloc": ([], ptr),
+        "SCOTCH_archInit": ([ptr], num),
+        "SCOTCH_archExit": ([ptr], None),
+        "SCOTCH_archTorusX": ([ptr, num, numarray], num),
+        "SCOTCH_archMeshX": ([ptr, num, numarray], num),
+        "SCOTCH_archTleaf": ([ptr, num, numarray, numarray], num),
+        "SCOTCH_archSize": ([ptr], num),
+        "SCOTCH_stratAlloc": ([], ptr),
+        "SCOTCH_stratInit": ([ptr], num),
+        "SCOTCH_stratExit": ([ptr], None),
+        "SCOTCH_stratGraphMapBuild": ([ptr, num, num, ctypes.c_double], num),
+        "SCOTCH_graphMap": ([ptr, ptr, ptr, numarray], num),
+        "SCOTCH_contextAlloc": ([], ptr),
+        "SCOTCH_contextInit": ([ptr], num),
+        "SCOTCH_contextExit": ([ptr], None),
+        "SCOTCH_contextOptionSetNum": ([ptr, ctypes.c_int, num], num),
+        "SCOTCH_contextRandomSeed": ([ptr, num], None),
+        "SCOTCH_contextBindGraph": ([ptr, ptr, ptr], num),
+        "SCOTCH_memFree": ([ptr], None),
+        "SCOTCH_version": (
+            [ctypes.POINTER(num), ctypes.POINTER(num), ctypes.POINTER(num)],
+            None,
+        ),
+    }
+    for name, (args, result) in signatures.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = result
+
+
+def scotch_available() -> bool:
+    """True when libscotch can be loaded."""
+    try:
+        _library()
+    except ScotchError:
+        return False
+    return True
+
+
+def scotch_version() -> str:
+    lib = _library()
+    parts = [ctypes.c_int() for _ in range(3)]
+    lib.SCOTCH_version(*(ctypes.byref(p) for p in parts))
+    return ".".join(str(p.value) for p in parts)
+
+
+def target_description(network) -> tuple[str, list[int], list[int]]:
+    """(Scotch architecture kind, its sizes, its link costs) for the network's nodes
+    (module docstring); ValueError when Scotch has no such target."""
+    if isinstance(network, TorusNetwork):
+        if all(network.wrap):
+            return "torusXD", list(network.dims), []
+        if not any(network.wrap):
+            return "meshXD", list(network.dims), []
+        raise ValueError(
+            "scotch: no Scotch target for a torus whose dimensions do not all wrap "
+            f"({network.to_text()})"
+        )
+    if isinstance(network, FatTreeNetwork):
+        # tleaf levels go from the root down; leaves are numbered with the first level's
+        # digit slowest, as petacomm numbers fat-tree nodes (first DOWN fastest).
+        sizes = list(reversed(network.down))
+        costs = [2 * level for level in range(network.levels, 0, -1)]
+        return "tleaf", sizes, costs
+    raise ValueError(f"scotch: no Scotch target for a {network.kind} network")
+
+
+def integer_weights(graph: sp.csr_matrix) -> np.ndarray:
+    """Scotch's integer edge weights for a graph of bytes (module docstring)."""
+    data = np.asarray(graph.data, dtype=np.float64)
+    if data.size == 0:
+        return np.zeros(0, dtype=np.int32)
+    scale = 1.0 / float(data.min())
+    if float(data.sum()) * scale > _MAX_TOTAL_WEIGHT:
+        scale = _MAX_TOTAL_WEIGHT / float(data.sum())
+    return np.maximum(1, np.rint(data * scale)).astype(np.int32)
+
+
+def _symmetric(graph) -> sp.csr_matrix:
+    g = sp.csr_matrix(graph, dtype=np.float64)
+    from petacomm.topology.multilevel import without_diagonal
+
+    g = (g + g.T).tocsr() * 0.5 if (g != g.T).nnz else g
+    return without_diagonal(g)
+
+
+def scotch_placement(graph, network, seed: int = 0) -> np.ndarray:
+    """Node of every rank as Scotch maps the symmetric bytes ``graph`` onto ``network``
+    (module docstring). Raises ValueError for a network Scotch cannot describe and
+    ScotchError when Scotch is missing or fails."""
+    from petacomm.topology.mapping import check_rank_count
+
+    g = _symmetric(graph)
+    n = g.shape[0]
+    check_rank_count(n, network)
+    kind, sizes, costs = target_description(network)
+    lib = _library()
+    weights = integer_weights(g)
+    verttab = np.ascontiguousarray(g.indptr, dtype=np.int32)
+    edgetab = np.ascontiguousarray(g.indices, dtype=np.int32)
+    parttab = np.zeros(n, dtype=np.int32)
+    graph_p = lib.SCOTCH_graphAlloc()
+    bound_p = lib.SCOTCH_graphAlloc()
+    arch_p = lib.SCOTCH_archAlloc()
+    strat_p = lib.SCOTCH_stratAlloc()
+    context_p = lib.SCOTCH_contextAlloc()
+    allocated = [p for p in (graph_p, bound_p, arch_p, strat_p, context_p) if p]
+    built = []
+    try:
+        if len(allocated) != 5:
+            raise ScotchError("scotch: out of memory allocating the graph, target or strategy")
+        _check(lib.SCOTCH_graphInit(graph_p), "SCOTCH_graphInit")
+        built.append(lambda: lib.SCOTCH_graphExit(graph_p))
+        _check(
+            lib.SCOTCH_graphBuild(
+                graph_p, 0, n, verttab, verttab[1:], None, None, int(g.nnz), edgetab, weights
+            ),
+            "SCOTCH_graphBuild",
+        )
+        # A context with a fixed seed and no thread-timing dependence: the same graph and
+        # seed give the same mapping.
+        _check(lib.SCOTCH_contextInit(context_p), "SCOTCH_contextInit")
+        built.append(lambda: lib.SCOTCH_contextExit(context_p))
+        for option in (_OPTION_DETERMINISTIC, _OPTION_RANDOM_FIXED_SEED):
+            _check(lib.SCOTCH_contextOptionSetNum(context_p, option, 1), "SCOTCH_contextOption")
+        lib.SCOTCH_contextRandomSeed(context_p, int(seed))
+        _check(lib.SCOTCH_graphInit(bound_p), "SCOTCH_graphInit")
+        built.append(lambda: lib.SCOTCH_graphExit(bound_p))
+        _check(lib.SCOTCH_contextBindGraph(context_p, graph_p, bound_p), "SCOTCH_contextBindGraph")
+        _check(lib.SCOTCH_archInit(arch_p), "SCOTCH_archInit")
+        built.append(lambda: lib.SCOTCH_archExit(arch_p))
+        dims = np.asarray(sizes, dtype=np.int32)
+        if kind == "torusXD":
+            _check(lib.SCOTCH_archTorusX(arch_p, dims.size, dims), "SCOTCH_archTorusX")
+        elif kind == "meshXD":
+            _check(lib.SCOTCH_archMeshX(arch_p, dims.size, dims), "SCOTCH_archMeshX")
+        else:
+            link = np.asarray(costs, dtype=np.int32)
+            _check(lib.SCOTCH_archTleaf(arch_p, dims.size, dims, link), "SCOTCH_archTleaf")
+        if lib.SCOTCH_archSize(arch_p) != network.num_nodes:
+            raise ScotchError(
+                f"scotch: the target has {lib.SCOTCH_archSize(arch_p)} vertices, the network "
+                f"{network.num_nodes} nodes"
+            )
+        _check(lib.SCOTCH_stratInit(strat_p), "SCOTCH_stratInit")
+        built.append(lambda: lib.SCOTCH_stratExit(strat_p))
+        _check(
+            lib.SCOTCH_stratGraphMapBuild(strat_p, _STRAT_DEFAULT, network.num_nodes, 0.0),
+            "SCOTCH_stratGraphMapBuild",
+        )
+        _check(lib.SCOTCH_graphMap(bound_p, arch_p, strat_p, parttab), "SCOTCH_graphMap")
+    finally:
+        for release in reversed(built):
+            release()
+        for p in allocated:
+            lib.SCOTCH_memFree(p)
+    # Target vertices are numbered like petacomm's nodes (module docstring).
+    return _empty_overfull_nodes(parttab.astype(np.int64), g, network)
+
+
+def _check(code: int, call: str) -> None:
+    if code != 0:
+        raise ScotchError(f"scotch: {call} failed (error {code}; Scotch printed why on stderr)")
+
+
+def _empty_overfull_nodes(node: np.ndarray, graph: sp.csr_matrix, network) -> np.ndarray:
+    """Moves ranks off nodes holding more than ``cores_per_node`` of them (module doc)."""
+    counts = np.bincount(node, minlength=network.num_nodes)
+    if counts.max(initial=0) <= network.cores_per_node:
+        return node
+    from petacomm.topology.multilevel import (
+        MultilevelStats,
+        _Level,
+        _Refiner,
+        machine_hierarchy,
+    )
+
+    hier = machine_hierarchy(network)
+    group_of_node = hier.group[hier.depth]
+    level = _Level(graph, np.ones(node.size), depth=hier.depth)
+    refiner = _Refiner(level, hier, hier.depth, group_of_node[node])
+    refiner.rebalance(MultilevelStats())
+    node_of_group = np.empty(network.num_nodes, dtype=np.int64)
+    node_of_group[group_of_node] = np.arange(network.num_nodes)
+    return node_of_group[refiner.group]
+
+
+# ---- the gmap command -----------------------------------------------------------------------
+
+
+def gmap_command() -> str | None:
+    """Path of Scotch's gmap command, or None."""
+    for name in GMAP_COMMANDS:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def write_graph_file(path, graph) -> None:
+    """Writes the graph in Scotch's source graph format (edge weights, no vertex weights)."""
+    g = _symmetric(graph)
+    weights = integer_weights(g)
+    lines = ["0", f"{g.shape[0]} {g.nnz}", "0 010"]
+    indptr, indices = g.indptr, g.indices
+    for v in range(g.shape[0]):
+        s, e = indptr[v], indptr[v + 1]
+        pairs = np.empty(2 * (e - s), dtype=np.int64)
+        pairs[0::2] = weights[s:e]
+        pairs[1::2] = indices[s:e]
+        lines.append(f"{e - s} " + " ".join(map(str, pairs.tolist())))
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def target_file_text(network) -> str:
+    kind, sizes, costs = target_description(network)
+    if kind == "tleaf":
+        levels = " ".join(f"{s} {c}" for s, c in zip(sizes, costs, strict=True))
+        return f"tleaf {len(sizes)} {levels}\n"
+    return f"{kind[:-2]}XD {len(sizes)} " + " ".join(map(str, sizes)) + "\n"
+
+
+def run_gmap(graph, network, workdir=None) -> tuple[np.ndarray, float]:
+    """(node of every rank, seconds) from running ``gmap -b0`` on files: the graph and
+    target are written first (not timed), then the command runs (timed) and its mapping
+    file is read back."""
+    command = gmap_command()
+    if command is None:
+        raise ScotchError("scotch: the gmap command was not found (Debian package scotch)")
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        grf, tgt, out = (os.path.join(tmp, f) for f in ("graph.grf", "target.tgt", "map.txt"))
+        write_graph_file(grf, graph)
+        Path(tgt).write_text(target_file_text(network))
+        start = time.perf_counter()
+        done = subprocess.run([command, "-b0", grf, tgt, out], capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        if done.returncode != 0:
+            raise ScotchError(f"scotch: {command} failed: {done.stderr.strip()}")
+        table = np.loadtxt(out, skiprows=1, dtype=np.int64, ndmin=2)
+    n = graph.shape[0]
+    node = np.empty(n, dtype=np.int64)
+    node[table[:, 0]] = table[:, 1]
+    return _empty_overfull_nodes(node, _symmetric(graph), network), seconds
+
+
+def scotch_mapping(
+    pattern,
+    network,
+    time_budget: float = 10.0,
+    graph=None,
+    seed: int = 0,
+    routing=None,
+    refine_factor: float | None = REFINE_FACTOR,
+) -> Mapping:
+    """Scotch's placement refined by petacomm, as a :class:`Mapping` named ``scotch``:
+    hop-bytes refinement (``multilevel.refine_placement`` without sibling re-splits), then,
+    with a ``routing`` model, contention refinement that keeps hop-bytes at or below
+    Scotch's own. Neither stage makes hop-bytes or the busiest link worse than Scotch's.
+
+    The refinement runs for at most ``refine_factor`` times the seconds Scotch took (half
+    for each stage when both run), so the candidate costs about ``1 + refine_factor`` times
+    Scotch's time; ``None`` lets it run until it converges or ``time_budget`` (which counts
+    Scotch's time too) is spent. ``stop_reason``: ``converged``, ``time budget`` or
+    ``refinement limit``."""
+    from petacomm.topology.contention import contention_stage, link_loads
+    from petacomm.topology.mapping_search import communication_graph, hop_bytes
+    from petacomm.topology.multilevel import cores_in_rank_order, refine_placement
+
+    start = time.perf_counter()
+    graph = communication_graph(pattern) if graph is None else graph
+    node = scotch_placement(graph, network, seed)
+    scotch_seconds = time.perf_counter() - start
+    scotch_node = node
+    scotch_hop_bytes = hop_bytes(graph, node, network)
+    left = max(0.0, time_budget - (time.perf_counter() - start))
+    limited = refine_factor is not None and refine_factor * scotch_seconds < left
+    if limited:
+        left = refine_factor * scotch_seconds
+    refine_start = time.perf_counter()
+    share = left * (0.5 if routing is not None else 1.0) if limited else left * 0.6
+    node, stats = refine_placement(graph, network, node, share, resplit=not limited)
+    reason = stats.stop_reason
+    if routing is not None:
+        rest = max(0.0, left - (time.perf_counter() - refine_start))
+        node, reason2 = contention_stage(
+            pattern, network, routing, node, graph, rest, hop_bytes_cap=scotch_hop_bytes
+        )
+        reason = "time budget" if "time budget" in (reason, reason2) else reason
+        # The hop-bytes stage may load the busiest link more than Scotch did and the
+        # contention stage, stopped early, not undo it: then Scotch's placement stays.
+        if not np.array_equal(node, scotch_node):
+            before = link_loads(pattern, network, routing, scotch_node)
+            after = link_loads(pattern, network, routing, node)
+            if before is not None and after.max(initial=0.0) > before.max(initial=0.0) * (
+                1 + 1e-12
+            ):
+                node = scotch_node
+    if limited and reason == "time budget":
+        reason = "refinement limit"
+    name = "scotch" + (" (budget hit)" if reason == "time budget" else "")
+    return Mapping(name, node, cores_in_rank_order(node), stop_reason=reason)

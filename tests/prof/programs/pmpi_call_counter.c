@@ -1,0 +1,86 @@
+/* A plain PMPI call counter, written apart from the profiler: the independent reference for
+ * its call counts on third-party programs (tests/prof/test_third_party.py). Each rank prints
+ * "COUNT <rank> <call> <n> ..." on standard error at MPI_Finalize. */
+#include <mpi.h>
+#include <stdio.h>
+
+enum {
+  ISEND,
+  IRECV,
+  SEND,
+  RECV,
+  SENDRECV,
+  WAIT,
+  WAITALL,
+  ALLREDUCE,
+  REDUCE,
+  BCAST,
+  BARRIER,
+  ALLTOALL,
+  NCALLS
+};
+static const char *names[NCALLS] = {"MPI_Isend",    "MPI_Irecv", "MPI_Send",    "MPI_Recv",
+                                    "MPI_Sendrecv", "MPI_Wait",  "MPI_Waitall", "MPI_Allreduce",
+                                    "MPI_Reduce",   "MPI_Bcast", "MPI_Barrier", "MPI_Alltoall"};
+static long counts[NCALLS];
+
+int MPI_Isend(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m, MPI_Request *r) {
+  ++counts[ISEND];
+  return PMPI_Isend(b, c, t, d, g, m, r);
+}
+int MPI_Irecv(void *b, int c, MPI_Datatype t, int s, int g, MPI_Comm m, MPI_Request *r) {
+  ++counts[IRECV];
+  return PMPI_Irecv(b, c, t, s, g, m, r);
+}
+int MPI_Send(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m) {
+  ++counts[SEND];
+  return PMPI_Send(b, c, t, d, g, m);
+}
+int MPI_Recv(void *b, int c, MPI_Datatype t, int s, int g, MPI_Comm m, MPI_Status *st) {
+  ++counts[RECV];
+  return PMPI_Recv(b, c, t, s, g, m, st);
+}
+int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int d, int sg, void *rb, int rc,
+                 MPI_Datatype rt, int s, int rg, MPI_Comm m, MPI_Status *status) {
+  ++counts[SENDRECV];
+  return PMPI_Sendrecv(sb, sc, st, d, sg, rb, rc, rt, s, rg, m, status);
+}
+int MPI_Wait(MPI_Request *r, MPI_Status *s) {
+  ++counts[WAIT];
+  return PMPI_Wait(r, s);
+}
+int MPI_Waitall(int n, MPI_Request *r, MPI_Status *s) {
+  ++counts[WAITALL];
+  return PMPI_Waitall(n, r, s);
+}
+int MPI_Allreduce(const void *a, void *b, int c, MPI_Datatype t, MPI_Op o, MPI_Comm m) {
+  ++counts[ALLREDUCE];
+  return PMPI_Allreduce(a, b, c, t, o, m);
+}
+int MPI_Reduce(const void *a, void *b, int c, MPI_Datatype t, MPI_Op o, int root, MPI_Comm m) {
+  ++counts[REDUCE];
+  return PMPI_Reduce(a, b, c, t, o, root, m);
+}
+int MPI_Bcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm m) {
+  ++counts[BCAST];
+  return PMPI_Bcast(b, c, t, root, m);
+}
+int MPI_Barrier(MPI_Comm m) {
+  ++counts[BARRIER];
+  return PMPI_Barrier(m);
+}
+int MPI_Alltoall(const void *a, int ac, MPI_Datatype at, void *b, int bc, MPI_Datatype bt,
+                 MPI_Comm m) {
+  ++counts[ALLTOALL];
+  return PMPI_Alltoall(a, ac, at, b, bc, bt, m);
+}
+int MPI_Finalize(void) {
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char line[1024];
+  int n = snprintf(line, sizeof line, "COUNT %d", rank);
+  for (int i = 0; i < NCALLS; ++i)
+    n += snprintf(line + n, sizeof line - (size_t)n, " %s %ld", names[i], counts[i]);
+  fprintf(stderr, "%s\n", line);
+  return PMPI_Finalize();
+}

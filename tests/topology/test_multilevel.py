@@ -1,0 +1,348 @@
+"""The multilevel mapper and the contention refinement: valid placements, figures checked
+against independent references (BFS distances, per-flow routing walks), never-worsening
+refinement, phases weighed by their repeat counts, improvement over the permutations, and
+the time budget by the optimisers' own stop reasons."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from reference_routing import torus_adaptive_reference, torus_bfs_distances, torus_dor_reference
+
+from petacomm.topology import contention as ct
+from petacomm.topology import multilevel as ml
+from petacomm.topology.irregular_graphs import make_graph
+from petacomm.topology.mapping import Mapping, all_permutations, permutation_mapping
+from petacomm.topology.mapping_search import communication_graph
+from petacomm.topology.metrics import evaluate_mapping
+from petacomm.topology.network import parse_network
+from petacomm.topology.pattern import CommPattern, Phase
+from petacomm.topology.pattern_language import parse_pattern
+from petacomm.topology.routing import parse_routing
+
+
+# ---- independent references --------------------------------------------------------------------
+def reference_hop_bytes(net, pattern, node) -> float:
+    """Sum over phases of repeat x bytes x BFS hops between the two ranks' nodes."""
+    dist = {}
+    total = 0.0
+    for ph in pattern.phases:
+        for s, d, b in zip(ph.src.tolist(), ph.dst.tolist(), ph.nbytes.tolist(), strict=True):
+            a, t = int(node[s]), int(node[d])
+            if t not in dist:
+                dist[t] = torus_bfs_distances(net, t)
+            total += ph.repeat * b * dist[t][a]
+    return total
+
+
+def reference_link_bytes(net, pattern, node, routing) -> np.ndarray:
+    """Bytes on every link over all phases (times repeats), routed message by message."""
+    loads = np.zeros(net.num_links)
+    for ph in pattern.phases:
+        sn, dn = node[ph.src], node[ph.dst]
+        inter = sn != dn
+        w = (ph.nbytes[inter] * ph.repeat)[None, :]
+        if routing == "dor":
+            loads += torus_dor_reference(net, sn[inter], dn[inter], w, range(net.ndim))[0]
+        else:
+            loads += torus_adaptive_reference(net, sn[inter], dn[inter], w, "hop")[0]
+    return loads
+
+
+def check_placement(net, node, nranks):
+    """Every rank on a real node, no node holding more ranks than it has cores."""
+    assert len(node) == nranks
+    assert all(0 <= n < net.num_nodes for n in node.tolist())
+    assert max(Counter(node.tolist()).values()) <= net.cores_per_node
+
+
+# ---- placements --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "network, nranks",
+    [
+        ("torus:4x4x2:t=2", 64),  # every slot used
+        ("torus:4x4x2:t=2", 1),
+        ("torus:4x4x2:t=2", 7),
+        ("mesh:3x5:t=3", 45),  # odd sizes, full
+        ("mesh:3x5:t=3", 31),
+        ("torus:5x3", 15),  # one core per node
+        ("fattree:2;4,4;1,2;1,2:t=4", 61),
+        ("dragonfly:5,2,2,2:t=3", 58),
+    ],
+)
+def test_multilevel_places_every_rank_once_within_capacity(network, nranks):
+    net = parse_network(network)
+    if nranks == 1:
+        pattern = CommPattern(1, [Phase("p", [0], [0], [8.0])])
+    else:
+        pattern = make_graph("rgg", nranks, seed=3)
+    m = ml.multilevel_mapping(pattern, net, time_budget=30)
+    m.validate(net)
+    check_placement(net, m.node, nranks)
+    # Cores: the ranks of a node take distinct cores below the core count.
+    slots = Counter(zip(m.node.tolist(), m.core.tolist(), strict=True))
+    assert max(slots.values()) == 1 and m.core.max() < net.cores_per_node
+    assert m.stop_reason == "converged"
+
+
+def test_metrics_of_a_multilevel_mapping_match_the_references():
+    net = parse_network("torus:4x2x2:t=4")
+    pattern = make_graph("delaunay", 64, seed=1)
+    m = ml.multilevel_mapping(pattern, net, time_budget=30)
+    check_placement(net, m.node, 64)
+    for routing in ("dor", "adaptive"):
+        met = evaluate_mapping(net, parse_routing(routing, net), pattern, m, keep_loads=True)
+        assert met.hop_bytes == pytest.approx(reference_hop_bytes(net, pattern, m.node))
+        ref = reference_link_bytes(net, pattern, m.node, routing)
+        assert np.allclose(met.link_bytes, ref)
+        assert met.max_link_bytes == pytest.approx(ref.max())
+
+
+def test_multilevel_beats_every_permutation_on_an_irregular_graph():
+    # A random geometric graph numbered along a Z-order curve: permutation strings keep
+    # some locality, but none fits the graph; the reference measures both.
+    net = parse_network("torus:4x4x4:t=4")
+    pattern = make_graph("rgg", 256, seed=2)
+    m = ml.multilevel_mapping(pattern, net, time_budget=30)
+    ours = reference_hop_bytes(net, pattern, m.node)
+    best = min(
+        evaluate_mapping(
+            net, parse_routing("dor", net), pattern, permutation_mapping(p, net, 256)
+        ).hop_bytes
+        for p in all_permutations(net)
+    )
+    assert ours < 0.85 * best
+
+
+def test_phases_weigh_by_their_repeat_count():
+    # 4 ranks on 2 nodes of 2 cores. Phase a (once): 0<->1 and 2<->3, 3 MiB each way.
+    # Phase b (x10): 0<->2 and 1<->3, 1 MiB each way. Pairing {0,2},{1,3} sends phase a
+    # across: 4 messages x 3 MiB x 1 hop = 12 MiB*hop; pairing {0,1},{2,3} would cost phase
+    # b's 4 x 1 MiB x 10 = 40 MiB*hop. Without the repeat count the second would look best.
+    mib = 1024.0**2
+    a = Phase("a", [0, 1, 2, 3], [1, 0, 3, 2], [3 * mib] * 4, repeat=1)
+    b = Phase("b", [0, 2, 1, 3], [2, 0, 3, 1], [1 * mib] * 4, repeat=10)
+    pattern = CommPattern(4, [a, b])
+    net = parse_network("torus:2:t=2")
+    m = ml.multilevel_mapping(pattern, net, time_budget=30)
+    assert m.node[0] == m.node[2] and m.node[1] == m.node[3]
+    assert reference_hop_bytes(net, pattern, m.node) == 12 * mib
+    # The contention refinement weighs the phases the same way: its loads are the
+    # reference's (12 MiB over the one link each way... 6 MiB per direction).
+    routing = parse_routing("dor", net)
+    node, stats = ct.refine_contention(pattern, net, routing, m.node, communication_graph(pattern))
+    assert stats.max_link_bytes_before == reference_link_bytes(net, pattern, m.node, "dor").max()
+    assert stats.max_link_bytes_before == 6 * mib
+
+
+# ---- refinement --------------------------------------------------------------------------------
+def test_refinement_never_raises_hop_bytes_and_repairs_a_random_placement():
+    net = parse_network("torus:4x4x2:t=2")
+    pattern = make_graph("rgg", 64, seed=5)
+    graph = communication_graph(pattern)
+    rng = np.random.default_rng(0)
+    for trial in range(3):
+        start = np.repeat(np.arange(32), 2)[rng.permutation(64)]
+        before = reference_hop_bytes(net, pattern, start)
+        node, stats = ml.refine_placement(graph, net, start, time_budget=30)
+        check_placement(net, node, 64)
+        after = reference_hop_bytes(net, pattern, node)
+        assert after <= before
+        assert after < 0.8 * before, f"trial {trial}: a random placement should improve a lot"
+        assert stats.swaps > 0 and stats.stop_reason == "converged"
+
+
+def test_refinement_keeps_an_optimal_placement():
+    # A 16-rank ring on an 8-node ring with 2 cores: block placement (ranks 2i, 2i+1 on
+    # node i) sends 16 messages one hop; no placement does better (each node holds at most
+    # 2 ranks of the ring, so at least 8 ring edges cross nodes, each both ways).
+    net = parse_network("torus:8:t=2")
+    pattern = parse_pattern("ranks 16; ring 1KiB both")
+    graph = communication_graph(pattern)
+    block = np.arange(16) // 2
+    node, _ = ml.refine_placement(graph, net, block, time_budget=30)
+    assert reference_hop_bytes(net, pattern, node) == 16 * 1024
+
+
+def test_refinement_empties_over_full_nodes():
+    net = parse_network("torus:4:t=2")
+    pattern = parse_pattern("ranks 8; ring 1KiB both")
+    graph = communication_graph(pattern)
+    crowded = np.array([0, 0, 0, 0, 1, 1, 2, 3])  # node 0 holds 4 ranks, 2 cores
+    node, stats = ml.refine_placement(graph, net, crowded, time_budget=30)
+    check_placement(net, node, 8)
+    assert stats.rebalanced >= 2
+
+
+def test_time_budget_stops_the_mapper_with_a_valid_placement():
+    net = parse_network("torus:8x8x4:t=4")
+    pattern = make_graph("rgg", 1024, seed=1)
+    m = ml.multilevel_mapping(pattern, net, time_budget=1e-6)
+    assert m.stop_reason == "time budget" and m.name == "multilevel (budget hit)"
+    check_placement(net, m.node, 1024)
+
+
+# ---- coarsening --------------------------------------------------------------------------------
+def test_coarse_graph_keeps_every_edge_weight():
+    rng = np.random.default_rng(4)
+    n = 40
+    dense = np.triu(rng.random((n, n)) * (rng.random((n, n)) < 0.2), 1)
+    graph = sp.csr_matrix(dense + dense.T)
+    weight = np.ones(n)
+    coarse = ml.heavy_edge_matching(graph, weight, 2.0, rng)
+    cg, cw = ml._contract(graph, weight, coarse)
+    # By hand: the weight between two coarse vertices sums every fine edge joining them.
+    expected = np.zeros((cg.shape[0],) * 2)
+    for i in range(n):
+        for j in range(n):
+            if coarse[i] != coarse[j]:
+                expected[coarse[i], coarse[j]] += dense[i, j] + dense[j, i]
+    assert np.allclose(cg.toarray(), expected)
+    # Merged vertices were adjacent and never outweigh the limit.
+    members = Counter(coarse.tolist())
+    assert max(members.values()) <= 2 and np.allclose(cw, [members[c] for c in range(len(cw))])
+    for c, count in members.items():
+        if count == 2:
+            i, j = np.flatnonzero(coarse == c)
+            assert dense[min(i, j), max(i, j)] > 0
+    assert cg.shape[0] < 0.8 * n  # a random graph's matching merges most vertices
+
+
+def test_matching_respects_labels():
+    graph = parse_pattern("ranks 8; ring 1 both")
+    g = communication_graph(graph)
+    label = np.array([0, 0, 1, 1, 0, 0, 1, 1])
+    coarse = ml.heavy_edge_matching(g, np.ones(8), 4.0, np.random.default_rng(0), label)
+    for c in set(coarse.tolist()):
+        assert len(set(label[coarse == c].tolist())) == 1
+
+
+def test_machine_hierarchy_halves_groups_down_to_nodes():
+    net = parse_network("torus:3x4:t=2")  # 12 nodes: odd halves on the way
+    hier = ml.MachineHierarchy(net)
+    assert hier.num_groups(0) == 1 and hier.num_groups(hier.depth) == 12
+    assert sorted(hier.group[hier.depth].tolist()) == list(range(12))
+    for d in range(1, hier.depth + 1):
+        # Every group of depth d lies inside one group of depth d - 1 (its parent).
+        up = hier.parent[d][hier.group[d]]
+        assert np.array_equal(up, hier.group[d - 1])
+        assert hier.capacity[d].sum() == 24
+    # Groups are boxes: the distance of single nodes is the BFS hop distance.
+    ids = np.arange(12)
+    nodes_of_group = np.empty(12, dtype=int)
+    nodes_of_group[hier.group[hier.depth]] = ids
+    for g in range(12):
+        bfs = torus_bfs_distances(net, int(nodes_of_group[g]))
+        got = hier.distance(hier.depth, np.full(12, g), hier.depth, ids)
+        assert got.tolist() == [bfs[int(nodes_of_group[h])] for h in ids]
+
+
+# ---- contention refinement ---------------------------------------------------------------------
+@pytest.mark.parametrize("routing_name", ["dor", "adaptive"])
+def test_pair_link_matrix_is_the_routing_of_every_pair(routing_name):
+    net = parse_network("torus:4x3x2")
+    routing = parse_routing(routing_name, net)
+    pairs = ct.pair_link_matrix(net, routing)
+    src, dst = np.divmod(np.arange(24 * 24), 24)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    got = pairs.matrix[pairs.rows(src, dst)].toarray()
+    ones = np.eye(src.size)
+    if routing_name == "dor":
+        ref = torus_dor_reference(net, src, dst, ones, range(3))
+    else:
+        ref = torus_adaptive_reference(net, src, dst, ones, "hop")
+    assert np.allclose(got, ref)
+    for link in (0, 5, 77, net.num_links - 1):
+        column = pairs.column(link)[pairs.rows(src, dst)]
+        assert np.allclose(column, ref[:, link])
+
+
+def test_contention_refinement_lowers_the_busiest_link_without_raising_hop_bytes():
+    net = parse_network("torus:4x4x2:t=2")
+    pattern = make_graph("rgg", 64, seed=7)
+    graph = communication_graph(pattern)
+    node, _ = ml.refine_placement(graph, net, np.repeat(np.arange(32), 2), time_budget=30)
+    routing = parse_routing("adaptive", net)
+    before_hop = reference_hop_bytes(net, pattern, node)
+    before_max = reference_link_bytes(net, pattern, node, "adaptive").max()
+    refined, stats = ct.refine_contention(
+        pattern, net, routing, node, graph, time_budget=30, hop_slack=0.02
+    )
+    check_placement(net, refined, 64)
+    after_hop = reference_hop_bytes(net, pattern, refined)
+    after_max = reference_link_bytes(net, pattern, refined, "adaptive").max()
+    assert stats.max_link_bytes_before == pytest.approx(before_max)
+    assert stats.max_link_bytes_after == pytest.approx(after_max)
+    assert after_max < before_max and stats.steps > 0
+    assert after_hop <= before_hop * 1.02 + 1e-6
+    # With no allowance hop-bytes may not rise at all.
+    strict, _ = ct.refine_contention(pattern, net, routing, node, graph, time_budget=30)
+    assert reference_hop_bytes(net, pattern, strict) <= before_hop
+    assert reference_link_bytes(net, pattern, strict, "adaptive").max() <= before_max
+
+
+def test_contention_refinement_leaves_networks_too_large_alone():
+    net = parse_network("torus:64x64x64")
+    pattern = parse_pattern("ranks 4; ring 1 both")
+    node, stats = ct.refine_contention(
+        pattern, net, parse_routing("dor", net), np.arange(4), communication_graph(pattern)
+    )
+    assert node.tolist() == [0, 1, 2, 3]
+    assert stats.stop_reason.startswith("network too large")
+
+
+def test_predicted_times_of_candidates_for_the_simulator_check():
+    # The documented entry point for comparing predictions with simulations: one number
+    # per mapping, the same as the ranking's.
+    from petacomm.topology.metrics import cost_parameters_from_model, predicted_times
+
+    net = parse_network("torus:4x2:t=2")
+    pattern = parse_pattern("grid2d 4x4 star 64KiB")
+    routing = parse_routing("dor", net)
+    cost = cost_parameters_from_model()
+    mappings = [permutation_mapping(p, net, 16) for p in ("TXY", "XYT")]
+    times = predicted_times(net, routing, pattern, mappings, cost)
+    assert list(times) == ["TXY", "XYT"]
+    for m in mappings:
+        assert (
+            times[m.name] == evaluate_mapping(net, routing, pattern, m, cost=cost).predicted_time_s
+        )
+
+
+def test_mapping_class_with_stop_reason_defaults_empty():
+    assert Mapping("x", [0], [0]).stop_reason == ""
+
+
+def test_link_loads_from_the_pair_matrix_match_the_routed_evaluation():
+    net = parse_network("torus:4x4x2:t=2")
+    routing = parse_routing("adaptive", net)
+    pattern = make_graph("delaunay", 64, seed=4)
+    rng = np.random.default_rng(1)
+    node = rng.permutation(np.repeat(np.arange(32), 2))
+    m = Mapping("random", node, ml.cores_in_rank_order(node))
+    expected = evaluate_mapping(net, routing, pattern, m, keep_loads=True).link_bytes
+    assert np.allclose(ct.link_loads(pattern, net, routing, node), expected, rtol=1e-9)
+
+
+def test_without_diagonal_against_a_dense_reference():
+    rng = np.random.default_rng(3)
+    dense = rng.integers(0, 3, size=(9, 9)).astype(float)
+    dense[2, 5] = 0.0
+    sparse = sp.csr_matrix(dense)
+    sparse.data[0] = 0.0  # an explicit zero
+    out = ml.without_diagonal(sparse)
+    expected = sparse.toarray()
+    np.fill_diagonal(expected, 0.0)
+    assert np.array_equal(out.toarray(), expected)
+    assert out.nnz == np.count_nonzero(expected) and out.has_sorted_indices
+
+
+def test_edges_follow_the_phases_they_are_kept_for():
+    pattern = CommPattern(4, [Phase("a", np.array([0, 1]), np.array([1, 0]), np.array([5.0, 5.0]))])
+    assert pattern.edges()[2].tolist() == [5.0, 5.0]
+    pattern.phases.append(Phase("b", np.array([0]), np.array([1]), np.array([2.0])))
+    assert pattern.edges()[2].tolist() == [7.0, 5.0]
+    pattern.phases[1].repeat = 3
+    assert pattern.edges()[2].tolist() == [11.0, 5.0]

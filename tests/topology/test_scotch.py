@@ -1,0 +1,158 @@
+"""Scotch as a backend (libscotch through ctypes, and the gmap command): valid placements,
+its numbering of targets checked on cases whose optimum is known by hand, reproducibility,
+and petacomm's refinement on top never worse than Scotch. Skipped without Scotch."""
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from reference_routing import torus_bfs_distances
+
+from petacomm.cli import main
+from petacomm.topology import scotch
+from petacomm.topology.irregular_graphs import make_graph
+from petacomm.topology.mapping import Mapping
+from petacomm.topology.mapping_search import communication_graph
+from petacomm.topology.metrics import evaluate_mapping
+from petacomm.topology.multilevel import MultilevelStats, cores_in_rank_order
+from petacomm.topology.network import parse_network
+from petacomm.topology.pattern import matrix_messages, single_phase
+from petacomm.topology.pattern_language import parse_pattern
+from petacomm.topology.routing import parse_routing
+
+needs_scotch = pytest.mark.skipif(
+    not scotch.scotch_available(), reason="Scotch (Debian libscotch-dev) is not installed"
+)
+
+
+def hop_bytes_by_bfs(net, pattern, node) -> float:
+    total = 0.0
+    for ph in pattern.phases:
+        for s, d, b in zip(ph.src.tolist(), ph.dst.tolist(), ph.nbytes.tolist(), strict=True):
+            total += ph.repeat * b * torus_bfs_distances(net, int(node[d]))[int(node[s])]
+    return total
+
+
+@needs_scotch
+def test_scotch_numbers_torus_vertices_like_petacomm():
+    # A 4x8 grid with wrap-around, one rank per node of a 4x8 torus: the identity is the
+    # only kind of optimum (every message one hop). Scotch finds one; read with the wrong
+    # vertex numbering (Y fastest) its placement would stretch messages.
+    net = parse_network("torus:4x8")
+    pattern = parse_pattern("grid2d 8x4 periodic column-major star 1KiB")
+    node = scotch.scotch_placement(communication_graph(pattern), net, seed=0)
+    assert sorted(node.tolist()) == list(range(32))
+    assert hop_bytes_by_bfs(net, pattern, node) == pattern.num_messages * 1024
+
+
+@needs_scotch
+def test_scotch_numbers_fat_tree_leaves_like_petacomm():
+    # Pairs (2i, 2i+1) talk; a fat tree of 4 switches with 4 leaves each and 2 cores per
+    # leaf: the optimum puts every pair on one leaf (no traffic leaves a node).
+    net = parse_network("fattree:2;4,4;1,2;1,2:t=2")
+    m = np.zeros((32, 32))
+    for i in range(0, 32, 2):
+        m[i, i + 1] = m[i + 1, i] = 1.0
+    pattern = single_phase(32, matrix_messages(m))
+    node = scotch.scotch_placement(communication_graph(pattern), net, seed=0)
+    assert max(Counter(node.tolist()).values()) <= 2
+    assert all(node[i] == node[i + 1] for i in range(0, 32, 2))
+
+
+@needs_scotch
+def test_scotch_is_reproducible_and_refinement_is_never_worse():
+    net = parse_network("torus:4x4x2:t=4")
+    pattern = make_graph("delaunay", 128, seed=0)
+    graph = communication_graph(pattern)
+    first = scotch.scotch_placement(graph, net, seed=3)
+    assert np.array_equal(first, scotch.scotch_placement(graph, net, seed=3))
+    assert max(Counter(first.tolist()).values()) <= 4 and len(first) == 128
+    routing = parse_routing("adaptive", net)
+    refined = scotch.scotch_mapping(pattern, net, 30, graph=graph, seed=3, routing=routing)
+    refined.validate(net)
+    assert hop_bytes_by_bfs(net, pattern, refined.node) <= hop_bytes_by_bfs(net, pattern, first)
+    plain = scotch.scotch_mapping(pattern, net, 30, graph=graph, seed=3)
+    m_first = evaluate_mapping(net, routing, pattern, plain)
+    m_refined = evaluate_mapping(net, routing, pattern, refined)
+    assert m_refined.max_link_bytes <= m_first.max_link_bytes * (1 + 1e-9)
+
+
+@needs_scotch
+def test_gmap_command_gives_a_valid_placement():
+    if scotch.gmap_command() is None:
+        pytest.skip("the gmap command (Debian package scotch) is not installed")
+    net = parse_network("torus:4x4:t=2")
+    pattern = make_graph("rgg", 32, seed=1)
+    graph = communication_graph(pattern)
+    node, seconds = scotch.run_gmap(graph, net)
+    assert seconds > 0 and max(Counter(node.tolist()).values()) <= 2 and len(node) == 32
+
+
+def test_targets_and_integer_weights():
+    assert scotch.target_description(parse_network("torus:2x3x4")) == ("torusXD", [2, 3, 4], [])
+    assert scotch.target_description(parse_network("mesh:5x2")) == ("meshXD", [5, 2], [])
+    assert scotch.target_description(parse_network("fattree:2;4,3;1,2;1,1")) == (
+        "tleaf",
+        [3, 4],
+        [4, 2],
+    )
+    for text in ("dragonfly:5,2,2,2", "torus:4x4:wrap=1,0"):
+        with pytest.raises(ValueError, match="no Scotch target"):
+            scotch.target_description(parse_network(text))
+    g = communication_graph(parse_pattern("ranks 3; ring 48 both"))
+    assert scotch.integer_weights(g).tolist() == [1] * g.nnz
+
+
+@needs_scotch
+def test_map_command_offers_scotch_and_refuses_networks_without_a_target(capsys, tmp_path):
+    args = ["map", "--network", "torus:4x2:t=2", "--pattern", "grid2d 4x4 box 1KiB"]
+    assert main([*args, "--candidates", "scotch,multilevel", "--json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {r["mapping"] for r in doc["ranking"]} == {"scotch", "multilevel"}
+    bad = ["map", "--network", "dragonfly:5,2,2,2", "--pattern", "ranks 8; ring 1KiB"]
+    assert main([*bad, "--candidates", "scotch"]) == 2
+    err = capsys.readouterr().err
+    assert "--candidates: scotch: no Scotch target for a dragonfly network" in err
+
+
+@needs_scotch
+def test_refinement_limit_of_the_scotch_candidate():
+    # refine_factor 0: no time to refine, Scotch's placement exactly; None: refined until
+    # converged (a budget far above what 128 ranks need).
+    net = parse_network("torus:4x4x2:t=4")
+    pattern = make_graph("rgg", 128, seed=2)
+    graph = communication_graph(pattern)
+    routing = parse_routing("adaptive", net)
+    first = scotch.scotch_placement(graph, net, seed=0)
+    none = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=0)
+    assert np.array_equal(none.node, first) and none.stop_reason == "refinement limit"
+    assert none.name == "scotch"
+    full = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=None)
+    assert full.stop_reason == "converged"
+    assert hop_bytes_by_bfs(net, pattern, full.node) <= hop_bytes_by_bfs(net, pattern, first)
+
+
+@needs_scotch
+def test_scotch_placement_stays_when_refinement_loads_the_busiest_link_more(monkeypatch):
+    # A hop-bytes stage that made the busiest link worse, and a contention stage that ran
+    # out of time: the candidate falls back to Scotch's own placement.
+    from petacomm.topology import contention, multilevel
+
+    net = parse_network("torus:4x4:t=2")
+    pattern = make_graph("rgg", 32, seed=1)
+    graph = communication_graph(pattern)
+    routing = parse_routing("dor", net)
+    first = scotch.scotch_placement(graph, net, seed=0)
+    piled = np.repeat(np.arange(16), 2)  # ranks in rank order: a worse busiest link here
+    m_first = evaluate_mapping(
+        net, routing, pattern, Mapping("s", first, cores_in_rank_order(first))
+    )
+    m_piled = evaluate_mapping(
+        net, routing, pattern, Mapping("p", piled, cores_in_rank_order(piled))
+    )
+    assert m_piled.max_link_bytes > m_first.max_link_bytes  # the case is what it claims
+    monkeypatch.setattr(multilevel, "refine_placement", lambda *a, **k: (piled, MultilevelStats()))
+    monkeypatch.setattr(contention, "contention_stage", lambda *a, **k: (piled, "time budget"))
+    out = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=None)
+    assert np.array_equal(out.node, first)
