@@ -1,8 +1,11 @@
 """MPI worker: the offline statistics and predictions (petacomm.xchg.offline, no MPI) equal
 what a plan computes inside the job on the same keys, with a machine model whose ping-pong
-fit has two pieces (the plan prices its messages by size with the same curve)."""
+fit has two pieces (the plan prices its messages by size with the same curve). The nodes
+are this machine (all ranks) or PETACOMM_NODE_SIZE's virtual nodes, which the offline
+statistics are told."""
 
 import math
+import os
 import sys
 
 import numpy as np
@@ -25,7 +28,7 @@ used = info["cost"]["p2p_curve"]
 assert [(c["from_bytes"], c["alpha"], c["beta"]) for c in used] == [
     (curve.from_bytes[i], curve.alpha[i], curve.beta[i]) for i in range(curve.pieces)
 ], used
-stats = offline.statistics(keysets)
+stats = offline.statistics(keysets, node_size=int(os.environ.get("PETACOMM_NODE_SIZE", comm.size)))
 predicted = offline.predict(stats, cost_params(model, comm.size), elem_bytes=24, p2p=curve)
 statistics = info["statistics"]
 for name, field in (("n_unique", "n_unique"), ("partners", "pair_partners")):
@@ -36,6 +39,10 @@ assert statistics["distinct_keys"] == stats.global_stats.distinct_keys
 for strategy, entry in predicted.items():
     inside = info["strategies"][strategy]["predicted_execute_seconds"]
     assert math.isclose(inside, entry["execute_seconds"], rel_tol=1e-9), (strategy, inside, entry)
+    for figure in ("messages", "bytes"):
+        inside = info["strategies"][strategy][f"predicted_{figure}"]
+        assert math.isclose(inside, entry[figure], rel_tol=1e-12, abs_tol=1e-9), (strategy, figure)
+assert info["strategies"]["node-aware"]["candidate"] is True
 values = np.ones((keysets[comm.rank].size, 3))
 plan.execute(values)
 plan.free()

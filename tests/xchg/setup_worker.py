@@ -5,6 +5,7 @@ the per-rank setup clock is consistent, every strategy's messages and bytes per 
 cheapest candidate its describe() lists, results match a dense reference, and bad or
 disagreeing arguments still fail on every rank."""
 
+import os
 import sys
 
 import numpy as np
@@ -34,7 +35,15 @@ for strategy in strategy_names():
     counted = plan.stats(np.float64, 3)
     hub_threshold = info.get("hub_threshold", 0)
     expected = [
-        traffic(info["strategy"], everyone, r, elem_bytes=24, chunk_keys=512, hub=hub_threshold)
+        traffic(
+            info["strategy"],
+            everyone,
+            r,
+            elem_bytes=24,
+            chunk_keys=512,
+            hub=hub_threshold,
+            node_size=int(os.environ.get("PETACOMM_NODE_SIZE", size)),
+        )
         for r in range(size)
     ]
     for i, field in enumerate(("messages", "bytes")):

@@ -73,9 +73,10 @@ def test_c_example_runs_when_built():
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks", (2, 4))
-def test_offline_model_matches_plan(ranks):
-    result = mpirun_python(ranks, str(HERE / "consistency_worker.py"), timeout=120)
+@pytest.mark.parametrize("ranks, node_size", [(2, None), (4, 2)])
+def test_offline_model_matches_plan(ranks, node_size):
+    env = {"PETACOMM_NODE_SIZE": str(node_size)} if node_size else None
+    result = mpirun_python(ranks, str(HERE / "consistency_worker.py"), timeout=120, env=env)
     assert result.stdout.count("consistent") == ranks, result.stdout + result.stderr
 
 
@@ -130,7 +131,7 @@ def test_bench_model_only(tmp_path):
             dense = predicted["dense-allreduce"]["execute_seconds"]
             assert float(cells[4].rstrip("x")) == pytest.approx(dense / execute, abs=0.051)
         # The headline: the cheapest of auto's candidates, as printed and as in the JSON.
-        best = re.search(r"^best predicted: (\S+) \(auto's candidates: ([^)]*)\)$", block, re.M)
+        best = re.search(r"^best predicted: (\S+)\n  \(auto's candidates: ([^)]*)\)$", block, re.M)
         candidates = best.group(2).split(", ")
         assert "allgather" not in candidates and set(candidates) <= set(rows)
         cheapest = min(candidates, key=lambda n: (float(rows[n][0]), candidates.index(n)))

@@ -53,6 +53,18 @@ RANKS = [
          hub=[(0, 0), (2, 8)]),
     dict(n_local=0, n_unique=0),
 ]  # fmt: skip
+# Two nodes of two ranks (leaders 0 and 2) for node-aware; n_shared is read by it alone.
+# Node 0's leader receives 600 values in one message (the large piece), node 1's sends them.
+NODES = [
+    dict(n_shared=20, node_leader=1, node_members=1, node_member_values=50, node_union_keys=60,
+         node_partners=1, node_send_values=30, node_recv_values=600),
+    dict(n_shared=50),
+    dict(n_shared=5, node_leader=1, node_union_keys=5, node_partners=1, node_send_values=600,
+         node_recv_values=30),
+    dict(),
+]  # fmt: skip
+for _rank, _fields in zip(RANKS, NODES, strict=True):
+    _rank.update(_fields, nodes=2, node_ranks=2)
 P = len(RANKS)
 E = 24  # bytes per key (3 float64)
 GAMMA, A_AR, B_AR, A_A2A, B_A2A = 0.1e-9, 3 * US, 1 / 2e9, 1 * US, 1 / 4e9
@@ -168,6 +180,23 @@ def _expected():
                 hubs,
             )
     out["hub-split"] = best
+
+    def node_aware(g):  # (seconds, messages, bytes) of one rank
+        ns, u = g("n_shared"), g("n_unique")
+        if not g("node_leader"):
+            local = (3 * u + 4 * ns) * E * GAMMA
+            return 2 * _p2p(1 if ns else 0, ns * E) + local, int(ns > 0), ns * E
+        m, vm, u = g("node_members"), g("node_member_values"), g("node_union_keys")
+        p, s, r = g("node_partners"), g("node_send_values"), g("node_recv_values")
+        seconds = 2 * _p2p(m, vm * E) + _p2p(p, max(s, r) * E)
+        seconds += (3 * g("n_unique") + 6 * (vm + ns) + 6 * u + 2 * s + 4 * r) * E * GAMMA
+        return seconds, m + p, (vm + s) * E
+
+    out["node-aware"] = (
+        common + max(node_aware(g)[0] for g in get),
+        max(node_aware(g)[1] for g in get),
+        max(node_aware(g)[2] for g in get),
+    )
     return out
 
 

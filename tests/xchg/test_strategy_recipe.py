@@ -32,8 +32,10 @@ def _follow_the_recipe(tree: Path) -> None:
     copied = owner.replace(entry, f'extern const XchgStrategy kRecipeStrategy{{\n    {{"{NEW}",')
     (xchg / "strategy_recipe.cpp").write_text(copied)  # step 1: the strategy's file
     registry = (xchg / "registry.cpp").read_text()
-    last = re.search(r"(  X\(kHubSplitStrategy\)[^\n]*)\n", registry)
-    assert last, "registry.cpp no longer lists kHubSplitStrategy last"
+    entries = list(re.finditer(r"(  X\(k\w+Strategy\)[^\n]*)\n", registry))
+    assert entries, "registry.cpp no longer lists its strategies as X(k...Strategy) lines"
+    last = entries[-1]
+    assert not last.group(1).rstrip().endswith("\\"), "the last registry line continues"
     added = last.group(1).rstrip().rstrip("\\").rstrip() + " \\\n  X(kRecipeStrategy)\n"
     (xchg / "registry.cpp").write_text(registry.replace(last.group(0), added))  # step 2
 

@@ -43,12 +43,37 @@ def _pairwise(mine, held, me, elem_bytes, max_d):
     return float(len(partners)), float(values * elem_bytes)
 
 
-def traffic(strategy, keysets, me, *, elem_bytes, chunk_keys, hub=0):
+def _node_aware(held, me, p, elem_bytes, node_size, partials):
+    """A member sends its shared values to its leader; a leader returns each member its
+    results and sends every other node holding one of the node's shared keys one message:
+    per key one partial, or (without partials) each of its node's holders' values."""
+    node = [r // node_size for r in range(p)]
+    shared = {r: [k for k in held if r in held[k] and len(held[k]) >= 2] for r in range(p)}
+    if me % node_size != 0:
+        return (1.0 if shared[me] else 0.0), float(len(shared[me]) * elem_bytes)
+    members = [r for r in range(p) if node[r] == node[me] and r != me]
+    messages = sum(1 for r in members if shared[r])
+    values = sum(len(shared[r]) for r in members)
+    partners = set()
+    for ranks in held.values():
+        local = [r for r in ranks if node[r] == node[me]]
+        if len(ranks) < 2 or not local:
+            continue
+        remote = {node[r] for r in ranks} - {node[me]}
+        partners |= remote
+        values += len(remote) * (1 if partials else len(local))
+    return float(messages + len(partners)), float(values * elem_bytes)
+
+
+def traffic(strategy, keysets, me, *, elem_bytes, chunk_keys, hub=0, node_size=None):
     """(messages, bytes) rank `me` sends per execution with `strategy` (hub-split: keys
-    on more than `hub` ranks are hubs)."""
+    on more than `hub` ranks are hubs; node-aware: nodes of `node_size` consecutive ranks,
+    None: one node, with partials as a plan that is not deterministic sends them)."""
     held = holders(keysets)
     mine = sorted(set(int(k) for k in keysets[me]))
     p = len(keysets)
+    if strategy == "node-aware":
+        return _node_aware(held, me, p, elem_bytes, node_size or p, True)
     if strategy in ("directory", "allgather"):
         return _pairwise(mine, held, me, elem_bytes, p)
     if strategy == "owner":

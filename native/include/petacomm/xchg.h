@@ -268,6 +268,17 @@ typedef struct petacomm_xchg_rank_stats {
   int64_t hub_keys[PETACOMM_XCHG_HUB_LEVELS];          /* my keys with d > 2^b */
   int64_t directory_send_msgs, directory_send_keys;    /* discovery: to homes */
   int64_t directory_reply_ints;                        /* discovery: replies received */
+  /* Nodes (strategy node-aware; 0 when the plan did not look at nodes). The leader's fields
+   * are 0 on the other ranks of its node. */
+  int64_t nodes;              /* nodes of the plan's communicator */
+  int64_t node_ranks;         /* ranks on this rank's node */
+  int64_t node_leader;        /* 1 on the node's leader (its lowest rank), else 0 */
+  int64_t node_members;       /* leader: other ranks of its node holding shared keys */
+  int64_t node_member_values; /* leader: their shared keys (values in, and results out) */
+  int64_t node_union_keys;    /* leader: distinct shared keys held on its node */
+  int64_t node_partners;      /* leader: other nodes holding one of those keys */
+  int64_t node_send_values;   /* leader: values sent to the other leaders per execution */
+  int64_t node_recv_values;   /* leader: values received from them */
 } petacomm_xchg_rank_stats;
 
 typedef struct petacomm_xchg_global_stats {

@@ -11,6 +11,7 @@
 #include "error.hpp"
 #include "exchange.hpp"
 #include "json_writer.hpp"
+#include "node_sharing.hpp"
 #include "registry.hpp"
 
 namespace petacomm::xchg {
@@ -102,6 +103,8 @@ struct Plan::Discovered {
   SetupTraffic traffic;
   std::int64_t reply_ints = 0;
   Histogram histogram{};
+  bool needs_nodes = false;                   // the strategy, or one auto may choose
+  std::shared_ptr<const NodeTopology> nodes;  // found with the statistics when needed
 
   Sharing *sharing() {
     if (kind == Discovery::kDirectory) return &directory->sharing();
@@ -249,6 +252,7 @@ void Plan::build(const petacomm_xchg_options &o, const CostModel &cost,
                    found.directory.get(),
                    nullptr,
                    nullptr,
+                   found.nodes,
                    {},
                    0,
                    0};
@@ -273,6 +277,8 @@ Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xc
                                 std::unique_ptr<Directory> directory) {
   Discovered found;
   found.kind = requested ? requested->discovery : Discovery::kDirectory;  // auto: directory
+  for (const XchgStrategy *s : registry().entries())
+    found.needs_nodes = found.needs_nodes || (s->needs_nodes && (!requested || s == requested));
   const auto &keys = index_.keys();
   switch (found.kind) {
     case Discovery::kNone:
@@ -307,6 +313,14 @@ void Plan::plan_statistics_of(Discovered &found, const petacomm_xchg_options &o,
   choice.discovery = found.traffic;
   choice.rank = rank_statistics(index_, sharing ? *sharing : nothing_known, rank_, found.traffic,
                                 found.reply_ints);
+  if (sharing != nullptr && found.needs_nodes) {
+    {
+      MpiWait wait;
+      found.nodes = std::make_shared<NodeTopology>(comm_, 0);
+    }
+    node_statistics(*found.nodes, *sharing, rank_,
+                    node_partials_allowed(*found.nodes, deterministic_), choice.rank);
+  }
   const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
   const RankCost in{choice.rank, size_, cost, eb,
                     parse_transport(o.transport) == Transport::kAlltoallv};
@@ -450,6 +464,11 @@ void Plan::describe(const petacomm_xchg_options &o, const CostModel &cost, const
   j.value("transport", transport_name(parse_transport(o.transport)));
   j.value("deterministic", deterministic_);
   j.value("autotune", o.autotune);
+  const Traffic traffic = strategy_->traffic();
+  if (traffic.inter_node_messages >= 0) {  // this rank's, per execution
+    j.value("nodes", c.rank.nodes).value("node_ranks", c.rank.node_ranks);
+    j.value("inter_node_messages", traffic.inter_node_messages);
+  }
   if (c.hub_threshold[c.chosen] > 0) {
     j.value("hub_threshold", c.hub_threshold[c.chosen]);
     j.value("hub_keys", c.hub_keys[c.chosen]);

@@ -12,7 +12,8 @@ namespace petacomm::xchg {
   X(kAllgatherStrategy)      /* allgather (the study) */ \
   X(kDirectoryStrategy)      /* directory */             \
   X(kOwnerStrategy)          /* owner */                 \
-  X(kHubSplitStrategy)       /* hub-split */
+  X(kHubSplitStrategy)       /* hub-split */             \
+  X(kNodeAwareStrategy)      /* node-aware */
 
 #define PETACOMM_XCHG_DECLARE(entry) extern const XchgStrategy entry;
 PETACOMM_XCHG_STRATEGIES(PETACOMM_XCHG_DECLARE)

@@ -15,6 +15,7 @@
 #include "cost_model.hpp"
 #include "exchange.hpp"
 #include "key_index.hpp"
+#include "node_topology.hpp"
 #include "petacomm/xchg.h"
 #include "private_comm.hpp"
 #include "sharing.hpp"
@@ -45,6 +46,7 @@ struct BuildContext {
   Directory *directory = nullptr;                       // with discovery kDirectory
   const petacomm_xchg_prediction *predicted = nullptr;  // this strategy's, if predicted
   const PlanStatistics *statistics = nullptr;           // what the plan learnt of all ranks
+  std::shared_ptr<const NodeTopology> nodes;            // with needs_nodes
   // Out: what the build chose beyond the options (hub-split: its threshold), for reasons.
   std::string detail;
   int hub_threshold = 0;
@@ -70,6 +72,9 @@ struct XchgStrategy {
   const char *(*not_a_candidate)(const petacomm_xchg_prediction &predicted);
   // Collective over ctx.comm.
   std::unique_ptr<Strategy> (*build)(BuildContext &ctx);
+  // The plan finds the nodes (NodeTopology: machines, or PETACOMM_NODE_SIZE virtual nodes)
+  // and the node statistics (petacomm_xchg_rank_stats' node fields) before pricing.
+  bool needs_nodes = false;
 };
 
 const StrategyRegistry<XchgStrategy> &registry();

@@ -28,8 +28,9 @@ struct ExecContext {
 };
 
 struct Traffic {
-  double messages = 0;  // sent per execution by this rank
-  double entries = 0;   // key values (elements) sent per execution by this rank
+  double messages = 0;              // sent per execution by this rank
+  double entries = 0;               // key values (elements) sent per execution by this rank
+  double inter_node_messages = -1;  // of `messages`, to other nodes (-1: nodes not known)
 };
 
 class Strategy {

@@ -3,12 +3,15 @@
 // repeats, keys near 2^62 and a rank without keys; all keys on all ranks; none shared; one
 // key everywhere; no keys at all. Integers must match exactly; floats within 1e-5 (float32)
 // or 1e-12 (float64) relative in free order, and bitwise with deterministic = 1.
+// `--strategy NAME --node-sizes 1,2,3,4` runs one strategy's part of the matrix once per
+// virtual node size (PETACOMM_NODE_SIZE, set here before each plan on every rank alike).
 #include <mpi.h>
 
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -314,6 +317,34 @@ int main(int argc, char **argv) {
   for (const petacomm_strategy_info &s : registered) strategies.push_back(s.name);
   strategies.push_back("auto");
   int execution = 0;
+  if (argc == 5 && std::strcmp(argv[1], "--strategy") == 0 &&
+      std::strcmp(argv[3], "--node-sizes") == 0) {
+    const char *only = argv[2];
+    bool known = false;
+    for (const char *s : strategies) known = known || std::strcmp(s, only) == 0;
+    CHECK(known, "--strategy %s: not registered", only);
+    std::string sizes = argv[4];
+    for (std::size_t at = 0; known && at < sizes.size();) {
+      std::size_t comma = sizes.find(',', at);
+      if (comma == std::string::npos) comma = sizes.size();
+      const std::string size = sizes.substr(at, comma - at);
+      setenv("PETACOMM_NODE_SIZE", size.c_str(), 1);
+      for (int scenario = 0; scenario < kScenarios; ++scenario)
+        for (int det : {0, 1}) run_plan(scenario, only, "p2p", det, 0, execution++);
+      for (const char *t : {"neighbor", "alltoallv"}) run_plan(0, only, t, 0, 0, execution++);
+      at = comma + 1;
+    }
+    int all = 0, total = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&checks, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0)
+      std::printf(
+          "test_xchg_matrix: %s on %d ranks (%d checks, %d failures; strategy %s at "
+          "virtual node sizes %s)\n",
+          all ? "FAILED" : "passed", nranks, total, all, only, sizes.c_str());
+    MPI_Finalize();
+    return all ? 1 : 0;
+  }
   for (int scenario = 0; scenario < kScenarios; ++scenario)
     for (const char *s : strategies)
       for (int det : {0, 1}) run_plan(scenario, s, "p2p", det, 0, execution++);

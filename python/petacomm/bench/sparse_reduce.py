@@ -10,6 +10,10 @@ the generators (no ranks run) and prints the predicted cost per strategy.
 (petsc4py) in one job on the same keys, values and MPI (Debian Open MPI: petacomm is built
 against ``--mpicc`` once, cached, and the ranks run under ``--python``); see
 petacomm.bench.sparse_reduce_peers for the variants.
+``--node-size K`` runs the ranks in virtual nodes of K consecutive ranks
+(PETACOMM_NODE_SIZE) and prints the messages between nodes per execution: node-aware's from
+its plan, directory's counted from the keys (pairs of ranks on different nodes sharing one);
+with ``--model-only`` it prices node-aware for nodes of K ranks (default 1).
 ``--setup-scaling 2,4,8`` builds every strategy's plan repeatedly at each rank count with the
 same keys per rank and prints the setup time per strategy — compute (each rank's thread CPU
 time outside the MPI calls that wait for other ranks, max over ranks; not inflated when ranks
@@ -87,6 +91,12 @@ def register(subparsers) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--transport", default="p2p", help="p2p, neighbor or alltoallv")
     parser.add_argument("--model-only", metavar="P", help="predict for P ranks (comma list)")
+    parser.add_argument(
+        "--node-size",
+        type=int,
+        metavar="K",
+        help="virtual nodes of K ranks (PETACOMM_NODE_SIZE) and messages between nodes",
+    )
     parser.add_argument(
         "--setup-scaling",
         metavar="P",
@@ -174,6 +184,8 @@ def run(args) -> int:
     results = {"schema": "petacomm-bench-sparse-reduce", "schema_version": SCHEMA_VERSION}
     if args.setup_reps < 1:
         raise PetacommError(f"--setup-reps: must be >= 1, got {args.setup_reps}")
+    if args.node_size is not None and args.node_size < 1:
+        raise PetacommError(f"--node-size: must be >= 1, got {args.node_size}")
     if args.model_only:
         results["model_only"] = _model_only(args, generators, elem_bytes)
     elif args.setup_scaling and args.smpi:
@@ -249,8 +261,12 @@ def _measure(args, generators, strategies) -> list[dict]:
                 "dtype": args.dtype,
                 "transport": args.transport,
                 "model": args.model,
+                "node_size": args.node_size,
             }
-            run = _launch(args, name, ranks, config)
+            env = None
+            if args.node_size is not None:
+                env = dict(os.environ, PETACOMM_NODE_SIZE=str(args.node_size))
+            run = _launch(args, name, ranks, config, env)
             runs.append(run)
             _print_run(run)
     return runs
@@ -518,6 +534,7 @@ def _worker(config: dict) -> int:
             times.append(max_over_ranks(MPI.Wtime() - start))
         stats = plan.stats(dtype, k)
         info = plan.describe()
+        between = info.get("inter_node_messages")  # strategies that know nodes
         rows.append(
             {
                 "strategy": strategy,
@@ -532,6 +549,7 @@ def _worker(config: dict) -> int:
                 "predicted_execute_seconds": info["strategies"]
                 .get(info["strategy"], {})
                 .get("predicted_execute_seconds"),
+                "inter_node_messages": None if between is None else comm.allreduce(between),
             }
         )
         plan.free()
@@ -564,6 +582,13 @@ def _worker(config: dict) -> int:
                 ],
             },
         }
+        if config.get("node_size"):
+            from petacomm.xchg.offline import messages_between_nodes
+
+            run["node_size"] = config["node_size"]
+            run["counted_between_nodes"] = messages_between_nodes(
+                generator.all_keys(), config["node_size"]
+            )
         print(MARK + json.dumps(run), flush=True)
     return 0
 
@@ -597,6 +622,14 @@ def _print_run(run: dict) -> None:
             f"{row['bytes_per_rank']['max']:10.0f} {row['memory_bytes']['max'] / 1024:8.1f} "
             f"{speedup:6.1f}x {pred * 1e6 if pred is not None else float('nan'):8.1f}{flag}"
         )
+    if run.get("node_size"):
+        counted = run["counted_between_nodes"]
+        known = [r for r in run["strategies"] if r.get("inter_node_messages") is not None]
+        print(f"messages between nodes per execution, all ranks (nodes of {run['node_size']}):")
+        for row in known:
+            print(f"  {row['strategy']}: {row['inter_node_messages']:.0f} (its plans)")
+        print(f"  directory: {counted['ranks']} (counted from the keys: pairs of ranks on")
+        print(f"  different nodes sharing a key); pairs of nodes sharing a key: {counted['nodes']}")
     reason = f"planner (auto) chose {run['planner']['choice']}: {run['planner']['reason']}"
     print(textwrap.fill(reason, 100, subsequent_indent="  "))
     print("(setup: wall and CPU time of plan creation, max over ranks; exec: median over")
@@ -842,13 +875,14 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
             params = _generator_params(args, name)
             started = time.monotonic()
             generator = make(name, p, **params)
+            node_size = args.node_size or 1  # node-aware priced for nodes of this size
             with Progress("bench sparse-reduce", quiet=args.quiet) as progress:
                 progress.start(p, f"{name} key sets of {p} ranks")
                 keysets = generator.all_keys()  # cmb: the scan in one pass, not rank by rank
                 progress.advance(p)
                 progress.status(f"{name} on {p} ranks: sharing statistics and predictions")
                 try:
-                    stats = offline.statistics(keysets)
+                    stats = offline.statistics(keysets, node_size=node_size)
                 except ValueError as err:
                     raise PetacommError(f"--model-only {p}: {err}") from None
             predicted, decision = offline.decide(
@@ -862,6 +896,7 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
                 "generator": name,
                 "params": params,
                 "ranks": p,
+                "node_size": node_size,
                 "key_range": generator.key_range,
                 "distinct_keys_per_rank_max": int(stats.field("n_unique").max()),
                 "partners_per_rank_max": int(stats.field("pair_partners").max()),
@@ -889,7 +924,8 @@ def _print_model(entry: dict, elem_bytes: int) -> None:
     dense = predicted["dense-allreduce"]["execute_seconds"]
     title = (
         f"{entry['generator']} on {entry['ranks']} ranks (predicted, {elem_bytes} B per key, "
-        f"model: {entry['model']}): key range {entry['key_range']} keys, max distinct keys per "
+        f"model: {entry['model']}, nodes of {entry['node_size']} ranks): key range "
+        f"{entry['key_range']} keys, max distinct keys per "
         f"rank {entry['distinct_keys_per_rank_max']}, max partners {entry['partners_per_rank_max']}"
     )
     print("\n" + textwrap.fill(title, 100, subsequent_indent="  "))
@@ -906,9 +942,8 @@ def _print_model(entry: dict, elem_bytes: int) -> None:
             f"{p['messages']:10.0f} {p['bytes']:12.0f} {dense / p['execute_seconds']:7.1f}x{extra}"
         )
     planner = entry["planner"]
-    print(
-        f"best predicted: {planner['choice']} (auto's candidates: {', '.join(entry['candidates'])})"
-    )
+    print(f"best predicted: {planner['choice']}")
+    print(f"  (auto's candidates: {', '.join(entry['candidates'])})")
     print(textwrap.fill(planner["reason"], 100, initial_indent="  ", subsequent_indent="  "))
     print(
         f"computed in {entry['seconds_to_compute']:.1f} s (keys generated, statistics, "

@@ -101,15 +101,33 @@ RANK_STATS_SCALARS = (
 )
 
 
+# The node fields of petacomm_xchg_rank_stats (strategy node-aware), in the header's order.
+NODE_STATS = (
+    "nodes",
+    "node_ranks",
+    "node_leader",
+    "node_members",
+    "node_member_values",
+    "node_union_keys",
+    "node_partners",
+    "node_send_values",
+    "node_recv_values",
+)
+
+
 class RankStats(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_int64) for name in RANK_STATS_SCALARS] + [
-        ("hub_pair_partners", ctypes.c_int64 * HUB_LEVELS),
-        ("hub_pair_values", ctypes.c_int64 * HUB_LEVELS),
-        ("hub_keys", ctypes.c_int64 * HUB_LEVELS),
-        ("directory_send_msgs", ctypes.c_int64),
-        ("directory_send_keys", ctypes.c_int64),
-        ("directory_reply_ints", ctypes.c_int64),
-    ]
+    _fields_ = (
+        [(name, ctypes.c_int64) for name in RANK_STATS_SCALARS]
+        + [
+            ("hub_pair_partners", ctypes.c_int64 * HUB_LEVELS),
+            ("hub_pair_values", ctypes.c_int64 * HUB_LEVELS),
+            ("hub_keys", ctypes.c_int64 * HUB_LEVELS),
+            ("directory_send_msgs", ctypes.c_int64),
+            ("directory_send_keys", ctypes.c_int64),
+            ("directory_reply_ints", ctypes.c_int64),
+        ]
+        + [(name, ctypes.c_int64) for name in NODE_STATS]
+    )
 
 
 class GlobalStats(ctypes.Structure):

@@ -80,10 +80,17 @@ def statistics(
     chunk_keys: int = 65536,
     allgather_keys: int = 65536,
     pair_budget: int = PAIR_BUDGET,
+    node_size: int | None = None,
+    node_partials: bool = True,
 ) -> PlanStatistics:
     """Statistics of a plan over len(keysets) ranks (keysets[r]: rank r's keys).
     pair_budget: the longest list of sharing pairs to count partners from (else the bit
-    matrix)."""
+    matrix).
+
+    node_size: nodes of that many consecutive ranks (as PETACOMM_NODE_SIZE makes them) give
+    the node fields node-aware is priced with; None leaves them 0 (node-aware is then no
+    candidate). node_partials: what a plan uses unless deterministic (one partial per key and
+    node between leaders); False: every holder's value travels."""
     p = len(keysets)
     if p < 1:
         raise ValueError("keysets: need at least one rank")
@@ -160,6 +167,8 @@ def statistics(
             f"keysets: {p} ranks share keys too widely for the offline statistics (more than "
             f"{pair_budget} sharing pairs and more than {BIT_MATRIX_RANKS} ranks)"
         )
+    if node_size is not None:
+        _node_fields(out, key, holder, d, p, node_size, node_partials, pair_budget)
 
     g = _capi.GlobalStats()
     g.ranks = p
@@ -226,6 +235,66 @@ def _partners_from_pairs(out, holder, first, d_key, p) -> None:
     out[:, col["pair_partners"]] = np.bincount(rank, minlength=p)
     for b in range(HUB_LEVELS):
         out[:, col[f"hub_pair_partners[{b}]"]] = np.bincount(rank[dmin <= (1 << b)], minlength=p)
+
+
+def _node_fields(out, key, holder, d, p, node_size, partials, pair_budget) -> None:
+    """The node fields of petacomm_xchg_rank_stats for nodes of node_size consecutive ranks
+    (from the definitions in the header, not from the native code). key, holder: every
+    (key, holder) pair, sorted by key then holder; d: the key's multiplicity per pair."""
+    if node_size < 1:
+        raise ValueError(f"node_size: must be >= 1, got {node_size}")
+    col = _FIELD_INDEX
+    ranks = np.arange(p)
+    nodes = (p - 1) // node_size + 1
+    leaders = np.arange(0, p, node_size)
+    out[:, col["nodes"]] = nodes
+    out[:, col["node_ranks"]] = np.minimum(node_size, p - ranks // node_size * node_size)
+    out[:, col["node_leader"]] = ranks % node_size == 0
+    shared = d >= 2
+    n_shared = np.bincount(holder[shared], minlength=p)
+    member = ranks % node_size != 0
+    out[leaders, col["node_members"]] = np.bincount(
+        ranks[member] // node_size, weights=n_shared[member] > 0, minlength=nodes
+    ).astype(np.int64)
+    out[leaders, col["node_member_values"]] = np.bincount(
+        ranks[member] // node_size, weights=n_shared[member], minlength=nodes
+    ).astype(np.int64)
+    # (key, node) pairs of the shared keys, with the node's holders of the key ("local").
+    k, n = key[shared], holder[shared] // node_size  # sorted by key, then node
+    if k.size == 0:
+        return
+    starts = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (n[1:] != n[:-1])])
+    pk, pn = k[starts], n[starts]
+    local = np.diff(np.r_[starts, k.size])
+    new_key = np.r_[True, pk[1:] != pk[:-1]]
+    key_start = np.flatnonzero(new_key)
+    key_nodes = np.diff(np.r_[key_start, pk.size])
+    of_key = np.cumsum(new_key) - 1
+    remote = key_nodes[of_key] - 1
+    holders = np.bincount(of_key, weights=local).astype(np.int64)[of_key]
+    send = remote if partials else local * remote
+    recv = remote if partials else holders - local
+    out[leaders, col["node_union_keys"]] = np.bincount(pn, minlength=nodes)
+    out[leaders, col["node_send_values"]] = np.bincount(pn, weights=send, minlength=nodes)
+    out[leaders, col["node_recv_values"]] = np.bincount(pn, weights=recv, minlength=nodes)
+    # Partner nodes: the nodes holding a common key, from the list of (node, node) pairs as
+    # for ranks in _partners_from_pairs, or from a bit matrix as in _partners.
+    if int(np.sum(key_nodes.astype(np.int64) ** 2)) <= pair_budget:
+        codes = []
+        for value in _distinct(key_nodes[key_nodes >= 2]):
+            members = pn[key_start[key_nodes == value][:, None] + np.arange(value)]
+            a = np.repeat(members, value, axis=1).ravel()
+            b = np.tile(members, (1, value)).ravel()
+            codes.append(_distinct(a[a != b] * nodes + b[a != b]))
+        linked = _distinct(np.concatenate(codes)) if codes else np.zeros(0, np.int64)
+        out[leaders, col["node_partners"]] = np.bincount(linked // nodes, minlength=nodes)
+    elif nodes <= BIT_MATRIX_RANKS:
+        bits = np.zeros((nodes, (nodes + 7) // 8), dtype=np.uint8)
+        for value in np.unique(key_nodes[key_nodes >= 2]):
+            _mark(bits, pn, key_nodes, key_start, int(value), nodes)
+        out[leaders, col["node_partners"]] = _popcount_without_self(bits, nodes)
+    else:
+        raise ValueError(f"keysets: {nodes} nodes share keys too widely for the node statistics")
 
 
 def _partners(out, key, holder, d, group, first, d_key, p) -> None:
@@ -337,3 +406,29 @@ def predict(
 ) -> dict[str, dict]:
     """Predicted cost of every strategy (seconds, messages and bytes per rank per execute)."""
     return decide(stats, cost, elem_bytes=elem_bytes, transport=transport, p2p=p2p)[0]
+
+
+def messages_between_nodes(keysets: list[np.ndarray], node_size: int) -> dict[str, int]:
+    """Messages per execution that cross nodes of node_size consecutive ranks: "ranks" —
+    ordered pairs of ranks on different nodes sharing a key (directory's one message per
+    partner), "nodes" — ordered pairs of nodes sharing a key (node-aware's leaders)."""
+    if node_size < 1:
+        raise ValueError(f"node_size: must be >= 1, got {node_size}")
+    p = len(keysets)
+    uniques = [np.unique(np.asarray(k, dtype=np.int64)) for k in keysets]
+    holder = np.repeat(np.arange(p, dtype=np.int64), [u.size for u in uniques])
+    key = np.concatenate(uniques) if uniques else np.zeros(0, np.int64)
+    order = np.lexsort((holder, key))
+    key, holder = key[order], holder[order]
+    _, first, d_key = np.unique(key, return_index=True, return_counts=True)
+    bits = np.zeros((p, (p + 7) // 8), dtype=np.uint8)
+    for value in np.unique(d_key[d_key >= 2]):
+        _mark(bits, holder, d_key, first, int(value), p)
+    linked = np.unpackbits(bits, axis=1, bitorder="little")[:, :p].astype(bool)
+    node = np.arange(p) // node_size
+    across = node[:, None] != node[None, :]
+    nodes = node[-1] + 1 if p else 0
+    node_linked = np.zeros((nodes, nodes), dtype=bool)
+    rows, cols = np.nonzero(linked & across)
+    node_linked[node[rows], node[cols]] = True
+    return {"ranks": int((linked & across).sum()), "nodes": int(node_linked.sum())}

@@ -1,0 +1,86 @@
+#include "node_sharing.hpp"
+
+#include <algorithm>
+
+#include "error.hpp"
+#include "mpi_support.hpp"
+
+namespace petacomm::xchg {
+
+bool node_partials_allowed(const NodeTopology &nodes, bool deterministic) {
+  if (deterministic) return false;
+  for (int n = 0; n < nodes.nodes(); ++n) {
+    const std::vector<int> &m = nodes.members(n);
+    if (m.back() - m.front() + 1 != static_cast<int>(m.size())) return false;
+    if (n > 0 && m.front() < nodes.members(n - 1).back()) return false;
+  }
+  return true;
+}
+
+void holders_of(const Sharing &sharing, std::size_t u, int me, std::vector<int> *out) {
+  out->assign(sharing.list_ranks.begin() + sharing.list_begin[u],
+              sharing.list_ranks.begin() + sharing.list_begin[u + 1]);
+  out->insert(std::upper_bound(out->begin(), out->end(), me), me);
+}
+
+void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, bool partials,
+                     petacomm_xchg_rank_stats &r) {
+  const int mine = nodes.node_of(me);
+  r.nodes = nodes.nodes();
+  r.node_ranks = nodes.node_ranks();
+  r.node_leader = nodes.node_rank() == 0 ? 1 : 0;
+  // Each shared key is counted on its node by its lowest holder there (which knows all its
+  // holders); the leader sums the counts and ORs the partner nodes.
+  enum { kUnion, kSend, kRecv, kMembers, kMemberValues, kSums };
+  std::int64_t sums[kSums] = {0, 0, 0, 0, 0};
+  std::vector<std::uint64_t> partners((static_cast<std::size_t>(nodes.nodes()) + 63) / 64, 0);
+  std::vector<int> holders, remote_nodes;
+  std::int64_t shared = 0;
+  for (std::size_t u = 0; u < sharing.keys(); ++u) {
+    if (sharing.multiplicity[u] < 2 || !sharing.has_list(u)) continue;
+    ++shared;
+    holders_of(sharing, u, me, &holders);
+    std::int64_t local = 0;
+    bool first_here = true;
+    remote_nodes.clear();
+    for (int h : holders) {
+      const int n = nodes.node_of(h);
+      if (n == mine) {
+        ++local;
+        first_here = first_here && h >= me;
+      } else {
+        remote_nodes.push_back(n);
+      }
+    }
+    if (!first_here) continue;
+    std::sort(remote_nodes.begin(), remote_nodes.end());
+    remote_nodes.erase(std::unique(remote_nodes.begin(), remote_nodes.end()), remote_nodes.end());
+    const auto remote = static_cast<std::int64_t>(remote_nodes.size());
+    sums[kUnion] += 1;
+    sums[kSend] += partials ? remote : local * remote;
+    sums[kRecv] += partials ? remote : static_cast<std::int64_t>(holders.size()) - local;
+    for (int n : remote_nodes) partners[static_cast<std::size_t>(n) / 64] |= 1ULL << (n % 64);
+  }
+  if (nodes.node_rank() != 0 && shared > 0) {
+    sums[kMembers] = 1;
+    sums[kMemberValues] = shared;
+  }
+  std::int64_t total[kSums] = {0, 0, 0, 0, 0};
+  std::vector<std::uint64_t> all(partners.size(), 0);
+  {
+    MpiWait wait;
+    check_mpi(MPI_Reduce(sums, total, kSums, MPI_INT64_T, MPI_SUM, 0, nodes.node()), "MPI_Reduce");
+    check_mpi(MPI_Reduce(partners.data(), all.data(), static_cast<int>(partners.size()),
+                         MPI_UINT64_T, MPI_BOR, 0, nodes.node()),
+              "MPI_Reduce");
+  }
+  if (nodes.node_rank() != 0) return;
+  r.node_union_keys = total[kUnion];
+  r.node_send_values = total[kSend];
+  r.node_recv_values = total[kRecv];
+  r.node_members = total[kMembers];
+  r.node_member_values = total[kMemberValues];
+  for (std::uint64_t w : all) r.node_partners += __builtin_popcountll(w);
+}
+
+}  // namespace petacomm::xchg
