@@ -71,3 +71,27 @@ def load_library(name: str = "petacomm") -> ctypes.CDLL:
 def last_error(library: ctypes.CDLL) -> str:
     library.petacomm_last_error.restype = ctypes.c_char_p
     return library.petacomm_last_error().decode(errors="replace")
+
+
+# core.h, shared by every family's binding: the status codes and petacomm_strategy_info.
+SUCCESS, ERR_ARG, ERR_MPI, ERR_NOMEM, ERR_STATE, ERR_INTERNAL = range(6)
+
+
+class StrategyInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("summary", ctypes.c_char_p),
+        ("options", ctypes.c_char_p),
+    ]
+
+
+def check(
+    library: ctypes.CDLL, status: int, call: str, raised: dict[int, type] | None = None
+) -> None:
+    """Raises for a status other than SUCCESS, with the C message: ValueError for bad
+    arguments, the exception ``raised`` maps the status to, PetacommError otherwise."""
+    if status == SUCCESS:
+        return
+    message = last_error(library) or f"{call} failed with status {status}"
+    exception = {ERR_ARG: ValueError, **(raised or {})}.get(status, PetacommError)
+    raise exception(message)

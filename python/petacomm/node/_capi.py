@@ -5,9 +5,10 @@ from __future__ import annotations
 import ctypes
 from functools import cache
 
+from petacomm import native
 from petacomm.errors import PetacommError
+from petacomm.native import ERR_NOMEM
 
-SUCCESS, ERR_ARG, ERR_MPI, ERR_NOMEM, ERR_STATE, ERR_INTERNAL = range(6)
 ANY_TAG = -1
 SCOPES = {"all": 0, "node": 1}
 DTYPES = {"uint8": 0, "int8": 0, "int32": 1, "int64": 2, "float32": 3, "float64": 4}
@@ -154,13 +155,4 @@ def library() -> ctypes.CDLL:
 def check(lib: ctypes.CDLL, status: int, call: str) -> None:
     """Raises ValueError for bad arguments, MemoryError when the heap is full, PetacommError
     otherwise, with the C message."""
-    if status == SUCCESS:
-        return
-    from petacomm.native import last_error
-
-    message = last_error(lib) or f"{call} failed with status {status}"
-    if status == ERR_ARG:
-        raise ValueError(message)
-    if status == ERR_NOMEM:
-        raise MemoryError(message)
-    raise PetacommError(message)
+    native.check(lib, status, call, {ERR_NOMEM: MemoryError})

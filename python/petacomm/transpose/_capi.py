@@ -11,8 +11,10 @@ import ctypes
 from functools import cache
 
 from petacomm.errors import PetacommError
-
-SUCCESS, ERR_ARG, ERR_MPI, ERR_NOMEM, ERR_STATE, ERR_INTERNAL = range(6)
+from petacomm.native import (  # noqa: F401 - core.h, also used through this module
+    StrategyInfo,
+    check,
+)
 
 DTYPES = {"float32": 0, "float64": 1, "complex64": 2, "complex128": 3}
 UNKNOWN_DTYPE = 99  # what a descriptor carries for a dtype the library does not know
@@ -52,14 +54,6 @@ class Options(ctypes.Structure):
         ("measure_reps", ctypes.c_int),
         ("node_size", ctypes.c_int),
         ("cost", CostParams),
-    ]
-
-
-class StrategyInfo(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("summary", ctypes.c_char_p),
-        ("options", ctypes.c_char_p),
     ]
 
 
@@ -207,18 +201,6 @@ def library() -> ctypes.CDLL:
         function.argtypes = argtypes
         function.restype = ctypes.c_int
     return lib
-
-
-def check(lib: ctypes.CDLL, status: int, call: str) -> None:
-    """Raises ValueError for bad arguments, PetacommError otherwise, with the C message."""
-    if status == SUCCESS:
-        return
-    from petacomm.native import last_error
-
-    message = last_error(lib) or f"{call} failed with status {status}"
-    if status == ERR_ARG:
-        raise ValueError(message)
-    raise PetacommError(message)
 
 
 def default_options() -> Options:

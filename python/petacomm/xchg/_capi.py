@@ -12,11 +12,15 @@ import ctypes
 from functools import cache
 
 from petacomm.errors import PetacommError
+from petacomm.native import (  # noqa: F401 - core.h, also used through this module
+    ERR_ARG,
+    SUCCESS,
+    StrategyInfo,
+    check,
+)
 
 HUB_LEVELS = 32  # PETACOMM_XCHG_HUB_LEVELS
 P2P_PIECES = 8  # PETACOMM_XCHG_P2P_PIECES
-
-SUCCESS, ERR_ARG, ERR_MPI, ERR_NOMEM, ERR_STATE, ERR_INTERNAL = range(6)
 
 DTYPES = {  # numpy dtype name -> petacomm_xchg_dtype
     "float32": 0,
@@ -156,14 +160,6 @@ class Prediction(ctypes.Structure):
     ]
 
 
-class StrategyInfo(ctypes.Structure):  # core.h: petacomm_strategy_info
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("summary", ctypes.c_char_p),
-        ("options", ctypes.c_char_p),
-    ]
-
-
 # C type name -> its mirror, for the layout test.
 STRUCTS = {
     "petacomm_xchg_cost_params": CostParams,
@@ -242,18 +238,6 @@ def library() -> ctypes.CDLL:
         function.argtypes = argtypes
         function.restype = status
     return lib
-
-
-def check(lib: ctypes.CDLL, status: int, call: str) -> None:
-    """Raises ValueError for bad arguments, PetacommError otherwise, with the C message."""
-    if status == SUCCESS:
-        return
-    from petacomm.native import last_error
-
-    message = last_error(lib) or f"{call} failed with status {status}"
-    if status == ERR_ARG:
-        raise ValueError(message)
-    raise PetacommError(message)
 
 
 def default_options() -> Options:
