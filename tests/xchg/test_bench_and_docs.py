@@ -419,6 +419,47 @@ def test_bench_smpi_setup_scaling(tmp_path, smpi_build):
     assert all(row["simulated_seconds"] > 0 for r in entry["runs"] for row in r["strategies"])
 
 
+@pytest.mark.mpi
+def test_smpi_ranks_as_threads_of_one_process_keep_their_own_setup_state(tmp_path, smpi_build):
+    """SMPI runs every rank as a user-level thread of one process and switches ranks inside
+    MPI calls. Plan setup once kept its clock in thread-local state: another rank's clock,
+    then a pointer into a finished rank's stack, which smashed it in about half of the
+    3-rank runs. Twelve runs at 3 and 4 ranks (70 ms each) catch that almost surely."""
+    import numpy as np
+
+    smpirun = require_program("smpirun", "SimGrid SMPI: apt-get install libsimgrid-dev")
+    driver = Path(smpi_build) / "bin" / "petacomm-xchg-setup-bench"
+    platform = tmp_path / "platform.xml"
+    platform.write_text(
+        "<?xml version='1.0'?>\n"
+        '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+        '<platform version="4.1"><zone id="w" routing="Full">'
+        '<cluster id="c" prefix="h" suffix="" radical="0-3" speed="1Gf" bw="10GBps" lat="1us"/>'
+        "</zone></platform>\n"
+    )
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"h{i}\n" for i in range(4)))
+    rng = np.random.default_rng(7)
+    for ranks in (3, 4):
+        for r in range(ranks):  # overlapping key sets: every strategy has partners
+            keys = np.unique(rng.integers(0, 3000, size=1500)).astype(np.int64)
+            keys.tofile(tmp_path / f"p{ranks}_r{r}.bin")
+    for run in range(12):
+        ranks = 3 + run % 2
+        done = subprocess.run(
+            [smpirun, "-np", str(ranks), "-platform", str(platform), "-hostfile", str(hosts)]
+            + ["--cfg=smpi/host-speed:1Gf", "--cfg=smpi/display-timing:no"]
+            + [str(driver), str(tmp_path), "1", "owner,directory"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, (run, ranks, done.stderr[-1500:])
+        rows = [json.loads(x[9:]) for x in done.stdout.splitlines() if x.startswith("XCHGSMPI ")]
+        assert [row["strategy"] for row in rows] == ["owner", "directory"], done.stdout
+
+
 def test_bench_model_only_shows_progress_unless_quiet(monkeypatch):
     # PETACOMM_PROGRESS=always: progress from the first step (a short run would show none).
     monkeypatch.setenv("PETACOMM_PROGRESS", "always")

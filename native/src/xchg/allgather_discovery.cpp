@@ -8,14 +8,14 @@
 namespace petacomm::xchg {
 
 Sharing allgather_discover(MPI_Comm comm, const std::vector<std::int64_t> &keys,
-                           std::int64_t buffer_keys, SetupTraffic &traffic) {
+                           std::int64_t buffer_keys, SetupTraffic &traffic, SetupClock *clock) {
   int me = 0, p = 1;
   check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
   const std::int64_t mine = static_cast<std::int64_t>(keys.size());
   std::int64_t longest = 0;
   {
-    MpiWait wait;
+    MpiWait wait(clock);
     check_mpi(MPI_Allreduce(&mine, &longest, 1, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
   }
   const std::int64_t nb = std::max<std::int64_t>(1, std::min(buffer_keys, longest));
@@ -30,7 +30,7 @@ Sharing allgather_discover(MPI_Comm comm, const std::vector<std::int64_t> &keys,
     std::fill(send.begin(), send.end(), std::int64_t{-1});
     for (std::int64_t j = lo; j < std::min(mine, lo + nb); ++j) send[j - lo] = keys[j];
     {
-      MpiWait wait;
+      MpiWait wait(clock);
       check_mpi(MPI_Allgather(send.data(), static_cast<int>(block), MPI_INT64_T, all.data(),
                               static_cast<int>(block), MPI_INT64_T, comm),
                 "MPI_Allgather");

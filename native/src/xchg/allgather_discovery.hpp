@@ -15,6 +15,6 @@ namespace petacomm::xchg {
 
 // Collective. keys ascending and distinct; buffer_keys keys per rank per Allgather round.
 Sharing allgather_discover(MPI_Comm comm, const std::vector<std::int64_t> &keys,
-                           std::int64_t buffer_keys, SetupTraffic &traffic);
+                           std::int64_t buffer_keys, SetupTraffic &traffic, SetupClock *clock);
 
 }  // namespace petacomm::xchg

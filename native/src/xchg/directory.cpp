@@ -16,8 +16,9 @@ int multiplicity_bucket(std::int64_t d) {
   return std::min(b, PETACOMM_XCHG_HUB_LEVELS);
 }
 
-Directory::Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys)
-    : comm_(comm), tag_base_(tag_base) {
+Directory::Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys,
+                     SetupClock *clock)
+    : comm_(comm), tag_base_(tag_base), clock_(clock) {
   check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
   static const std::vector<std::int64_t> none;
@@ -64,7 +65,7 @@ std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &
     keys_at_home_.back().push_back(u);
     outgoing.back().data.push_back(keys[static_cast<std::size_t>(u)]);
   }
-  return nbx_exchange(comm_, tag_base_ + kTagKeys, std::move(outgoing), traffic_);
+  return nbx_exchange(comm_, tag_base_ + kTagKeys, std::move(outgoing), traffic_, clock_);
 }
 
 void Directory::build_home_table(std::vector<Message> incoming) {
@@ -159,7 +160,7 @@ std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
       received[h] = std::move(self_reply);
       continue;
     }
-    MpiWait wait;
+    MpiWait wait(clock_);
     MPI_Status status;
     check_mpi(MPI_Probe(homes_[h], tag_base_ + kTagReply, comm_, &status), "MPI_Probe");
     int count = 0;
@@ -170,7 +171,7 @@ std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
               "MPI_Recv");
     reply_ints_ += count;
   }
-  MpiWait wait;
+  MpiWait wait(clock_);
   check_mpi(
       MPI_Waitall(static_cast<int>(reply_sends.size()), reply_sends.data(), MPI_STATUSES_IGNORE),
       "MPI_Waitall");
@@ -221,7 +222,7 @@ std::int64_t Directory::assign_hubs(int threshold) {
   });
   std::int64_t offset = 0, total = 0;
   {
-    MpiWait wait;
+    MpiWait wait(clock_);
     check_mpi(MPI_Exscan(&local_hubs, &offset, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Exscan");
     check_mpi(MPI_Allreduce(&local_hubs, &total, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
   }
@@ -259,7 +260,7 @@ std::int64_t Directory::assign_hubs(int threshold) {
       got = std::move(self_numbers);
     } else {
       got.resize(mine.size());
-      MpiWait wait;
+      MpiWait wait(clock_);
       check_mpi(MPI_Recv(got.data(), static_cast<int>(got.size()), MPI_INT64_T, homes_[h],
                          tag_base_ + kTagHub, comm_, MPI_STATUS_IGNORE),
                 "MPI_Recv");
@@ -268,7 +269,7 @@ std::int64_t Directory::assign_hubs(int threshold) {
                             got.size(), " for ", mine.size(), " hub keys");
     for (std::size_t j = 0; j < mine.size(); ++j) sharing_.hub_index[mine[j]] = got[j];
   }
-  MpiWait wait;
+  MpiWait wait(clock_);
   check_mpi(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");
   return total;

@@ -24,7 +24,8 @@ class Directory {
   // distinct keys, ascending, or nullptr for a rank that sends none but takes part (plan
   // creation runs this step while its argument check is in flight, so every rank runs it,
   // whatever it was asked). tag_base: the plan's tags.
-  Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys);
+  // Its waiting is timed on `clock` (may be nullptr), which must outlive the directory.
+  Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys, SetupClock *clock);
   // Then (once the ranks' arguments agree) each home tells the holders of its keys who
   // else holds them: holder lists for keys with d <= list_limit, always to a key's owner.
   void resolve(int list_limit);
@@ -73,6 +74,7 @@ class Directory {
 
   MPI_Comm comm_;
   int tag_base_;
+  SetupClock *clock_;
   int me_ = 0, size_ = 1;
   std::size_t u_count_ = 0;        // keys sent home
   std::vector<Message> incoming_;  // keys homed here, until resolve()

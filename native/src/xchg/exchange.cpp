@@ -26,7 +26,8 @@ const char *transport_name(Transport t) {
   return "unknown";
 }
 
-Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transport, int tag)
+Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transport, int tag,
+                   SetupClock *clock)
     : comm_(comm),
       send_(std::move(send)),
       recv_(std::move(recv)),
@@ -36,7 +37,7 @@ Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transp
   to_int_count(static_cast<std::size_t>(send_.entries()), "values sent per exchange");
   to_int_count(static_cast<std::size_t>(recv_.entries()), "values received per exchange");
   if (transport_ == Transport::kNeighbor) {
-    MpiWait wait;
+    MpiWait wait(clock);
     check_mpi(MPI_Dist_graph_create_adjacent(comm_, static_cast<int>(recv_.peers()),
                                              recv_.ranks.data(), MPI_UNWEIGHTED,
                                              static_cast<int>(send_.peers()), send_.ranks.data(),

@@ -23,7 +23,9 @@ const char *transport_name(Transport t);
 class Exchange {
  public:
   // Collective over comm when transport is kNeighbor (creates the graph communicator).
-  Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transport, int tag);
+  // Built during plan setup: its MPI waits are timed on `clock` (may be nullptr).
+  Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transport, int tag,
+           SetupClock *clock);
   ~Exchange();
   Exchange(const Exchange &) = delete;
   Exchange &operator=(const Exchange &) = delete;

@@ -52,7 +52,7 @@ void ArgumentCheck::start(MPI_Comm comm, std::string problem, std::vector<Agreed
 
 bool ArgumentCheck::passed() {
   if (!done_) {
-    MpiWait wait;
+    MpiWait wait(clock_);
     check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
     done_ = true;
     any_flag_ = low_[3] == 0;
@@ -71,7 +71,7 @@ void ArgumentCheck::fail(const char *consequence) {
   for (std::size_t i = 0; i < values_.size(); ++i) reference[i] = values_[i].hash;
   std::uint64_t first = static_cast<std::uint64_t>(size_) * (values_.size() + 1);
   {
-    MpiWait wait;
+    MpiWait wait(clock_);
     check_mpi(MPI_Bcast(reference.data(), to_int_count(reference.size(), "agreed values"),
                         MPI_UINT64_T, 0, comm_),
               "MPI_Bcast");
@@ -143,31 +143,22 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-namespace {
-thread_local SetupClock *active_clock = nullptr;
-thread_local int wait_depth = 0;
-}  // namespace
-
-MpiWait::MpiWait() : clock_(wait_depth++ == 0 ? active_clock : nullptr) {
-  if (clock_) {
+MpiWait::MpiWait(SetupClock *clock) : clock_(clock) {
+  if (clock_ && clock_->open_waits++ == 0) {
+    timing_ = true;
     wall0_ = now_seconds();
     cpu0_ = thread_cpu_seconds();
   }
 }
 
 MpiWait::~MpiWait() {
-  --wait_depth;
-  if (clock_) {
+  if (!clock_) return;
+  --clock_->open_waits;
+  if (timing_) {
     clock_->mpi_cpu += thread_cpu_seconds() - cpu0_;
     clock_->mpi_wall += now_seconds() - wall0_;
   }
 }
-
-ActiveSetupClock::ActiveSetupClock(SetupClock *clock) : previous_(active_clock) {
-  active_clock = clock;
-}
-
-ActiveSetupClock::~ActiveSetupClock() { active_clock = previous_; }
 
 std::size_t FusedReduction::add(Op op, std::int64_t value) {
   ops_.push_back(op);
@@ -237,7 +228,7 @@ void fused_op(void *in, void *inout, int *len, MPI_Datatype *type) {
 }
 }  // namespace
 
-void FusedReduction::run(MPI_Comm comm) {
+void FusedReduction::run(MPI_Comm comm, SetupClock *clock) {
   if (ops_.empty()) return;
   std::vector<std::int64_t> send(ops_);
   send.insert(send.end(), values_.begin(), values_.end());
@@ -250,7 +241,7 @@ void FusedReduction::run(MPI_Comm comm) {
   check_mpi(MPI_Op_create(fused_op, 1, &op), "MPI_Op_create");
   int status;
   {
-    MpiWait wait;
+    MpiWait wait(clock);
     status = MPI_Allreduce(send.data(), recv.data(), 1, type, op, comm);
   }
   MPI_Op_free(&op);

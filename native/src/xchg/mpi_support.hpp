@@ -11,6 +11,34 @@
 
 namespace petacomm::xchg {
 
+// Where plan setup spends its time on this rank: wall and thread CPU time in total, and
+// inside the MPI calls that block or poll for other ranks (collectives, probes, waits). The
+// compute time of setup is cpu - mpi_cpu: the CPU time of this rank's own work, which
+// neither waiting for slower ranks nor sharing a core with them inflates.
+struct SetupClock {
+  double wall = 0, cpu = 0, mpi_wall = 0, mpi_cpu = 0;
+  int open_waits = 0;  // MpiWait scopes open on this clock: nested scopes count once
+  double compute() const { return cpu > mpi_cpu ? cpu - mpi_cpu : 0.0; }
+};
+
+// Scope around blocking or polling MPI calls during plan setup: adds its wall and CPU time to
+// `clock` (nullptr, outside setup: times nothing). The clock is passed down, never kept in
+// thread-local state: MPI implementations that run ranks as user-level threads of one OS
+// thread (SimGrid SMPI, AMPI) switch ranks inside MPI calls, so a per-thread "current clock"
+// would be another rank's, and a pointer into a finished rank's stack.
+class MpiWait {
+ public:
+  explicit MpiWait(SetupClock *clock);
+  ~MpiWait();
+  MpiWait(const MpiWait &) = delete;
+  MpiWait &operator=(const MpiWait &) = delete;
+
+ private:
+  SetupClock *clock_;
+  bool timing_ = false;
+  double wall0_ = 0, cpu0_ = 0;
+};
+
 // One argument of a collective call whose value must be the same on every rank.
 struct AgreedValue {
   std::string name;    // as the caller spells it: "strategy", "cost.p2p_alpha"
@@ -28,7 +56,8 @@ struct AgreedValue {
 // value names. The reduction is nonblocking, so other communication can overlap it.
 class ArgumentCheck {
  public:
-  ArgumentCheck() = default;
+  ArgumentCheck() = default;                                    // waits untimed (execution)
+  explicit ArgumentCheck(SetupClock *clock) : clock_(clock) {}  // waits timed on clock
   ~ArgumentCheck();
   ArgumentCheck(const ArgumentCheck &) = delete;
   ArgumentCheck &operator=(const ArgumentCheck &) = delete;
@@ -45,6 +74,7 @@ class ArgumentCheck {
   [[noreturn]] void fail(const char *consequence);
 
  private:
+  SetupClock *clock_ = nullptr;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::string problem_;
@@ -90,42 +120,6 @@ double now_seconds();
 // spends descheduled, so compute measured with it survives oversubscribed nodes.
 double thread_cpu_seconds();
 
-// Where plan setup spends its time on this rank: wall and thread CPU time in total, and
-// inside the MPI calls that block or poll for other ranks (collectives, probes, waits). The
-// compute time of setup is cpu - mpi_cpu: the CPU time of this rank's own work, which
-// neither waiting for slower ranks nor sharing a core with them inflates.
-struct SetupClock {
-  double wall = 0, cpu = 0, mpi_wall = 0, mpi_cpu = 0;
-  double compute() const { return cpu > mpi_cpu ? cpu - mpi_cpu : 0.0; }
-};
-
-// Scope around blocking or polling MPI calls during setup: adds its wall and CPU time to the
-// clock installed on this thread by ActiveSetupClock (nothing when none is). Nested scopes
-// count once.
-class MpiWait {
- public:
-  MpiWait();
-  ~MpiWait();
-  MpiWait(const MpiWait &) = delete;
-  MpiWait &operator=(const MpiWait &) = delete;
-
- private:
-  SetupClock *clock_;
-  double wall0_ = 0, cpu0_ = 0;
-};
-
-// Installs `clock` for this thread for the lifetime of the object (plan creation).
-class ActiveSetupClock {
- public:
-  explicit ActiveSetupClock(SetupClock *clock);
-  ~ActiveSetupClock();
-  ActiveSetupClock(const ActiveSetupClock &) = delete;
-  ActiveSetupClock &operator=(const ActiveSetupClock &) = delete;
-
- private:
-  SetupClock *previous_;
-};
-
 // Many small reductions fused into one MPI_Allreduce: each value is added with its own
 // operation (min, max, sum or bitwise or; int64 or double) and read back after run(). The whole
 // vector is one element of a contiguous datatype, so MPI never splits it between the operator's
@@ -135,8 +129,9 @@ class FusedReduction {
   enum Op : std::int64_t { kMinI = 0, kMaxI, kSumI, kMinD, kMaxD, kSumD, kOrI };
   std::size_t add(Op op, std::int64_t value);
   std::size_t add(Op op, double value);
-  // Collective: every rank must have added the same operations in the same order.
-  void run(MPI_Comm comm);
+  // Collective: every rank must have added the same operations in the same order. The
+  // reduction's time is added to `clock` (may be nullptr).
+  void run(MPI_Comm comm, SetupClock *clock);
   std::int64_t integer(std::size_t slot) const { return values_[slot]; }
   double real(std::size_t slot) const;
   std::size_t size() const { return ops_.size(); }

@@ -8,7 +8,7 @@
 namespace petacomm::xchg {
 
 std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, std::vector<Message> outgoing,
-                                  SetupTraffic &traffic) {
+                                  SetupTraffic &traffic, SetupClock *clock) {
   int me = 0;
   check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
   std::vector<Message> incoming;
@@ -29,7 +29,7 @@ std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, std::vector<Message> o
   }
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool barrier_active = false;
-  MpiWait wait;  // the loop below only waits for and receives other ranks' messages
+  MpiWait wait(clock);  // the loop below only waits for and receives other ranks' messages
   for (;;) {
     // MPI_Iprobe + MPI_Recv from the probed source: the communicator is the plan's private
     // duplicate, used by one thread during creation, so nothing else can receive the probed

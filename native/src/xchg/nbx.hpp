@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "mpi_support.hpp"
+
 namespace petacomm::xchg {
 
 struct Message {
@@ -25,7 +27,8 @@ struct SetupTraffic {
 // Collective over comm. Messages to self are delivered without MPI. Returns the incoming
 // messages (in arrival order; at most one per source if each rank sends at most one per
 // destination). `tag` must not be used concurrently on comm.
+// Its waiting is timed on `clock` (may be nullptr).
 std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, std::vector<Message> outgoing,
-                                  SetupTraffic &traffic);
+                                  SetupTraffic &traffic, SetupClock *clock);
 
 }  // namespace petacomm::xchg

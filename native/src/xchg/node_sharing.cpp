@@ -24,7 +24,7 @@ void holders_of(const Sharing &sharing, std::size_t u, int me, std::vector<int> 
 }
 
 void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, bool partials,
-                     petacomm_xchg_rank_stats &r) {
+                     petacomm_xchg_rank_stats &r, SetupClock *clock) {
   const int mine = nodes.node_of(me);
   r.nodes = nodes.nodes();
   r.node_ranks = nodes.node_ranks();
@@ -68,7 +68,7 @@ void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, 
   std::int64_t total[kSums] = {0, 0, 0, 0, 0};
   std::vector<std::uint64_t> all(partners.size(), 0);
   {
-    MpiWait wait;
+    MpiWait wait(clock);
     check_mpi(MPI_Reduce(sums, total, kSums, MPI_INT64_T, MPI_SUM, 0, nodes.node()), "MPI_Reduce");
     check_mpi(MPI_Reduce(partners.data(), all.data(), static_cast<int>(partners.size()),
                          MPI_UINT64_T, MPI_BOR, 0, nodes.node()),

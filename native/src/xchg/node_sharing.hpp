@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "mpi_support.hpp"
 #include "node_topology.hpp"
 #include "petacomm/xchg.h"
 #include "sharing.hpp"
@@ -27,6 +28,6 @@ void holders_of(const Sharing &sharing, std::size_t u, int me, std::vector<int> 
 // on every rank; the leader's figures on the leader). Counts what the node-aware strategy
 // sends with or without partials. Only keys whose holder list is known count.
 void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, bool partials,
-                     petacomm_xchg_rank_stats &r);
+                     petacomm_xchg_rank_stats &r, SetupClock *clock);
 
 }  // namespace petacomm::xchg

@@ -9,14 +9,16 @@ namespace {
 
 class Pairwise final : public Strategy {
  public:
-  Pairwise(const char *name, MPI_Comm comm, int tag, const Sharing &sharing, Transport transport)
+  Pairwise(const char *name, MPI_Comm comm, int tag, const Sharing &sharing, Transport transport,
+           SetupClock *clock)
       : name_(name) {
     int me = 0, p = 1;
     check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
     PeerList peers = pair_peers(sharing, INT_MAX, p);
     PeerList copy = peers;
-    exchange_ = std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag);
+    exchange_ =
+        std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag, clock);
     fold_ = std::make_unique<RankOrderFold>(exchange_->recvs(), me);
   }
   const char *name() const override { return name_; }
@@ -51,8 +53,9 @@ class Pairwise final : public Strategy {
 }  // namespace
 
 std::unique_ptr<Strategy> make_pairwise(const char *name, MPI_Comm comm, int tag,
-                                        const Sharing &sharing, Transport transport) {
-  return std::make_unique<Pairwise>(name, comm, tag, sharing, transport);
+                                        const Sharing &sharing, Transport transport,
+                                        SetupClock *clock) {
+  return std::make_unique<Pairwise>(name, comm, tag, sharing, transport, clock);
 }
 
 }  // namespace petacomm::xchg

@@ -15,6 +15,7 @@ namespace petacomm::xchg {
 
 // Collective over comm (with the neighbor transport). name: a static string.
 std::unique_ptr<Strategy> make_pairwise(const char *name, MPI_Comm comm, int tag,
-                                        const Sharing &sharing, Transport transport);
+                                        const Sharing &sharing, Transport transport,
+                                        SetupClock *clock);
 
 }  // namespace petacomm::xchg

@@ -148,8 +148,8 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
   PETACOMM_CHECK_ARG(!inter, "comm: an intercommunicator is not supported");
-  SetupClock clock;
-  ActiveSetupClock active(&clock);
+  SetupClock &clock = setup_;  // passed to every MPI wait of setup (see MpiWait)
+  clock = SetupClock{};
   const double t0 = now_seconds(), cpu0 = thread_cpu_seconds();
   const petacomm_xchg_options o = options ? *options : default_options();
   std::string problem = caller_error != nullptr ? caller_error : "";
@@ -161,7 +161,7 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
       problem = e.what();
     }
   }
-  private_ = PrivateComm(comm);
+  private_ = PrivateComm(comm, &clock);
   comm_ = private_.get();
   try {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
@@ -174,10 +174,10 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     const XchgStrategy *requested = problem.empty() ? requested_strategy(o.strategy) : nullptr;
     const bool sends_keys =
         problem.empty() && (requested == nullptr || requested->discovery == Discovery::kDirectory);
-    ArgumentCheck check;
+    ArgumentCheck check(&clock);
     check.start(comm_, problem, option_values(o, p2p));
     auto directory = std::make_unique<Directory>(comm_, private_.tag_base(),
-                                                 sends_keys ? &index_.keys() : nullptr);
+                                                 sends_keys ? &index_.keys() : nullptr, &clock);
     if (!check.passed()) check.fail("no plan was created");
     deterministic_ = o.deterministic != 0;
     plan_dtype_ = o.plan_dtype;
@@ -186,7 +186,6 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     build(o, CostModel(o.cost, p2p), std::move(directory));
     clock.wall = now_seconds() - t0;
     clock.cpu = thread_cpu_seconds() - cpu0;
-    setup_ = clock;
     // This rank's setup times (describe() is local; stats() reduces them over ranks).
     JsonWriter setup;
     setup.begin_object().value("setup_seconds", clock.wall).begin_object("setup");
@@ -244,6 +243,7 @@ void Plan::build(const petacomm_xchg_options &o, const CostModel &cost,
   plan_statistics_of(found, o, cost, choice);
   BuildContext ctx{comm_,
                    private_.tag_base(),
+                   &setup_,
                    index_,
                    o,
                    parse_transport(o.transport),
@@ -284,7 +284,7 @@ Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xc
     case Discovery::kNone:
       break;
     case Discovery::kAllgather:
-      found.allgathered = allgather_discover(comm_, keys, o.allgather_keys, found.traffic);
+      found.allgathered = allgather_discover(comm_, keys, o.allgather_keys, found.traffic, &setup_);
       found.complete_lists = true;
       for (std::size_t u = 0; u < found.allgathered.keys(); ++u)  // each key counted by its owner
         if (found.allgathered.owner[u] == rank_)
@@ -315,11 +315,11 @@ void Plan::plan_statistics_of(Discovered &found, const petacomm_xchg_options &o,
                                 found.reply_ints);
   if (sharing != nullptr && found.needs_nodes) {
     {
-      MpiWait wait;
+      MpiWait wait(&setup_);
       found.nodes = std::make_shared<NodeTopology>(comm_, 0);
     }
     node_statistics(*found.nodes, *sharing, rank_,
-                    node_partials_allowed(*found.nodes, deterministic_), choice.rank);
+                    node_partials_allowed(*found.nodes, deterministic_), choice.rank, &setup_);
   }
   const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
   const RankCost in{choice.rank, size_, cost, eb,
@@ -334,7 +334,7 @@ void Plan::plan_statistics_of(Discovered &found, const petacomm_xchg_options &o,
                                         static_cast<double>(found.traffic.messages),
                                         static_cast<double>(found.traffic.bytes)};
   choice.statistics = plan_statistics(comm_, index_, found.histogram, rank_cost_terms(in), per_rank,
-                                      o.chunk_keys, o.allgather_keys);
+                                      o.chunk_keys, o.allgather_keys, &setup_);
   choice.planned = decide(choice.statistics.max_terms,
                           GlobalCost{choice.statistics.global, cost, eb, o.hub_threshold});
 }

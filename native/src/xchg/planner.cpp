@@ -121,7 +121,7 @@ std::vector<double> rank_cost_terms(const RankCost &in) {
 PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histogram &histogram,
                                const std::vector<double> &terms,
                                const std::vector<double> &per_rank, std::int64_t chunk_keys,
-                               std::int64_t allgather_keys) {
+                               std::int64_t allgather_keys, SetupClock *clock) {
   PlanStatistics out;
   petacomm_xchg_global_stats &g = out.global;
   int p = 1;
@@ -155,7 +155,7 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histo
     if (pos / chunk < 64 * kFusedChunkWords) bits[pos / chunk / 64] |= 1ULL << (pos / chunk % 64);
   const std::size_t at_bits = r.size();
   for (std::uint64_t word : bits) r.add(FusedReduction::kOrI, static_cast<std::int64_t>(word));
-  r.run(comm);
+  r.run(comm, clock);
 
   g.key_min = r.integer(at_min) == kNone ? -1 : r.integer(at_min);
   g.key_max = g.key_min < 0 ? -1 : r.integer(at_max);
@@ -179,7 +179,7 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histo
           out.chunks.push_back(c);
       out.chunks_known = true;
     } else if (last - static_cast<std::uint64_t>(g.key_min) / chunk < (std::uint64_t{1} << 23)) {
-      MpiWait wait;
+      MpiWait wait(clock);
       out.chunks = touched_chunks(comm, positions, chunk, space);
       out.chunks_known = true;
     }
@@ -259,7 +259,7 @@ std::vector<petacomm_xchg_minavgmax> min_avg_max(MPI_Comm comm, const std::vecto
     r.add(FusedReduction::kSumD, v);
     r.add(FusedReduction::kMaxD, v);
   }
-  r.run(comm);
+  r.run(comm, nullptr);  // after setup
   std::vector<petacomm_xchg_minavgmax> out(values.size());
   for (std::size_t j = 0; j < values.size(); ++j)
     out[j] = {r.real(3 * j), r.real(3 * j + 1) / p, r.real(3 * j + 2)};

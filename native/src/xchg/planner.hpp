@@ -51,7 +51,7 @@ struct PlanStatistics {
 PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histogram &histogram,
                                const std::vector<double> &terms,
                                const std::vector<double> &per_rank, std::int64_t chunk_keys,
-                               std::int64_t allgather_keys);
+                               std::int64_t allgather_keys, SetupClock *clock);
 
 // The planner's output: a prediction per registered strategy (registry order; execute time
 // including the local work and argument check every strategy pays) and auto's decision

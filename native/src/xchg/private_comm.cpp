@@ -64,7 +64,7 @@ int cache_key() {
 
 }  // namespace
 
-PrivateComm::PrivateComm(MPI_Comm user) {
+PrivateComm::PrivateComm(MPI_Comm user, SetupClock *clock) {
   PrivateCommShared *shared = nullptr;
   int found = 0;
   if (kCacheOnCommunicator)
@@ -77,7 +77,7 @@ PrivateComm::PrivateComm(MPI_Comm user) {
   if (!found) {
     auto fresh = new PrivateCommShared;
     {
-      MpiWait wait;
+      MpiWait wait(clock);
       const int status = MPI_Comm_dup(user, &fresh->comm);
       if (status != MPI_SUCCESS) delete fresh;
       check_mpi(status, "MPI_Comm_dup");

@@ -8,6 +8,8 @@
 
 #include <mpi.h>
 
+#include "mpi_support.hpp"
+
 namespace petacomm::xchg {
 
 struct PrivateCommShared;
@@ -28,7 +30,8 @@ class PrivateComm {
  public:
   PrivateComm() = default;
   // Collective over `user` when it has no cached duplicate yet (or its tags ran out).
-  explicit PrivateComm(MPI_Comm user);
+  // Its MPI_Comm_dup is timed on `clock` (may be nullptr).
+  PrivateComm(MPI_Comm user, SetupClock *clock);
   ~PrivateComm();  // releases this plan's reference (the duplicate lives while any holds one)
   PrivateComm(PrivateComm &&other) noexcept;
   PrivateComm &operator=(PrivateComm &&other) noexcept;

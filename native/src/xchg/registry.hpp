@@ -37,7 +37,8 @@ enum class Discovery {
 // What a build function may use, and what it reports back for describe().
 struct BuildContext {
   MPI_Comm comm;
-  int tag_base;  // the plan's block of tags on comm: tag(kTagPairs) etc.
+  int tag_base;       // the plan's block of tags on comm: tag(kTagPairs) etc.
+  SetupClock *clock;  // the plan's setup clock: MpiWait scopes of the build time on it
   const KeyIndex &index;
   const petacomm_xchg_options &options;
   Transport transport;

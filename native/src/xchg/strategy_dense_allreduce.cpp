@@ -33,7 +33,8 @@ class DenseAllreduce final : public Strategy {
 // the key range first; the build reuses them and then needs no communication.
 std::unique_ptr<Strategy> make_dense_allreduce(MPI_Comm comm, const KeyIndex &index,
                                                std::int64_t chunk_keys, bool deterministic,
-                                               const PlanStatistics *statistics) {
+                                               const PlanStatistics *statistics,
+                                               SetupClock *clock) {
   const auto &keys = index.keys();
   std::vector<std::uint64_t> positions(keys.size());
   std::vector<std::int32_t> local_index(keys.size());
@@ -52,7 +53,7 @@ std::unique_ptr<Strategy> make_dense_allreduce(MPI_Comm comm, const KeyIndex &in
   } else {
     const std::int64_t mine = keys.empty() ? -1 : keys.back();
     std::int64_t largest = -1;
-    MpiWait wait;
+    MpiWait wait(clock);
     check_mpi(MPI_Allreduce(&mine, &largest, 1, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
     space = largest < 0 ? 0 : static_cast<std::uint64_t>(largest) + 1;
     chunks = touched_chunks(comm, positions, chunk, space);
@@ -87,7 +88,7 @@ petacomm_xchg_prediction predict(const double *, const GlobalCost &in) {
 
 std::unique_ptr<Strategy> build(BuildContext &ctx) {
   return make_dense_allreduce(ctx.comm, ctx.index, ctx.options.chunk_keys, ctx.deterministic,
-                              ctx.statistics);
+                              ctx.statistics, ctx.clock);
 }
 
 }  // namespace

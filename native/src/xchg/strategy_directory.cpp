@@ -23,7 +23,8 @@ petacomm_xchg_prediction predict(const double *m, const GlobalCost &) {
 }
 
 std::unique_ptr<Strategy> build(BuildContext &ctx) {
-  return make_pairwise("directory", ctx.comm, ctx.tag(kTagPairs), *ctx.sharing, ctx.transport);
+  return make_pairwise("directory", ctx.comm, ctx.tag(kTagPairs), *ctx.sharing, ctx.transport,
+                       ctx.clock);
 }
 
 }  // namespace

@@ -17,13 +17,14 @@ namespace {
 class HubSplit final : public Strategy {
  public:
   HubSplit(MPI_Comm comm, int tag, const Sharing &sharing, int threshold, std::int64_t hubs,
-           std::int64_t chunk_keys, bool deterministic, Transport transport) {
+           std::int64_t chunk_keys, bool deterministic, Transport transport, SetupClock *clock) {
     int me = 0, p = 1;
     check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
     PeerList peers = pair_peers(sharing, threshold, p);
     PeerList copy = peers;
-    rest_ = std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag);
+    rest_ =
+        std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag, clock);
     fold_ = std::make_unique<RankOrderFold>(rest_->recvs(), me);
     std::vector<std::pair<std::uint64_t, std::int32_t>> mine;
     for (std::size_t u = 0; u < sharing.keys(); ++u)
@@ -159,7 +160,8 @@ std::unique_ptr<Strategy> build(BuildContext &ctx) {
   ctx.detail = concat("threshold ", threshold, " ranks, ", hubs, " hub keys",
                       given > 0 ? ", given" : ", from the model");
   return std::make_unique<HubSplit>(ctx.comm, ctx.tag(kTagHubRest), *ctx.sharing, threshold, hubs,
-                                    ctx.options.chunk_keys, ctx.deterministic, ctx.transport);
+                                    ctx.options.chunk_keys, ctx.deterministic, ctx.transport,
+                                    ctx.clock);
 }
 
 }  // namespace

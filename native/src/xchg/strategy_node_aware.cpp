@@ -89,7 +89,7 @@ class NodeAware final : public Strategy {
     std::vector<int> displs(counts.size(), 0);
     std::vector<std::int64_t> gathered;
     {
-      MpiWait wait;
+      MpiWait wait(ctx.clock);
       check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, node_comm),
                 "MPI_Gather");
       std::size_t total = 0;
@@ -103,12 +103,12 @@ class NodeAware final : public Strategy {
                 "MPI_Gatherv");
     }
     if (leader) {
-      build_leader(gathered, counts, displs, ctx.transport);
+      build_leader(gathered, counts, displs, ctx.transport, ctx.clock);
     } else {
       up_ = std::make_unique<Exchange>(node_comm, single_peer(0, shared_), PeerList{{}, {0}, {}},
-                                       Transport::kP2P, kTagUp);
+                                       Transport::kP2P, kTagUp, ctx.clock);
       down_ = std::make_unique<Exchange>(node_comm, PeerList{{}, {0}, {}}, single_peer(0, shared_),
-                                         Transport::kP2P, kTagDown);
+                                         Transport::kP2P, kTagDown, ctx.clock);
     }
   }
 
@@ -218,7 +218,7 @@ class NodeAware final : public Strategy {
   };
 
   void build_leader(const std::vector<std::int64_t> &gathered, const std::vector<int> &counts,
-                    const std::vector<int> &displs, Transport transport) {
+                    const std::vector<int> &displs, Transport transport, SetupClock *clock) {
     const int node = nodes_->node_of(me_);
     const std::vector<int> &members = nodes_->members(node);
     std::vector<Record> records;
@@ -320,11 +320,12 @@ class NodeAware final : public Strategy {
     own_union_ = std::move(union_of[0]);
     const MPI_Comm node_comm = nodes_->node();
     up_ = std::make_unique<Exchange>(node_comm, PeerList{{}, {0}, {}}, group_by_peer(std::move(up)),
-                                     Transport::kP2P, kTagUp);
+                                     Transport::kP2P, kTagUp, clock);
     down_ = std::make_unique<Exchange>(node_comm, group_by_peer(std::move(down)),
-                                       PeerList{{}, {0}, {}}, Transport::kP2P, kTagDown);
-    between_ = std::make_unique<Exchange>(nodes_->leaders(), group_by_peer(std::move(sends)),
-                                          group_by_peer(std::move(recvs)), transport, kTagLeaders);
+                                       PeerList{{}, {0}, {}}, Transport::kP2P, kTagDown, clock);
+    between_ =
+        std::make_unique<Exchange>(nodes_->leaders(), group_by_peer(std::move(sends)),
+                                   group_by_peer(std::move(recvs)), transport, kTagLeaders, clock);
   }
 
   std::shared_ptr<const NodeTopology> nodes_;

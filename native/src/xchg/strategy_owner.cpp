@@ -23,9 +23,9 @@ class Owner final : public Strategy {
     PeerList back_to_holders = from_holders;
     PeerList from_owner = to_owner;
     gather_ = std::make_unique<Exchange>(comm, std::move(to_owner), std::move(from_holders),
-                                         transport, ctx.tag(kTagToOwner));
+                                         transport, ctx.tag(kTagToOwner), ctx.clock);
     scatter_ = std::make_unique<Exchange>(comm, std::move(back_to_holders), std::move(from_owner),
-                                          transport, ctx.tag(kTagFromOwner));
+                                          transport, ctx.tag(kTagFromOwner), ctx.clock);
     fold_ = std::make_unique<RankOrderFold>(gather_->recvs(), me);
   }
   const char *name() const override { return "owner"; }
