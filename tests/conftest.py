@@ -1,6 +1,8 @@
+import atexit
 import contextlib
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -15,6 +17,15 @@ _TESTS = Path(__file__).parent
 for directory in [_TESTS, *sorted(p for p in _TESTS.iterdir() if p.is_dir())]:
     if directory.name != "__pycache__" and str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
+
+# Open MPI 5's launcher keeps its session directory in $TMPDIR/ompi.<launcher pid> and cannot
+# start ("The PMIx server's listener thread failed to start") when a directory of that name
+# is left over from a launcher killed earlier whose pid is now reused. The programs the tests
+# start get a fresh TMPDIR of their own, so no earlier leftover can collide; this process
+# keeps the system one (tempfile caches it here) for pytest's own directories.
+_SYSTEM_TMP = tempfile.gettempdir()
+os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="pcmpi-", dir=_SYSTEM_TMP)
+atexit.register(shutil.rmtree, os.environ["TMPDIR"], ignore_errors=True)
 
 # Tests must not depend on (or overwrite) the machine model netbench wrote for this user:
 # point the default model path at a file that does not exist, so planners use the defaults.
@@ -52,8 +63,6 @@ sys.addaudithook(_refuse_launch_in_unmarked_test)
 def _refusing_launchers(tmp_path_factory) -> Path:
     """A directory of stand-ins for the launchers: each answers a version query like the
     real one (for the launcher detection) and starts nothing."""
-    import shutil
-
     from petacomm.errors import PetacommError
     from petacomm.launch import find_mpiexec
 
