@@ -244,3 +244,64 @@ def test_halo_results_are_read_from_the_apps_json(tmp_path):
         halo.parse("", tmp_path)
     # 8 ranks x 4 faces x (2 timed + 1 warm-up) exchanges of 64 B.
     assert halo.work(8, {"dims": 2, "stencil": "star", "bytes": 64}, "x", 2) == (96, 96 * 64)
+
+
+# ---- Sweep3D: weak scaling against the pipeline model ------------------------------------
+# Hand-worked: petacomm-sweep3d's process grid (fewest fill stages 2(Px-1) + 4(Py-1), ties
+# to the larger Px) and its faces per iteration, 8 octants x 4 blocks (2 angle blocks of 3
+# directions, K = 8 in blocks of 4) x ((Px-1) Py x faces + Px (Py-1) y faces).
+SWEEP_CASES = {1: ((1, 1), 0), 3: ((3, 1), 64), 4: ((4, 1), 96), 6: ((3, 2), 224)}
+
+
+@pytest.mark.mpi
+def test_sweep3d_weak_scaling_grows_the_grid_and_counts_faces(tmp_path):
+    out = tmp_path / "runs.json"
+    done = run_cli(
+        "simulate",
+        "sweep3d",
+        "--network",
+        "fattree:1;6;1;1",
+        "--cores-per-node",
+        "1",
+        "--ranks",
+        ",".join(str(r) for r in SWEEP_CASES),
+        "--size",
+        "4x4x8:4",
+        "--variants",
+        "nonblocking",
+        "--reps",
+        "2",
+        "--json",
+        out,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.describe()
+    doc = json.loads(out.read_text())
+    options = doc["platform"]["smpi_options"]
+    # Compute bursts count at the platform's host speed, and Sweep3D's are simulated.
+    assert "--cfg=smpi/host-speed:1000000000.0f" in options
+    assert options.index("--cfg=smpi/simulate-computation:no") < options.index(
+        "--cfg=smpi/simulate-computation:yes"
+    )
+    assert [r["ranks"] for r in doc["runs"]] == list(SWEEP_CASES)
+    for r in doc["runs"]:
+        (px, py), faces = SWEEP_CASES[r["ranks"]]
+        assert r["procs"] == [px, py] and r["chosen"] == f"{px}x{py}"
+        assert r["grid"] == [4 * px, 4 * py, 8]  # 4 x 4 columns of 8 cells per rank
+        assert r["messages_per_iteration"] == faces
+        assert r["bytes_per_iteration"] == faces * 4 * 4 * 3 * 8  # mk x n x mmi float64
+        assert r["fill_stages"] == 2 * (px - 1) + 4 * (py - 1)
+        assert r["iterations"] == 2 and r["block_compute_s"] > 0
+        assert r["simulated_time_s"] > 0 and r["predicted_time_s"] > 0
+    assert " predicted " in done.stdout.splitlines()[0]
+
+
+def test_sweep3d_size_is_checked():
+    from petacomm.sim.presets import PRESETS
+
+    sweep = PRESETS["sweep3d"]
+    assert sweep.parse_size("8x4x32:8") == {"nx": 8, "ny": 4, "k": 32, "mk": 8}
+    for bad in ("8x8x32", "8x8:4", "8x8x30:4", "0x8x32:4", "8x8x32:x"):
+        with pytest.raises(ValueError, match="NXxNYxK:MK"):
+            sweep.parse_size(bad)
+    expect_clean_error("simulate", "sweep3d", "--size", "8x8x30:4", names=("--size", "8x8x30:4"))

@@ -302,7 +302,7 @@ def plan_runs(args, preset, network):
 # ---- the command ------------------------------------------------------------------------
 def run(args) -> int:
     from petacomm.sim.presets import PRESETS
-    from petacomm.sim.smpi import COMMON_OPTIONS, NETWORK_MODELS, find_tools
+    from petacomm.sim.smpi import COMMON_OPTIONS, find_tools
 
     preset = PRESETS[args.preset]
     for option in args.smpi_option:
@@ -353,11 +353,7 @@ def run(args) -> int:
             "loopback_bandwidth_B_s": platform.loopback.bandwidth,
             "loopback_latency_s": platform.loopback.latency,
             "network_model": args.network_model,
-            "smpi_options": [
-                *COMMON_OPTIONS,
-                *NETWORK_MODELS[args.network_model],
-                *(f"--cfg={o}" for o in args.smpi_option),
-            ],
+            "smpi_options": [*COMMON_OPTIONS, *smpi_options(args, preset, platform)],
         },
         "runs": [],
     }
@@ -395,6 +391,20 @@ def run(args) -> int:
     return 0
 
 
+def smpi_options(args, preset, platform) -> tuple[str, ...]:
+    """The network model's options, the host speed (a compute burst timed on this machine
+    counts as that many seconds on the platform's hosts), the preset's own (Sweep3D
+    simulates computation whatever the model), then --smpi-option (the last one wins)."""
+    from petacomm.sim.smpi import NETWORK_MODELS
+
+    return (
+        *NETWORK_MODELS[args.network_model],
+        f"--cfg=smpi/host-speed:{float(platform.host_speed)!r}f",
+        *preset.smpi_options,
+        *(f"--cfg={o}" for o in args.smpi_option),
+    )
+
+
 def _build(tools, preset, log) -> Path:
     from petacomm.sim.smpi import build_programs
 
@@ -403,7 +413,6 @@ def _build(tools, preset, log) -> Path:
 
 def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, log, save):
     from petacomm.sim.platform import hostfile
-    from petacomm.sim.smpi import NETWORK_MODELS
     from petacomm.sim.smpi import run as smpi_run
 
     network = platform.network
@@ -413,7 +422,7 @@ def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, lo
     for index, (ranks, mapping, variant) in enumerate(runs, start=1):
         hosts = work / f"hosts-p{ranks}-{_safe(mapping.name)}"
         hosts.write_text(hostfile(mapping))
-        argv = preset.prepare(work, ranks, size, variant, args.reps)
+        argv = preset.prepare(work, ranks, size, variant, args.reps, platform)
         estimate = estimated_seconds(preset, ranks, size, variant, args.reps)
         log(
             f"run {index}/{len(runs)}: {preset.name} {variant} on {ranks} ranks, mapping "
@@ -426,7 +435,7 @@ def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, lo
             platform_file,
             hosts,
             argv,
-            (*NETWORK_MODELS[args.network_model], *(f"--cfg={o}" for o in args.smpi_option)),
+            smpi_options(args, preset, platform),
             timeout=args.timeout,
         )
         if result.returncode != 0:

@@ -4,9 +4,10 @@ with SMPI, its inputs at a rank count, and how to read its results.
 A preset names its program and families, default network, machine profile, rank counts
 and variants (strategies), a default problem size and a full size (the study's), and three
 functions: ``prepare`` (writes the inputs of one run into a work directory, returns the
-program's argv), ``parse`` (the program's output -> the run's result) and ``work`` (how many
-messages and bytes one run simulates: the wall-time estimate is linear in both, since SMPI
-copies every message's data and the ranks really compute on it).
+program's argv; it is given the simulated platform), ``parse`` (the program's output -> the
+run's result) and ``work`` (how many messages and bytes one run simulates: the wall-time
+estimate is linear in both, since SMPI copies every message's data and the ranks really
+compute on it).
 
 One run simulates one variant, so every variant's simulation wall time is its own and a
 failing variant names itself. The programs run as SMPI actors, threads of one process:
@@ -40,11 +41,13 @@ class Preset:
     full_size: str
     size_help: str
     parse_size: Callable[[str], dict]
-    prepare: Callable[[Path, int, dict, str, int], list[str]]
+    prepare: Callable[[Path, int, dict, str, int, object], list[str]]
     parse: Callable[[str, Path], dict]
     work: Callable[[int, dict, str, int], tuple[float, float]]
     # The run's communication in petacomm map's pattern language, for --predict (or None).
     pattern: Callable[[int, dict], str | None] = lambda ranks, size: None
+    # SMPI options of its own, after the network model's (and before --smpi-option).
+    smpi_options: tuple[str, ...] = ()
 
 
 def _result_line(stdout: str, mark: str) -> dict:
@@ -72,7 +75,9 @@ def _sparse_size(text: str) -> dict:
     return values
 
 
-def _sparse_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+def _sparse_prepare(
+    work: Path, ranks: int, size: dict, variant: str, reps: int, platform=None
+) -> list[str]:
     import numpy as np
 
     from petacomm.datasets import make
@@ -127,7 +132,9 @@ def _transpose_size(text: str) -> dict:
     return {"n0": n0, "n1": n1}
 
 
-def _transpose_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+def _transpose_prepare(
+    work: Path, ranks: int, size: dict, variant: str, reps: int, platform=None
+) -> list[str]:
     return ["petacomm-transpose-bench", str(size["n0"]), str(size["n1"]), str(reps), variant]
 
 
@@ -161,7 +168,9 @@ def _halo_size(text: str) -> dict:
     return {"dims": int(parts[0]), "stencil": parts[1], "bytes": int(nbytes)}
 
 
-def _halo_prepare(work: Path, ranks: int, size: dict, variant: str, reps: int) -> list[str]:
+def _halo_prepare(
+    work: Path, ranks: int, size: dict, variant: str, reps: int, platform=None
+) -> list[str]:
     (work / _HALO_JSON).unlink(missing_ok=True)
     return [
         "petacomm-halo",
@@ -204,6 +213,91 @@ def _halo_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, 
     faces = 2 * size["dims"] if size["stencil"] == "star" else 3 ** size["dims"] - 1
     messages = (reps + 1) * ranks * faces
     return messages, messages * size["bytes"]
+
+
+# ---- Sweep3D: KBA wavefront weak scaling (study 5) -----------------------------------------
+_SWEEP_JSON = "sweep3d.json"
+_SWEEP_ANGLES, _SWEEP_MMI = 6, 3  # petacomm-sweep3d's defaults: two angle blocks per octant
+
+
+def _sweep_size(text: str) -> dict:
+    cells, sep, mk_text = text.lower().partition(":")
+    parts = cells.split("x")
+    try:
+        nx, ny, k = (int(p) for p in parts) if len(parts) == 3 else (0, 0, 0)
+        mk = int(mk_text) if sep else 0
+    except ValueError:
+        nx = ny = k = mk = 0
+    if min(nx, ny, k, mk) < 1 or k % mk:
+        raise ValueError(
+            f"expected NXxNYxK:MK (cells per rank, K planes in blocks of MK; MK divides K), "
+            f"e.g. 8x8x32:4, got {text!r}"
+        )
+    return {"nx": nx, "ny": ny, "k": k, "mk": mk}
+
+
+def sweep_process_grid(ranks: int) -> tuple[int, int]:
+    """petacomm-sweep3d's --procs auto: the Px x Py = ranks with the fewest pipeline fill
+    stages 2(Px-1) + 4(Py-1), ties to the larger Px."""
+    grids = [(px, ranks // px) for px in range(1, ranks + 1) if ranks % px == 0]
+    return min(grids, key=lambda g: (2 * (g[0] - 1) + 4 * (g[1] - 1), -g[0]))
+
+
+def _sweep_prepare(
+    work: Path, ranks: int, size: dict, variant: str, reps: int, platform=None
+) -> list[str]:
+    """Weak scaling: every rank keeps NX x NY columns of K cells, the global grid grows with
+    the process grid. The pipeline model prices a face as one message over one link of the
+    simulated machine (its latency and bandwidth): the nearest-neighbour case."""
+    (work / _SWEEP_JSON).unlink(missing_ok=True)
+    px, py = sweep_process_grid(ranks)
+    argv = ["petacomm-sweep3d", "--grid", f"{px * size['nx']}x{py * size['ny']}x{size['k']}"]
+    argv += ["--procs", f"{px}x{py}", "--mk", str(size["mk"]), "--transport", variant]
+    argv += ["--iterations", str(max(1, reps)), "--quiet", "--json", str(work / _SWEEP_JSON)]
+    if platform is not None:
+        link = platform.link
+        argv += ["--message-cost", f"0:{link.latency!r}:{1.0 / link.bandwidth!r}"]
+    return argv
+
+
+def _sweep_parse(stdout: str, work: Path) -> dict:
+    try:
+        doc = json.loads((work / _SWEEP_JSON).read_text())
+        (case,) = doc["cases"]
+        model = case["model"]
+        grid = doc["problem"]["grid"]
+    except (OSError, ValueError, KeyError) as err:
+        raise PetacommError(f"petacomm-sweep3d wrote no usable {_SWEEP_JSON}: {err}") from None
+    return {
+        "chosen": "x".join(str(n) for n in case["procs"]),
+        # The slowest rank's time per source iteration (sweep of 8 octants + allreduce).
+        "simulated_time_s": case["time_per_iteration_s"],
+        "predicted_time_s": model["predicted_s"],
+        "prediction": "pipeline model",
+        "grid": grid,
+        "procs": case["procs"],
+        "iterations": case["iterations"],
+        "messages_per_iteration": case["messages_per_iteration"],
+        "bytes_per_iteration": case["bytes_per_iteration"],
+        "fill_stages": model["fill_stages"],
+        "steady_stages": model["steady_stages"],
+        "block_compute_s": model["block_compute_s"],
+        "sweep3d_pipeline_efficiency": model["sweep3d_pipeline_efficiency"],
+    }
+
+
+def sweep_faces_per_iteration(ranks: int, size: dict) -> int:
+    """Faces sent per source iteration by all ranks: every block of every octant sends its x
+    face unless on the last column and its y face unless on the last row."""
+    px, py = sweep_process_grid(ranks)
+    blocks = (_SWEEP_ANGLES // _SWEEP_MMI) * (size["k"] // size["mk"])
+    return 8 * blocks * ((px - 1) * py + px * (py - 1))
+
+
+def _sweep_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
+    faces = max(1, reps) * sweep_faces_per_iteration(ranks, size)
+    face_bytes = 8 * size["mk"] * _SWEEP_MMI * max(size["nx"], size["ny"])
+    return faces, faces * face_bytes
 
 
 def _transpose_pattern(ranks: int, size: dict) -> str | None:
@@ -275,5 +369,27 @@ PRESETS = {
         prepare=_halo_prepare,
         parse=_halo_parse,
         work=_halo_work,
+    ),
+    "sweep3d": Preset(
+        name="sweep3d",
+        family="sweep3d",
+        summary="Sweep3D KBA wavefront weak scaling (study 5): source iterations of "
+        "petacomm-sweep3d, NX x NY columns per rank, against its pipeline model",
+        families=(),
+        program="petacomm-sweep3d",
+        network="torus:8x8x16",
+        machine="xt4",
+        ranks="16,64",
+        full_ranks="256,1024,4096",
+        variants=("nonblocking", "blocking"),
+        size="8x8x32:4",
+        full_size="16x16x64:8",
+        size_help="NXxNYxK:MK (cells per rank; K planes swept in blocks of MK)",
+        parse_size=_sweep_size,
+        prepare=_sweep_prepare,
+        parse=_sweep_parse,
+        work=_sweep_work,
+        # The pipeline is compute and faces: its computation is simulated under any model.
+        smpi_options=("--cfg=smpi/simulate-computation:yes",),
     ),
 }
