@@ -22,14 +22,20 @@ from petacomm.errors import PetacommError
 JSON_SCHEMA = "petacomm.simulate/1"
 # Simulation wall time per simulated message and per byte of message data (SMPI copies it,
 # the ranks compute on it) on one core, fitted to the presets' runs (docs/simulate.md); the
-# estimate only decides whether to warn.
+# estimate only decides whether to warn. A message costs more the more ranks run: SimGrid
+# shares the links among all flows in progress, so every message start or end re-solves a
+# system that grows with the rank count. Sweep3D's default size took 2-3, 27-37 and 1458 s
+# at 256, 1024 and 4096 ranks (32-46, 108-149 and 1418 us per face); this estimates 5.5, 51
+# and 2060 s (the linear estimate said 28 s at 4096).
 SECONDS_PER_MESSAGE = 20e-6
 SECONDS_PER_BYTE = 10e-9
+RANKS_DOUBLING_MESSAGE_COST = 724
 
 
 def estimated_seconds(preset, ranks: int, size: dict, variant: str, reps: int) -> float:
     messages, nbytes = preset.work(ranks, size, variant, reps)
-    return messages * SECONDS_PER_MESSAGE + nbytes * SECONDS_PER_BYTE
+    per_message = SECONDS_PER_MESSAGE * (1 + (ranks / RANKS_DOUBLING_MESSAGE_COST) ** 2)
+    return messages * per_message + nbytes * SECONDS_PER_BYTE
 
 
 def register(subparsers) -> None:
