@@ -167,8 +167,57 @@ def launcher_checks(explicit: str | None) -> list[Check]:
     except PetacommError as err:
         checks.append(Check("fail", "mpiexec as root", str(err)))
         return checks
+    checks.append(session_directory_check())
     checks.append(job_check(launcher))
     return checks
+
+
+# Open MPI 5's launcher keeps its session in $TMPDIR/ompi.<its pid> and removes it when it
+# ends; one killed without clean-up leaves it behind, and a later launcher that happens to
+# get the same pid cannot start.
+LISTENER_FAILURE = "listener thread failed to start"
+
+
+def stale_session_directories(tmp: Path) -> list[Path]:
+    """This user's ``ompi.<pid>`` directories in ``tmp`` whose launcher no longer runs."""
+    import os
+    import re
+
+    stale = []
+    try:
+        entries = list(tmp.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        found = re.fullmatch(r"ompi\.([0-9]+)", entry.name)
+        if not found:
+            continue
+        try:
+            if not entry.is_dir() or entry.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(found.group(1)), 0)
+        except ProcessLookupError:
+            stale.append(entry)
+        except (OSError, OverflowError):
+            continue  # alive but another user's process, or not a pid at all
+    return sorted(stale)
+
+
+def session_directory_check() -> Check:
+    import tempfile
+
+    tmp = Path(tempfile.gettempdir())
+    stale = stale_session_directories(tmp)
+    if not stale:
+        return Check("ok", "launcher leftovers", f"no stale ompi.<pid> directory in {tmp}")
+    shown = " ".join(str(p) for p in stale[:3]) + (" ..." if len(stale) > 3 else "")
+    return Check(
+        "warn",
+        "launcher leftovers",
+        f"{len(stale)} stale Open MPI session director{'y' if len(stale) == 1 else 'ies'} "
+        f"(ompi.<pid> of launchers that were killed): a launcher given one of those pids "
+        f"stops with 'The PMIx server's {LISTENER_FAILURE}'; remove them: rm -rf {shown}",
+    )
 
 
 JOB_RANKS = 2
@@ -202,8 +251,14 @@ def job_check(launcher) -> Check:
         except OSError as err:
             return Check("fail", what, f"cannot run {argv[0]}: {err.strerror}")
         if done.returncode != 0:
-            lines = (done.stderr or done.stdout).strip().splitlines()
+            text = (done.stderr or done.stdout).strip()
+            lines = text.splitlines()
             tail = lines[-1] if lines else ""
+            if LISTENER_FAILURE in text:
+                tail = (
+                    f"The PMIx server's {LISTENER_FAILURE} (a stale session directory of an "
+                    "earlier launcher with the same pid? see 'launcher leftovers')"
+                )
             return Check(
                 "fail", what, f"{launcher.path} exited {done.returncode}: {tail or 'no output'}"
             )
