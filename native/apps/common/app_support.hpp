@@ -32,6 +32,11 @@ inline bool any_rank(bool flag, MPI_Comm comm) {
 // that caught an Error), so every rank exits together with the same one-line error.
 void agree_on_error(const std::string &local_error, MPI_Comm comm);
 
+// The whole of a mini-app's main(): MPI_Init, run(argc, argv), MPI_Finalize. An Error that
+// escapes run() reached every rank together (agree_on_error), so rank 0 alone prints it as
+// "<program>: error: ..."; the exit status is 2 for a bad argument, 1 otherwise.
+int main_of_app(const char *program, int argc, char **argv, int (*run)(int, char **));
+
 // Accumulates wall time of one kind of work (MPI_Wtime between start and stop).
 class Stopwatch {
  public:

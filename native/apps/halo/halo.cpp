@@ -680,17 +680,6 @@ int run(int argc, char **argv) {
 }  // namespace petacomm::apps::halo
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int status = 0;
-  try {
-    status = petacomm::apps::halo::run(argc, argv);
-  } catch (const petacomm::Error &e) {
-    // Argument and file errors reach every rank together (agree_on_error): rank 0 says it.
-    if (rank == 0) std::fprintf(stderr, "petacomm-halo: error: %s\n", e.what());
-    status = e.status() == PETACOMM_ERR_ARG ? 2 : 1;
-  }
-  MPI_Finalize();
-  return status;
+  return petacomm::apps::main_of_app(petacomm::apps::halo::kProgram, argc, argv,
+                                     petacomm::apps::halo::run);
 }

@@ -783,16 +783,6 @@ int run(int argc, char **argv) {
 }  // namespace petacomm::apps::madbench
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int status = 0;
-  try {
-    status = petacomm::apps::madbench::run(argc, argv);
-  } catch (const petacomm::Error &e) {
-    if (rank == 0) std::fprintf(stderr, "petacomm-madbench: error: %s\n", e.what());
-    status = e.status() == PETACOMM_ERR_ARG ? 2 : 1;
-  }
-  MPI_Finalize();
-  return status;
+  return petacomm::apps::main_of_app("petacomm-madbench", argc, argv,
+                                     petacomm::apps::madbench::run);
 }

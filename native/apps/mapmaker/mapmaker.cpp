@@ -605,17 +605,6 @@ int run(int argc, char **argv) {
 }  // namespace petacomm::apps::mapmaker
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int status = 0;
-  try {
-    status = petacomm::apps::mapmaker::run(argc, argv);
-  } catch (const petacomm::Error &e) {
-    // Argument and file errors reach every rank together (agree_on_error): rank 0 says it.
-    if (rank == 0) std::fprintf(stderr, "petacomm-mapmaker: error: %s\n", e.what());
-    status = e.status() == PETACOMM_ERR_ARG ? 2 : 1;
-  }
-  MPI_Finalize();
-  return status;
+  return petacomm::apps::main_of_app("petacomm-mapmaker", argc, argv,
+                                     petacomm::apps::mapmaker::run);
 }
