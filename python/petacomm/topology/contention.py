@@ -275,6 +275,7 @@ def refine_contention(
     incident = message_of_end[by_rank]
     distance = _distances(network)
     graph = sp.csr_matrix(graph)
+    fixed = _Messages(src, dst, nbytes, rank_start, incident, pairs, graph, distance)
 
     coo = graph.tocoo()
     loads = _loads(pairs, node, src, dst, nbytes)
@@ -314,24 +315,7 @@ def refine_contention(
             break
         cv, cu, cx = (np.concatenate(c) for c in (cand_v, cand_u, cand_x))
         best = _best_change(
-            cv,
-            cu,
-            cx,
-            node,
-            loads,
-            top,
-            at_top,
-            tol,
-            hop_cap - hop_now,
-            src,
-            dst,
-            nbytes,
-            rank_start,
-            incident,
-            pairs,
-            graph,
-            distance,
-            deadline,
+            cv, cu, cx, node, loads, top, at_top, tol, hop_cap - hop_now, fixed, deadline
         )
         if best is _OUT_OF_TIME:
             stats.stop_reason = "time budget"
@@ -357,26 +341,23 @@ def refine_contention(
     return node, stats
 
 
-def _best_change(
-    cv,
-    cu,
-    cx,
-    node,
-    loads,
-    top,
-    at_top,
-    tol,
-    hop_room,
-    src,
-    dst,
-    nbytes,
-    rank_start,
-    incident,
-    pairs,
-    graph,
-    distance,
-    deadline,
-):
+@dataclass(frozen=True)
+class _Messages:
+    """What a refinement step reads and never changes: the directed messages, the messages
+    touching each rank (CSR over ranks, both ends), the pair-to-links matrix, the bytes
+    graph and the node distance."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    rank_start: np.ndarray
+    incident: np.ndarray
+    pairs: PairLinks
+    graph: sp.csr_matrix
+    distance: object
+
+
+def _best_change(cv, cu, cx, node, loads, top, at_top, tol, hop_room, fixed, deadline):
     """The candidate (v, u or -1, target node of v, its hop-bytes change) that lowers the
     busiest link most (or, at equal bytes, the number of links at the top) while raising
     hop-bytes by at most ``hop_room``; None if none does, ``_OUT_OF_TIME`` if the deadline
@@ -384,31 +365,16 @@ def _best_change(
     # Hop-bytes change of each candidate, exactly, from the moved ranks' edges; candidates
     # are taken in order (the hot link's biggest contributors first) in batches whose
     # evaluation stays cheap, until a batch holds an improvement.
-    degree = np.diff(graph.indptr)
+    degree = np.diff(fixed.graph.indptr)
     work = degree[cv] + np.where(cu >= 0, degree[np.maximum(cu, 0)], 0)
     start = 0
     while start < cv.size:
         if time.perf_counter() > deadline:
             return _OUT_OF_TIME
         stop = start + max(1, int(np.searchsorted(np.cumsum(work[start:]), _EVALUATED_MESSAGES)))
+        batch = slice(start, stop)
         found = _best_in_batch(
-            cv[start:stop],
-            cu[start:stop],
-            cx[start:stop],
-            node,
-            loads,
-            top,
-            at_top,
-            tol,
-            hop_room,
-            src,
-            dst,
-            nbytes,
-            rank_start,
-            incident,
-            pairs,
-            graph,
-            distance,
+            cv[batch], cu[batch], cx[batch], node, loads, top, at_top, tol, hop_room, fixed
         )
         if found is not None:
             return found
@@ -416,37 +382,20 @@ def _best_change(
     return None
 
 
-def _best_in_batch(
-    cv,
-    cu,
-    cx,
-    node,
-    loads,
-    top,
-    at_top,
-    tol,
-    hop_room,
-    src,
-    dst,
-    nbytes,
-    rank_start,
-    incident,
-    pairs,
-    graph,
-    distance,
-):
+def _best_in_batch(cv, cu, cx, node, loads, top, at_top, tol, hop_room, fixed: _Messages):
     """:func:`_best_change` over one batch of candidates."""
+    src, dst, nbytes, pairs = fixed.src, fixed.dst, fixed.nbytes, fixed.pairs
     a = node[cv]
-    delta_hop = _hop_delta(cv, cu, cx, a, node, graph, distance)
+    delta_hop = _hop_delta(cv, cu, cx, a, node, fixed.graph, fixed.distance)
     ok = delta_hop <= hop_room + 1e-9 * max(1.0, abs(hop_room))
     cv, cu, cx, a, delta_hop = cv[ok], cu[ok], cx[ok], a[ok], delta_hop[ok]
     if cv.size == 0:
         return None
     k = cv.size
     # Messages of v, then those of u that do not involve v (counted once), per candidate.
-    of_v, msg_v = _incident_expanded(cv, rank_start, incident)
+    of_v, msg_v = _incident_expanded(cv, fixed.rank_start, fixed.incident)
     has_u = np.flatnonzero(cu >= 0)
-    of_u, msg_u = _incident_expanded(cu[has_u], rank_start, incident)
+    of_u, msg_u = _incident_expanded(cu[has_u], fixed.rank_start, fixed.incident)
     of_u = has_u[of_u]
     mover = cv[of_u]
     not_shared = (src[msg_u] != mover) & (dst[msg_u] != mover)
@@ -477,12 +426,18 @@ def _best_in_batch(
     return int(cv[best]), int(cu[best]), int(cx[best]), float(delta_hop[best]), delta[best]
 
 
+def _csr_entries(indptr, rows):
+    """(index into ``rows``, position in the CSR arrays) of every entry of every row listed."""
+    lengths = indptr[rows + 1] - indptr[rows]
+    owner = np.repeat(np.arange(rows.size), lengths)
+    offset = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return owner, indptr[rows][owner] + offset
+
+
 def _incident_expanded(ranks, rank_start, incident):
     """(index into ``ranks``, message) for every message of every rank listed."""
-    lengths = rank_start[ranks + 1] - rank_start[ranks]
-    owner = np.repeat(np.arange(ranks.size), lengths)
-    offset = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return owner, incident[rank_start[ranks][owner] + offset]
+    owner, position = _csr_entries(rank_start, ranks)
+    return owner, incident[position]
 
 
 def _hop_delta(cv, cu, cx, a, node, graph, distance) -> np.ndarray:
@@ -490,10 +445,7 @@ def _hop_delta(cv, cu, cx, a, node, graph, distance) -> np.ndarray:
     two ranks' edges at their new places, an edge between them keeping its length."""
 
     def cost(ranks, at):
-        lengths = graph.indptr[ranks + 1] - graph.indptr[ranks]
-        owner = np.repeat(np.arange(ranks.size), lengths)
-        entry = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        entry += graph.indptr[ranks][owner]
+        owner, entry = _csr_entries(graph.indptr, ranks)
         where = node[graph.indices[entry]]
         return np.bincount(
             owner, graph.data[entry] * distance(at[owner], where), minlength=ranks.size
