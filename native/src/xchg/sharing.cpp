@@ -4,11 +4,8 @@
 #include <utility>
 
 namespace petacomm::xchg {
-namespace {
-
-// pairs: (peer rank, key index), generated in ascending key index. Sorted by peer keeping
-// that order: a counting sort by rank when p <= pairs (memory stays O(pairs)), else a sort.
-PeerList from_pairs(std::vector<std::pair<int, std::int32_t>> pairs, int p) {
+PeerList group_by_peer(std::vector<std::pair<int, std::int32_t>> pairs, int p) {
+  // A counting sort by rank when p <= pairs (memory stays O(pairs)), else a stable sort.
   if (static_cast<std::size_t>(p) <= pairs.size()) {
     std::vector<std::size_t> start(static_cast<std::size_t>(p) + 1, 0);
     for (const auto &pr : pairs) ++start[static_cast<std::size_t>(pr.first) + 1];
@@ -17,7 +14,8 @@ PeerList from_pairs(std::vector<std::pair<int, std::int32_t>> pairs, int p) {
     for (const auto &pr : pairs) sorted[start[static_cast<std::size_t>(pr.first)]++] = pr;
     pairs.swap(sorted);
   } else {
-    std::sort(pairs.begin(), pairs.end());
+    std::stable_sort(pairs.begin(), pairs.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
   }
   PeerList list;
   list.begin.push_back(0);
@@ -32,8 +30,6 @@ PeerList from_pairs(std::vector<std::pair<int, std::int32_t>> pairs, int p) {
   if (!pairs.empty()) list.begin.push_back(static_cast<std::int64_t>(pairs.size()));
   return list;
 }
-
-}  // namespace
 
 std::size_t Sharing::memory_bytes() const {
   return multiplicity.capacity() * 4 + owner.capacity() * 4 + list_begin.capacity() * 8 +
@@ -52,7 +48,7 @@ PeerList pair_peers(const Sharing &sharing, int max_d, int p) {
     for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j)
       pairs.emplace_back(sharing.list_ranks[j], static_cast<std::int32_t>(u));
   }
-  return from_pairs(std::move(pairs), p);
+  return group_by_peer(std::move(pairs), p);
 }
 
 PeerList owner_send_peers(const Sharing &sharing, int me, int p) {
@@ -60,7 +56,7 @@ PeerList owner_send_peers(const Sharing &sharing, int me, int p) {
   for (std::size_t u = 0; u < sharing.keys(); ++u)
     if (sharing.multiplicity[u] >= 2 && sharing.owner[u] != me)
       pairs.emplace_back(sharing.owner[u], static_cast<std::int32_t>(u));
-  return from_pairs(std::move(pairs), p);
+  return group_by_peer(std::move(pairs), p);
 }
 
 PeerList owner_recv_peers(const Sharing &sharing, int me, int p) {
@@ -70,7 +66,7 @@ PeerList owner_recv_peers(const Sharing &sharing, int me, int p) {
     for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j)
       pairs.emplace_back(sharing.list_ranks[j], static_cast<std::int32_t>(u));
   }
-  return from_pairs(std::move(pairs), p);
+  return group_by_peer(std::move(pairs), p);
 }
 
 }  // namespace petacomm::xchg

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace petacomm::xchg {
@@ -36,6 +37,10 @@ struct PeerList {
 
 // p: the communicator size (ranks are < p). Keys with 2 <= d <= max_d whose holder list is known:
 // one entry per other holder.
+// (peer rank in [0, p), value index) pairs -> a PeerList grouped by peer, ascending, keeping
+// the pairs' order within each peer.
+PeerList group_by_peer(std::vector<std::pair<int, std::int32_t>> pairs, int p);
+
 PeerList pair_peers(const Sharing &sharing, int max_d, int p);
 // Owner strategy, first round: my shared keys owned by someone else, grouped by owner.
 PeerList owner_send_peers(const Sharing &sharing, int me, int p);

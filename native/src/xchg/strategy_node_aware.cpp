@@ -23,24 +23,6 @@ namespace {
 
 constexpr int kTagUp = 501, kTagDown = 502, kTagLeaders = 503;
 
-// (peer, value index) pairs generated in ascending key order -> a PeerList grouped by peer
-// (ascending), keeping that order within each peer.
-PeerList group_by_peer(std::vector<std::pair<int, std::int32_t>> pairs) {
-  std::stable_sort(pairs.begin(), pairs.end(),
-                   [](const auto &a, const auto &b) { return a.first < b.first; });
-  PeerList list;
-  list.begin.push_back(0);
-  for (std::size_t j = 0; j < pairs.size(); ++j) {
-    if (j == 0 || pairs[j].first != pairs[j - 1].first) {
-      if (j > 0) list.begin.push_back(static_cast<std::int64_t>(j));
-      list.ranks.push_back(pairs[j].first);
-    }
-    list.index.push_back(pairs[j].second);
-  }
-  if (!pairs.empty()) list.begin.push_back(static_cast<std::int64_t>(pairs.size()));
-  return list;
-}
-
 // One peer with the given value indices (none: an empty list).
 PeerList single_peer(int peer, std::vector<std::int32_t> index) {
   PeerList list;
@@ -319,13 +301,15 @@ class NodeAware final : public Strategy {
     own_slot_ = std::move(slot_of[0]);
     own_union_ = std::move(union_of[0]);
     const MPI_Comm node_comm = nodes_->node();
-    up_ = std::make_unique<Exchange>(node_comm, PeerList{{}, {0}, {}}, group_by_peer(std::move(up)),
+    up_ = std::make_unique<Exchange>(node_comm, PeerList{{}, {0}, {}},
+                                     group_by_peer(std::move(up), nodes_->node_ranks()),
                                      Transport::kP2P, kTagUp, clock);
-    down_ = std::make_unique<Exchange>(node_comm, group_by_peer(std::move(down)),
-                                       PeerList{{}, {0}, {}}, Transport::kP2P, kTagDown, clock);
-    between_ =
-        std::make_unique<Exchange>(nodes_->leaders(), group_by_peer(std::move(sends)),
-                                   group_by_peer(std::move(recvs)), transport, kTagLeaders, clock);
+    down_ =
+        std::make_unique<Exchange>(node_comm, group_by_peer(std::move(down), nodes_->node_ranks()),
+                                   PeerList{{}, {0}, {}}, Transport::kP2P, kTagDown, clock);
+    between_ = std::make_unique<Exchange>(
+        nodes_->leaders(), group_by_peer(std::move(sends), nodes_->nodes()),
+        group_by_peer(std::move(recvs), nodes_->nodes()), transport, kTagLeaders, clock);
   }
 
   std::shared_ptr<const NodeTopology> nodes_;
