@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from petacomm.bench import positive_int_list
 from petacomm.errors import PetacommError
 
 SCHEMA_VERSION = 1
@@ -62,22 +63,12 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _rank_counts(text: str) -> list[int]:
-    try:
-        counts = [int(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        raise PetacommError(f"--ranks: expected a comma list of integers, got '{text}'") from None
-    if not counts or min(counts) < 1:
-        raise PetacommError(f"--ranks: expected positive rank counts, got '{text}'")
-    return counts
-
-
 def run(args) -> int:
     from petacomm.bench.native_app import node_sizes_option, run_app_json
     from petacomm.launch import find_mpiexec
     from petacomm.native import program_path
 
-    counts = _rank_counts(args.ranks)
+    counts = positive_int_list(args.ranks, "--ranks")
     node_sizes = node_sizes_option(args.node_sizes)
     if args.mapping is not None and len(counts) != 1:
         raise PetacommError(

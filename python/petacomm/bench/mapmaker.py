@@ -17,6 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from petacomm.bench import positive_int_list
 from petacomm.errors import PetacommError
 from petacomm.progress import run_showing_progress
 
@@ -61,16 +62,6 @@ def _positive(value: int, option: str) -> int:
     return value
 
 
-def _rank_counts(text: str) -> list[int]:
-    try:
-        counts = [int(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        raise PetacommError(f"--ranks: expected a comma list of integers, got '{text}'") from None
-    if not counts or min(counts) < 1:
-        raise PetacommError(f"--ranks: expected positive rank counts, got '{text}'")
-    return counts
-
-
 def _strategies(text: str | None) -> list[str]:
     from petacomm.xchg import STRATEGIES, strategy_names
 
@@ -91,7 +82,7 @@ def run(args) -> int:
     from petacomm.launch import find_mpiexec
     from petacomm.native import program_path
 
-    ranks = _rank_counts(args.ranks)
+    ranks = positive_int_list(args.ranks, "--ranks")
     strategies = _strategies(args.strategies)
     for option in ("nside", "samples", "detectors", "iterations", "rounds"):
         _positive(getattr(args, option), f"--{option}")

@@ -32,6 +32,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from petacomm.bench import positive_int_list
 from petacomm.errors import PetacommError
 from petacomm.files import write_text_atomically
 
@@ -45,16 +46,6 @@ GENERATOR_DEFAULTS = {
 }
 MODEL_ONLY_RANKS = 1 << 18
 PEER_FAMILIES = {"petscsf": ("petscsf-range", "petscsf-holder")}
-
-
-def _int_list(text: str, what: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise PetacommError(f"{what}: expected comma-separated integers, got '{text}'") from None
-    if not values or min(values) < 1:
-        raise PetacommError(f"{what}: expected positive integers, got '{text}'")
-    return values
 
 
 def _names(text: str, allowed, what: str) -> list[str]:
@@ -213,7 +204,7 @@ def _check_before_launch(args, generators) -> None:
             field = str(err).split(":", 1)[0]
             raise PetacommError(f"--{field.replace('_', '-')}: {err}") from None
     if not (args.model_only or args.setup_scaling):
-        _int_list(args.ranks, "--ranks")
+        positive_int_list(args.ranks, "--ranks")
     if args.peers:
         _names(args.peers, PEER_FAMILIES, "--peers")
         if args.model_only or args.setup_scaling:
@@ -250,7 +241,7 @@ def _launch(args, name: str, ranks: int, config: dict, env: dict | None = None) 
 def _measure(args, generators, strategies) -> list[dict]:
     runs = []
     for name in generators:
-        for ranks in _int_list(args.ranks, "--ranks"):
+        for ranks in positive_int_list(args.ranks, "--ranks"):
             config = {
                 "generator": name,
                 "params": _generator_params(args, name),
@@ -339,7 +330,7 @@ def _measure_peers(args, generators, strategies) -> dict:
     runs = []
     for name in generators:
         params = _generator_params(args, name)
-        for ranks in _int_list(args.ranks, "--ranks"):
+        for ranks in positive_int_list(args.ranks, "--ranks"):
             generator = make(name, ranks, **params)
             with tempfile.TemporaryDirectory(prefix="petacomm-peers-") as work:
                 work = Path(work)
@@ -640,7 +631,7 @@ def _print_run(run: dict) -> None:
 
 # ---- setup scaling -----------------------------------------------------------------------
 def _setup_scaling(args, generators, strategies) -> list[dict]:
-    counts = _int_list(args.setup_scaling, "--setup-scaling")
+    counts = positive_int_list(args.setup_scaling, "--setup-scaling")
     # Nothing should spin on a shared core: Open MPI yields in its progress loop (the
     # library's own NBX loop always yields) and BLAS keeps no spinning worker threads.
     # Kept if the caller set them.
@@ -713,7 +704,7 @@ def _setup_scaling_smpi(args, generators, strategies) -> list[dict]:
     smpirun = shutil.which("smpirun")
     if smpirun is None:
         raise PetacommError("--smpi: smpirun (SimGrid) is not on PATH")
-    counts = _int_list(args.setup_scaling, "--setup-scaling")
+    counts = positive_int_list(args.setup_scaling, "--setup-scaling")
     out = []
     with tempfile.TemporaryDirectory(prefix="petacomm-smpi-") as work:
         work = Path(work)
@@ -869,7 +860,7 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
     model = load_model(args.model)
     out = []
     for name in generators:
-        for p in _int_list(args.model_only, "--model-only"):
+        for p in positive_int_list(args.model_only, "--model-only"):
             if p > MODEL_ONLY_RANKS:
                 raise PetacommError(f"--model-only: at most {MODEL_ONLY_RANKS} ranks, got {p}")
             params = _generator_params(args, name)

@@ -25,6 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from petacomm.bench import positive_int_list
 from petacomm.errors import PetacommError
 from petacomm.files import write_text_atomically
 from petacomm.progress import run_showing_progress
@@ -69,16 +70,6 @@ def register(subparsers) -> None:
 
 
 # ---- arguments ---------------------------------------------------------------------------
-def _int_list(text: str, what: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise PetacommError(f"{what}: expected comma-separated integers, got '{text}'") from None
-    if not values or min(values) < 1:
-        raise PetacommError(f"{what}: expected positive integers, got '{text}'")
-    return values
-
-
 def _shape(text: str, what: str) -> tuple[int, int]:
     parts = text.lower().split("x")
     try:
@@ -253,7 +244,7 @@ def run(args) -> int:
     if args.model_only:
         results["model_only"] = _model_only(args, sizes, np.dtype(args.dtype).itemsize, cost)
     else:
-        ranks = _int_list(args.ranks, "--ranks")
+        ranks = positive_int_list(args.ranks, "--ranks")
         peers = _peers(args.peers)
         mpicc, mpiexec, python = _toolchain(args)
         native = build_for(mpicc)
@@ -323,7 +314,7 @@ def _weak(args, mpiexec: str, python: str, native: Path, cost: dict) -> list[dic
         f"{', '.join(WEAK_STRATEGIES)}"
     )
     print(f"{'ranks':>5} " + " ".join(f"{s + ' ms':>20}" for s in WEAK_STRATEGIES))
-    for p in _int_list(args.weak_ranks, "--weak-ranks"):
+    for p in positive_int_list(args.weak_ranks, "--weak-ranks"):
         config = {
             "cases": [[rows * p, cols]],
             "dtype": args.dtype,
@@ -363,7 +354,7 @@ def _model_only(args, sizes, itemsize: int, cost: dict) -> list[dict]:
     lib = _capi.library()
     params = _capi.CostParams(**cost)
     out = []
-    for p in _int_list(args.model_only, "--model-only"):
+    for p in positive_int_list(args.model_only, "--model-only"):
         per_node = args.ranks_per_node or p
         for n0, n1 in sizes:
             problem = _capi.Problem(p, n0, n1, 1, itemsize, per_node, None, 0)
