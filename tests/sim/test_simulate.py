@@ -167,6 +167,10 @@ def test_mapping_moves_ranks_between_hosts(tmp_path):
         (["--smpi-option", "nocolon"], ("--smpi-option", "nocolon")),
         (["--mapping", "block", "--rankfile", "x"], ("--rankfile",)),
         (["--variants", "xor,,alltoall"], ("--variants",)),
+        # An empty value is refused, not taken for the default.
+        (["--size", ""], ("--size", "''")),
+        (["--ranks", ""], ("--ranks", "''")),
+        (["--variants", ""], ("--variants", "''")),
     ],
 )
 def test_bad_arguments_are_named(args, names):

@@ -296,7 +296,8 @@ def plan_runs(args, preset, network):
                 f"--ranks: the rankfile places {mapping.nranks} ranks; --ranks says {args.ranks}"
             )
         return [(mapping.nranks, mapping)]
-    counts = _rank_counts(args.ranks or (preset.full_ranks if args.full else preset.ranks), network)
+    default = preset.full_ranks if args.full else preset.ranks
+    counts = _rank_counts(default if args.ranks is None else args.ranks, network)
     names = user_error("--mapping", mapping_names, args.mapping or "block", network)
     runs = []
     for ranks in counts:
@@ -323,11 +324,12 @@ def run(args) -> int:
         )
     platform, machine = build_platform(args, preset)
     network = platform.network
-    size_text = args.size or (preset.full_size if args.full else preset.size)
+    size_text = (preset.full_size if args.full else preset.size) if args.size is None else args.size
     from petacomm.topology.arguments import user_error
 
     size = user_error("--size", preset.parse_size, size_text)
-    variants = tuple(v.strip() for v in (args.variants or ",".join(preset.variants)).split(","))
+    given = ",".join(preset.variants) if args.variants is None else args.variants
+    variants = tuple(v.strip() for v in given.split(","))
     if not all(variants):
         raise PetacommError(f"--variants: empty name in {args.variants!r}")
     runs = [(r, m, v) for r, m in plan_runs(args, preset, network) for v in variants]
