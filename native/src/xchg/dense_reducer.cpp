@@ -103,19 +103,11 @@ void DenseReducer::start_allreduce(const ExecContext &ctx, std::size_t c, const 
   char *buf = buf_[c % 2].data();
   ctx.op.fill_identity(buf, len);
   pack(ctx, c, own, buf);
-#ifdef PETACOMM_SMPI
-  // SimGrid SMPI 3.32 runs MPI_Iallreduce as every rank sending its whole buffer to every
-  // other rank (p(p-1) full-size messages, no tuned algorithm); the blocking call uses the
-  // tuned algorithms. Only the overlap of a chunk's reduction with packing the next is lost.
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(len * ctx.op.k(), "chunk_keys * k"),
-                          dtype_mpi(ctx.op.dtype()), op_mpi(ctx.op.op()), comm_),
-            "MPI_Allreduce");
-  req_[c % 2] = MPI_REQUEST_NULL;
-#else
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, to_int_count(len * ctx.op.k(), "chunk_keys * k"),
-                           dtype_mpi(ctx.op.dtype()), op_mpi(ctx.op.op()), comm_, &req_[c % 2]),
-            "MPI_Iallreduce");
-#endif
+  // Under SMPI a blocking allreduce per chunk (start_allreduce): only the overlap of a
+  // chunk's reduction with packing the next is lost there.
+  xchg::start_allreduce(MPI_IN_PLACE, buf, to_int_count(len * ctx.op.k(), "chunk_keys * k"),
+                        dtype_mpi(ctx.op.dtype()), op_mpi(ctx.op.op()), comm_, &req_[c % 2],
+                        nullptr);
 }
 
 void DenseReducer::start_ordered(const ExecContext &ctx, std::size_t c, const void *own) {

@@ -89,6 +89,15 @@ std::uint64_t hash_text(const char *text);  // NULL hashes like ""
 std::uint64_t hash_number(double value);
 std::uint64_t hash_number(std::int64_t value);
 
+// MPI_Iallreduce, except under SimGrid SMPI (PETACOMM_SMPI): SMPI 3.32 runs a nonblocking
+// allreduce as every rank sending its whole buffer to every other rank, p(p-1) messages with
+// no tuned algorithm (65,280 for a 32-byte argument check at 256 ranks, which kept one plan's
+// simulation busy for more than ten minutes and priced every execution as an all-to-all).
+// There the blocking MPI_Allreduce (tuned algorithms) runs at once, timed on `clock`, and
+// *request is MPI_REQUEST_NULL; only the overlap with what follows the call is lost.
+void start_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+                     MPI_Comm comm, MPI_Request *request, SetupClock *clock);
+
 // int count for an MPI call; throws naming `what` if it does not fit.
 int to_int_count(std::size_t count, const char *what);
 
