@@ -17,6 +17,14 @@ def test_spearman_by_hand():
     assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
 
 
+def test_times_within_half_a_percent_are_ties():
+    # 1.004 is within 0.5 % of 1.0: ranks (1.5, 1.5, 3) against (1, 2, 3), as in the case above.
+    assert spearman([1.0, 1.004, 2.0], [1, 2, 3]) == pytest.approx(1.5 / math.sqrt(3.0))
+    assert spearman([1.0, 1.004, 2.0], [1, 2, 3], tolerance=0.0) == pytest.approx(1.0)
+    # A group is measured from its first value: 1.008 is 0.8 % above 1.0, so not tied to it.
+    assert spearman([1.0, 1.004, 1.008], [1, 2, 3]) == pytest.approx(1.5 / math.sqrt(3.0))
+
+
 def test_spearman_matches_scipy():
     stats = pytest.importorskip("scipy.stats")
     a = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]

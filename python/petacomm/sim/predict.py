@@ -1,10 +1,14 @@
 """``petacomm simulate --predict``: ``petacomm map``'s predicted time of every simulated
 mapping beside the simulated one, and how well the two agree.
 
-The prediction uses the simulated machine's own parameters: a message costs the link
-latency at its sender (alpha; beta = 0, since SimGrid's cluster hosts have no injection
-limit of their own) and the most loaded link's bytes at the link bandwidth, routed by the
-model that matches SimGrid's (``dor-simgrid`` on a torus, see docs/simulate.md).
+The prediction uses the simulated machine's own parameters and the routing model that
+matches SimGrid's (``dor-simgrid`` on a torus, see docs/simulate.md). Where the routing
+lists each message's links (the torus routings), it is the flow model
+(``topology/flow_model.py``): every message waits its route's latency, then shares the
+links by weighted max-min fairness, as SimGrid's CM02 model shares them. Elsewhere it is
+the link-load model of ``petacomm map``: a message costs the link latency at its sender
+(alpha; beta = 0, since SimGrid's cluster hosts have no injection limit of their own) and
+the most loaded link's bytes at the link bandwidth.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from petacomm.topology import flow_model
 from petacomm.topology.metrics import CostParameters, evaluate_mapping
 from petacomm.topology.network import TorusNetwork
 from petacomm.topology.pattern_language import parse_pattern
@@ -26,28 +31,55 @@ def cost_of(platform) -> CostParameters:
     return CostParameters(platform.link.latency, 0.0, 1.0 / platform.link.bandwidth)
 
 
-def predict(records: list[dict], mappings: list, platform, routing_text: str | None) -> str:
+def flow_links(platform) -> flow_model.FlowLinks:
+    return flow_model.FlowLinks(
+        platform.link.bandwidth,
+        platform.link.latency,
+        platform.loopback.bandwidth,
+        platform.loopback.latency,
+    )
+
+
+def predict(
+    records: list[dict], mappings: list, platform, routing_text: str | None
+) -> tuple[str, str]:
     """Adds ``predicted_time_s`` to every record that carries a ``pattern`` (its mapping is
-    the same-index entry of ``mappings``); returns the routing model's name."""
+    the same-index entry of ``mappings``); returns the names of the routing model and of the
+    time model (``max-min flows`` or ``link loads``)."""
     network = platform.network
     routing = parse_routing(routing_text or default_routing(network), network)
+    flows = flow_model.supports(routing)
     cost = cost_of(platform)
     for record, mapping in zip(records, mappings, strict=True):
         if record.get("pattern"):
             pattern = parse_pattern(record["pattern"], default_ranks=record["ranks"])
-            metrics = evaluate_mapping(network, routing, pattern, mapping, cost)
-            record["predicted_time_s"] = metrics.predicted_time_s
-    return routing.describe(network)
+            if flows:
+                seconds = flow_model.pattern_time(
+                    network, routing, pattern, mapping, flow_links(platform)
+                )
+            else:
+                seconds = evaluate_mapping(
+                    network, routing, pattern, mapping, cost
+                ).predicted_time_s
+            record["predicted_time_s"] = seconds
+    return routing.describe(network), "max-min flows" if flows else "link loads"
 
 
-def _ranks_of(values: list[float]) -> list[float]:
-    """Ranks 1..n, ties sharing their mean rank."""
+# Times within this fraction of each other rank as ties (issue 17's rule for comparing
+# predicted and simulated orders: closer times are within the simulations' own noise).
+TIE_TOLERANCE = 0.005
+
+
+def _ranks_of(values: list[float], tolerance: float = TIE_TOLERANCE) -> list[float]:
+    """Ranks 1..n, ties sharing their mean rank: in ascending order, a value within
+    ``tolerance`` (relative) of the first value of the current group joins the group."""
     order = sorted(range(len(values)), key=lambda i: values[i])
     ranks = [0.0] * len(values)
     i = 0
     while i < len(order):
         j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+        limit = values[order[i]] * (1 + tolerance) if values[order[i]] > 0 else values[order[i]]
+        while j + 1 < len(order) and values[order[j + 1]] <= limit:
             j += 1
         for k in range(i, j + 1):
             ranks[order[k]] = (i + j) / 2 + 1
@@ -55,9 +87,10 @@ def _ranks_of(values: list[float]) -> list[float]:
     return ranks
 
 
-def spearman(a: list[float], b: list[float]) -> float:
-    """Spearman's rank correlation (Pearson's on the ranks; NaN when either is constant)."""
-    ra, rb = _ranks_of(a), _ranks_of(b)
+def spearman(a: list[float], b: list[float], tolerance: float = TIE_TOLERANCE) -> float:
+    """Spearman's rank correlation (Pearson's on the ranks, values within ``tolerance`` of
+    each other tied; NaN when either is constant)."""
+    ra, rb = _ranks_of(a, tolerance), _ranks_of(b, tolerance)
     n = len(a)
     ma, mb = sum(ra) / n, sum(rb) / n
     cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))

@@ -10,7 +10,7 @@ may directly follow another on the same line, so ``grid2d 128x128 box 1MiB`` is 
     grid-option:= "periodic" | "open" | "periodic=" FLAGS | "row-major" | "column-major"
     FLAGS      := ("0"|"1") ("," ("0"|"1"))*          one flag per dimension
     ranks      := "ranks" INT                         rank count when no grid is given
-    phase      := "phase" [NAME] ["x" INT]            start a phase, run INT times
+    phase      := "phase" [NAME] ["x"INT]             start a phase, run INT times (x3)
     traffic    := ("star" | "box") SIZE               halo exchange with 2d / 3^d-1 neighbours
                | "rows" SIZE | "columns" SIZE         all-to-all along the last / first axis
                | "line" AXIS SIZE                     all-to-all along one axis

@@ -87,9 +87,6 @@ class DimensionOrderRouting:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         w = _as_weights(weights, src.size)
-        order = self.order if self.order is not None else tuple(range(network.ndim))
-        if sorted(order) != list(range(network.ndim)):
-            raise ValueError(f"dor order: expected a permutation of 0..{network.ndim - 1}")
         cs, cd = network.coordinates(src), network.coordinates(dst)
         k, nn = w.shape[0], network.num_nodes
         loads = np.zeros((k, network.ndim, 2, nn))
@@ -98,17 +95,8 @@ class DimensionOrderRouting:
         # Where each message is, one 1-D array per dimension: its source coordinates, then,
         # dimension by dimension as it is routed, its destination's.
         position = [cs[:, j] for j in range(network.ndim)]
-        for d in order:
-            raw = cd[:, d] - cs[:, d]
-            if network.wrap[d]:
-                forward = np.mod(raw, dims[d])
-                # Minimal offset; a half-ring displacement goes in the + direction ...
-                offset = np.where(2 * forward > dims[d], forward - dims[d], forward)
-                if self.ties == "simgrid":  # ... but - from coordinate n/2, as in SimGrid
-                    tie = (2 * forward == dims[d]) & (2 * cs[:, d] == dims[d])
-                    offset = np.where(tie, -forward, offset)
-            else:
-                offset = raw
+        for d in self._order(network):
+            offset = self._offset(network, cs, cd, d)
             hops += np.abs(offset)
             moving = np.flatnonzero(offset)
             if moving.size:
@@ -117,6 +105,54 @@ class DimensionOrderRouting:
                 ).reshape(k, 2, nn)
             position[d] = cd[:, d]
         return loads.reshape(k, -1), hops
+
+    def route_links(self, network: TorusNetwork, src, dst):
+        """Every link of every message's route, in the link numbering of :meth:`route`:
+        arrays (message index, link id), one entry per hop, the hops of a message in the
+        order it takes them. The flow model (``topology/flow_model.py``) needs each
+        message's own links, not only their summed loads."""
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        cs, cd = network.coordinates(src), network.coordinates(dst)
+        position = cs.copy()
+        nn = network.num_nodes
+        messages, links = [], []
+        for d in self._order(network):
+            offset = self._offset(network, cs, cd, d)
+            steps = np.abs(offset)
+            minus = offset < 0
+            for step in range(int(steps.max(initial=0))):
+                moving = np.flatnonzero(steps > step)
+                here = network.node_ids(position[moving])
+                # The link leaving `here` in the message's direction along d: + links first,
+                # then - links, as in route()'s (dimension, direction, node) layout.
+                messages.append(moving)
+                links.append((2 * d + minus[moving]) * nn + here)
+                move = np.where(minus[moving], -1, 1)
+                position[moving, d] = np.mod(position[moving, d] + move, network.dims[d])
+        if not messages:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(messages), np.concatenate(links).astype(np.int64)
+
+    def _order(self, network: TorusNetwork) -> tuple[int, ...]:
+        order = self.order if self.order is not None else tuple(range(network.ndim))
+        if sorted(order) != list(range(network.ndim)):
+            raise ValueError(f"dor order: expected a permutation of 0..{network.ndim - 1}")
+        return order
+
+    def _offset(self, network: TorusNetwork, cs, cd, d: int) -> np.ndarray:
+        """Signed hops of each message along dimension d."""
+        raw = cd[:, d] - cs[:, d]
+        if not network.wrap[d]:
+            return raw
+        n = network.dims[d]
+        forward = np.mod(raw, n)
+        # Minimal offset; a half-ring displacement goes in the + direction ...
+        offset = np.where(2 * forward > n, forward - n, forward)
+        if self.ties == "simgrid":  # ... but - from coordinate n/2, as in SimGrid
+            tie = (2 * forward == n) & (2 * cs[:, d] == n)
+            offset = np.where(tie, -forward, offset)
+        return offset
 
     def expected_hops(self, network: TorusNetwork, src, dst) -> np.ndarray:
         return network.hop_distance(src, dst).astype(float)

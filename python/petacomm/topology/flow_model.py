@@ -1,0 +1,149 @@
+"""Flow-level contention model: the time of a phase whose messages are all in flight at once,
+with the links shared between concurrent messages by weighted max-min fairness.
+
+The link-load model of ``metrics.py`` prices a phase by its most loaded link, a lower bound:
+a message that crosses two busy links gets the smaller of its two shares, and finishes after
+the busiest link has drained. This model follows every message instead (a fluid model, the
+one SimGrid's CM02 network model and SMPI use):
+
+* a message first waits its route's latency (the sum of its links' latencies), then takes
+  part in the sharing until its bytes are through;
+* at every moment the messages in their transfer phase get rates by weighted max-min
+  fairness (progressive filling): every link's capacity is shared in proportion to
+  1 / weight, where a message's weight is its route latency (SimGrid's RTT unfairness:
+  a message over more hops gets a smaller share of a link it shares), and a message's rate
+  is its share on its most constrained link;
+* the rates are recomputed whenever a message starts its transfer or ends;
+* a message between two ranks of one node crosses the node's loopback: its own bandwidth
+  and latency, not shared (SimGrid's cluster loopback is a FATPIPE link).
+
+A phase ends when its last message ends; phases run one after another, each ``repeat``
+times. No endpoint (injection) limit and no per-message software overhead: the machine is
+its links, as a SimGrid cluster's hosts are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from petacomm.lazy_module import LazyModule
+
+np = LazyModule("numpy")
+sparse = LazyModule("scipy.sparse")
+
+# Relative tolerances: a link is saturated within this fraction of the lowest fill level; a
+# message whose remaining bytes fall below this fraction of its size has ended.
+_LEVEL_TOLERANCE = 1e-9
+_DONE_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class FlowLinks:
+    """Bandwidth (bytes/s) and latency (s) of the network's links and of a node's loopback."""
+
+    bandwidth: float
+    latency: float
+    loopback_bandwidth: float
+    loopback_latency: float
+
+    def __post_init__(self):
+        for name in ("bandwidth", "latency", "loopback_bandwidth", "loopback_latency"):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value < 0 or (name.endswith("bandwidth") and value == 0):
+                raise ValueError(f"flow model {name}: expected a finite value > 0, got {value!r}")
+
+
+def supports(routing) -> bool:
+    """True when ``routing`` can list each message's links (the flow model needs them)."""
+    return hasattr(routing, "route_links")
+
+
+def phase_time(network, routing, src_nodes, dst_nodes, nbytes, links: FlowLinks) -> float:
+    """Seconds until the last of these messages (node ids, sizes in bytes) has arrived."""
+    src_nodes = np.asarray(src_nodes, dtype=np.int64)
+    dst_nodes = np.asarray(dst_nodes, dtype=np.int64)
+    nbytes = np.asarray(nbytes, dtype=np.float64)
+    if src_nodes.size == 0:
+        return 0.0
+    inter = np.flatnonzero(src_nodes != dst_nodes)
+    intra = np.flatnonzero(src_nodes == dst_nodes)
+    message, link = routing.route_links(network, src_nodes[inter], dst_nodes[inter])
+    message = inter[message]
+    hops = np.bincount(message, minlength=src_nodes.size).astype(np.float64)
+    latency = hops * links.latency
+    # Each loopback message has a link of its own (no sharing), numbered after the network's.
+    message = np.concatenate([message, intra])
+    link = np.concatenate([link, network.num_links + np.arange(intra.size)])
+    latency[intra] = links.loopback_latency
+    capacity = np.concatenate(
+        [np.full(network.num_links, links.bandwidth), np.full(intra.size, links.loopback_bandwidth)]
+    )
+    return float(finish_times(message, link, capacity, nbytes, latency).max())
+
+
+def finish_times(message, link, capacity, nbytes, latency):
+    """When each message ends: ``message``/``link`` list the (message, link) pairs of the
+    routes, ``capacity`` each link's bandwidth, ``nbytes`` and ``latency`` each message's
+    size and route latency (also its sharing weight; see the module doc)."""
+    n = nbytes.size
+    incidence = sparse.csr_matrix(
+        (np.ones(message.size), (link, message)), shape=(capacity.size, n)
+    )
+    incidence.sum_duplicates()
+    incidence.data[:] = 1.0
+    # A route of zero latency (possible only with zero-latency links) shares as if of the
+    # smallest positive one: a weight of zero would claim every link's whole capacity.
+    positive = latency[latency > 0]
+    weight = np.maximum(latency, positive.min() if positive.size else 1.0)
+    remaining = nbytes.copy()
+    finish = np.where(remaining > 0, np.inf, latency)
+    now = 0.0
+    while True:
+        moving = np.isinf(finish) & (latency <= now * (1 + _LEVEL_TOLERANCE))
+        waiting = np.isinf(finish) & ~moving
+        if not moving.any() and not waiting.any():
+            return finish
+        rate = _max_min_rates(incidence, capacity, weight, moving)
+        step = np.inf
+        if moving.any():
+            step = float((remaining[moving] / rate[moving]).min())
+        if waiting.any():
+            step = min(step, float(latency[waiting].min()) - now)
+        now += step
+        remaining[moving] -= rate[moving] * step
+        ended = moving & (remaining <= _DONE_TOLERANCE * np.maximum(nbytes, 1.0))
+        finish[ended] = now
+        remaining[ended] = 0.0
+
+
+def _max_min_rates(incidence, capacity, weight, moving):
+    """Weighted max-min fair rates of the ``moving`` messages (progressive filling): all
+    rates grow as level / weight until a link is full; its messages keep their rates, and
+    the others grow on with what the full links left."""
+    rate = np.zeros(weight.size)
+    unfixed = moving.copy()
+    residual = capacity.astype(np.float64).copy()
+    inverse = 1.0 / weight
+    while unfixed.any():
+        demand = incidence @ np.where(unfixed, inverse, 0.0)
+        used = demand > 0
+        level = np.full(capacity.size, np.inf)
+        level[used] = residual[used] / demand[used]
+        lowest = level.min()
+        full = level <= lowest * (1 + _LEVEL_TOLERANCE)
+        fixed = unfixed & (incidence.T @ full.astype(np.float64) > 0)
+        rate[fixed] = lowest * inverse[fixed]
+        residual -= incidence @ np.where(fixed, rate, 0.0)
+        np.maximum(residual, 0.0, out=residual)
+        unfixed &= ~fixed
+    return rate
+
+
+def pattern_time(network, routing, pattern, mapping, links: FlowLinks) -> float:
+    """Predicted seconds of ``pattern`` placed by ``mapping``: its phases one after another."""
+    total = 0.0
+    for ph in pattern.phases:
+        real = ph.src != ph.dst
+        src, dst = mapping.node[ph.src[real]], mapping.node[ph.dst[real]]
+        total += ph.repeat * phase_time(network, routing, src, dst, ph.nbytes[real], links)
+    return total

@@ -1,0 +1,124 @@
+"""The flow model (max-min shared links, route latency first) against hand-worked timelines,
+and the per-message routes it reads against a walk over the network's own links."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference_routing import neighbour, torus_bfs_distances
+
+from petacomm.topology import flow_model
+from petacomm.topology.flow_model import FlowLinks, finish_times, phase_time
+from petacomm.topology.mapping import permutation_mapping
+from petacomm.topology.network import parse_network
+from petacomm.topology.pattern_language import parse_pattern
+from petacomm.topology.routing import parse_routing
+
+C, L = 1e9, 1e-6  # 1 GB/s links of 1 us
+LINKS = FlowLinks(C, L, 4e9, 1e-7)
+
+
+def ring(n=4, cores=1):
+    net = parse_network(f"torus:{n}").with_cores(cores)
+    return net, parse_routing("dor", net)
+
+
+def test_one_message_pays_its_hops_latency_then_its_bytes():
+    net, routing = ring(8)
+    # 0 -> 3: three hops, 3 us of latency, then 10 kB at 1 GB/s.
+    assert phase_time(net, routing, [0], [3], [1e4], LINKS) == pytest.approx(3e-6 + 1e-5)
+
+
+def test_messages_on_one_link_share_it():
+    net, routing = ring(4)
+    # Two one-hop messages 0 -> 1 over link +0: half the bandwidth each, so both end at
+    # 1 us + 2 x 10 kB / 1 GB/s.
+    assert phase_time(net, routing, [0, 0], [1, 1], [1e4, 1e4], LINKS) == pytest.approx(21e-6)
+    # Disjoint links do not share: 0 -> 1 and 2 -> 3 end at 1 + 10 us.
+    assert phase_time(net, routing, [0, 2], [1, 3], [1e4, 1e4], LINKS) == pytest.approx(11e-6)
+
+
+def test_longer_routes_get_smaller_shares():
+    # Link 0 (+ from node 0) carries A = 0 -> 1 (1 hop, latency 1 us) and B = 3 -> 0 -> 1
+    # (2 hops, 2 us). Worked by hand: A alone at 1 GB/s from 1 to 2 us (1,000 B); from 2 us
+    # the shares go as 1/latency: A 2/3 GB/s, B 1/3 GB/s. A's last 9,000 B take 13.5 us
+    # (A ends at 15.5 us) while B moves 4,500 B; B's last 5,500 B at 1 GB/s: 21 us.
+    net, routing = ring(4)
+    message, link = routing.route_links(net, np.array([0, 3]), np.array([1, 1]))
+    capacity = np.full(net.num_links, C)
+    ends = finish_times(message, link, capacity, np.array([1e4, 1e4]), np.array([L, 2 * L]))
+    assert ends == pytest.approx([15.5e-6, 21e-6])
+    # Equal shares would have ended A at 2 + 9,000 / 0.5 GB/s = 20 us.
+
+
+def test_a_message_limited_elsewhere_leaves_its_share_to_others():
+    # A = 0 -> 1 -> 2 (links +0, +1; 2 us), B = 1 -> 2 (+1; 1 us), C = 0 -> 1 (+0; 1 us),
+    # 30 kB each. From 1 to 2 us B and C run alone at 1 GB/s (1,000 B each). From 2 us the
+    # weights 1/2, 1, 1 fill both links at the same level 1 / 1.5 GB/s: A 1/3 GB/s, B and C
+    # 2/3. B and C end after 29,000 B, at 2 + 43.5 = 45.5 us, A having moved 14,500 B; A's
+    # last 15,500 B at 1 GB/s end it at 61 us.
+    net, routing = ring(4)
+    message, link = routing.route_links(net, np.array([0, 1, 0]), np.array([2, 2, 1]))
+    capacity = np.full(net.num_links, C)
+    ends = finish_times(message, link, capacity, np.full(3, 3e4), np.array([2 * L, L, L]))
+    assert ends == pytest.approx([61e-6, 45.5e-6, 45.5e-6])
+    assert phase_time(net, routing, [0, 1, 0], [2, 2, 1], [3e4] * 3, LINKS) == pytest.approx(61e-6)
+
+
+def test_loopback_messages_are_not_shared():
+    net, routing = ring(4, cores=2)
+    # Two messages inside node 0 (loopback 4 GB/s, 0.1 us): each alone, 0.1 + 2.5 us.
+    assert phase_time(net, routing, [0, 0], [0, 0], [1e4, 1e4], LINKS) == pytest.approx(2.6e-6)
+
+
+def test_zero_byte_messages_cost_their_latency():
+    net, routing = ring(8)
+    assert phase_time(net, routing, [0, 1], [2, 2], [0.0, 0.0], LINKS) == pytest.approx(2e-6)
+
+
+def test_pattern_phases_add_up_by_their_repeats():
+    net = parse_network("torus:4").with_cores(1)
+    routing = parse_routing("dor", net)
+    pattern = parse_pattern("ranks 4; phase p x3; ring 10kB")
+    mapping = permutation_mapping("XT", net, 4)
+    # Each rank sends 10 kB to the next: four disjoint one-hop messages, 11 us; three times.
+    assert flow_model.pattern_time(net, routing, pattern, mapping, LINKS) == pytest.approx(33e-6)
+
+
+@pytest.mark.parametrize("text", ["torus:4x4", "torus:6x3x2", "torus:2x4x3", "mesh:3x5"])
+@pytest.mark.parametrize("routing_text", ["dor", "dor-simgrid", "dor:YX"])
+def test_route_links_walk_the_network_from_source_to_destination(text, routing_text):
+    net = parse_network(text)
+    if routing_text == "dor-simgrid" and not all(net.wrap):
+        return
+    if routing_text == "dor:YX" and net.ndim != 2:
+        routing_text = "dor:ZYX"
+    routing = parse_routing(routing_text, net)
+    pairs = [(s, d) for s in range(net.num_nodes) for d in range(net.num_nodes) if s != d]
+    src = np.array([s for s, _ in pairs])
+    dst = np.array([d for _, d in pairs])
+    message, link = routing.route_links(net, src, dst)
+    nn = net.num_nodes
+    distances = {d: torus_bfs_distances(net, d) for d in range(nn)}
+    for i, (s, d) in enumerate(pairs):
+        at = s
+        hops = link[message == i]
+        for lid in hops:
+            dim_sign, start = divmod(int(lid), nn)
+            dim, sign = divmod(dim_sign, 2)
+            assert start == at, f"{text} {routing_text}: {s}->{d} link {lid} does not leave {at}"
+            at = neighbour(net, at, dim, sign)
+        assert at == d and len(hops) == distances[d][s]
+    # The same links as the summed loads of route().
+    loads = routing.route(net, src, dst, np.ones(src.size))[0]
+    assert np.array_equal(np.bincount(link, minlength=net.num_links), loads)
+
+
+@pytest.mark.parametrize(
+    "field, value", [("bandwidth", 0.0), ("latency", -1.0), ("loopback_bandwidth", float("nan"))]
+)
+def test_bad_link_parameters_are_named(field, value):
+    args = {"bandwidth": C, "latency": L, "loopback_bandwidth": C, "loopback_latency": L}
+    args[field] = value
+    with pytest.raises(ValueError, match=field):
+        FlowLinks(**args)
