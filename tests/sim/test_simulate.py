@@ -151,6 +151,43 @@ def test_mapping_moves_ranks_between_hosts(tmp_path):
     assert by_mapping["cyclic"] == pytest.approx(message_s(24) + message_s(block), rel=0.005)
 
 
+@pytest.mark.mpi
+def test_flow_model_predicts_the_simulated_halo(tmp_path):
+    # A 3-D box halo (26 neighbours, 256 KiB faces) of 32 ranks on a 4x4 torus, 2 per node:
+    # routes of 1-4 hops share links, loopback faces stay inside a node. SimGrid is the
+    # reference; the link-load model is off by up to 1.0 % here (busiest link only).
+    out = tmp_path / "runs.json"
+    done = run_cli(
+        "simulate",
+        "halo",
+        "--network",
+        "torus:4x4",
+        "--cores-per-node",
+        "2",
+        "--ranks",
+        "32",
+        "--size",
+        "3:box:256KiB",
+        "--mapping",
+        "permutations",
+        "--predict",
+        "--reps",
+        "2",
+        "--json",
+        out,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.describe()
+    doc = json.loads(out.read_text())
+    assert doc["agreement"]["time_model"] == "max-min flows"
+    times = {r["mapping"]: r["simulated_time_s"] for r in doc["runs"]}
+    assert len(times) == 6 and max(times.values()) > 2 * min(times.values())
+    for r in doc["runs"]:
+        assert r["predicted_time_s"] == pytest.approx(r["simulated_time_s"], rel=0.002), r
+    (group,) = doc["agreement"]["groups"]
+    assert group["spearman"] == pytest.approx(1.0) and group["top_choice_gap"] == 0
+
+
 # ---- refusals ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args, names",
