@@ -91,6 +91,12 @@ void Exchange::prepare(const ElementType &type) {
   recv_buf_.resize(static_cast<std::size_t>(recv_.entries()) * elem_bytes_);
   if (transport_ != Transport::kP2P) return;
   persistent_.resize(recv_.peers() + send_.peers(), MPI_REQUEST_NULL);
+#ifdef PETACOMM_SMPI
+  // SimGrid SMPI 3.32's first MPI_Start of a persistent send of a derived datatype sends the
+  // buffer as it was at MPI_Send_init (zeros here: every first execution of a plan reduced
+  // with zeros); start() posts plain MPI_Irecv/MPI_Isend there instead.
+  return;
+#endif
   for (std::size_t j = 0; j < recv_.peers(); ++j)
     check_mpi(MPI_Recv_init(recv_buf_.data() + recv_.begin[j] * elem_bytes_,
                             static_cast<int>(recv_.begin[j + 1] - recv_.begin[j]), type.get(),
@@ -102,6 +108,21 @@ void Exchange::prepare(const ElementType &type) {
                             send_.ranks[j], tag_, comm_, &persistent_[recv_.peers() + j]),
               "MPI_Send_init");
 }
+
+#ifdef PETACOMM_SMPI
+void Exchange::post_nonpersistent() {
+  for (std::size_t j = 0; j < recv_.peers(); ++j)
+    check_mpi(MPI_Irecv(recv_buf_.data() + recv_.begin[j] * elem_bytes_,
+                        static_cast<int>(recv_.begin[j + 1] - recv_.begin[j]), prepared_type_,
+                        recv_.ranks[j], tag_, comm_, &persistent_[j]),
+              "MPI_Irecv");
+  for (std::size_t j = 0; j < send_.peers(); ++j)
+    check_mpi(MPI_Isend(send_buf_.data() + send_.begin[j] * elem_bytes_,
+                        static_cast<int>(send_.begin[j + 1] - send_.begin[j]), prepared_type_,
+                        send_.ranks[j], tag_, comm_, &persistent_[recv_.peers() + j]),
+              "MPI_Isend");
+}
+#endif
 
 void Exchange::start(const void *src, const ElementType &type) {
   PETACOMM_CHECK_INTERNAL(!started_, "an exchange started twice");
@@ -124,9 +145,13 @@ void Exchange::start(const void *src, const ElementType &type) {
   }
   switch (transport_) {
     case Transport::kP2P:
+#ifdef PETACOMM_SMPI
+      post_nonpersistent();
+#else
       if (!persistent_.empty())
         check_mpi(MPI_Startall(static_cast<int>(persistent_.size()), persistent_.data()),
                   "MPI_Startall");
+#endif
       break;
     case Transport::kNeighbor:
       check_mpi(MPI_Ineighbor_alltoallv(send_buf_.data(), scounts_.data(), sdispls_.data(),

@@ -47,6 +47,9 @@ class Exchange {
 
  private:
   void prepare(const ElementType &type);
+#ifdef PETACOMM_SMPI
+  void post_nonpersistent();  // the persistent requests' sends and receives, posted anew
+#endif
   void free_persistent();
 
   MPI_Comm comm_;
