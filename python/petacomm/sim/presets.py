@@ -120,6 +120,76 @@ def _sparse_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float
     return 2 * runs * messages, 2 * runs * nbytes
 
 
+# ---- the map-maker: PCG iterations of petacomm-mapmaker (study 1) -------------------------
+_MAPMAKER_JSON = "mapmaker.json"
+
+
+def _mapmaker_size(text: str) -> dict:
+    nside, sep, samples = text.partition(":")
+    try:
+        values = {"nside": int(nside), "samples": int(samples)} if sep else None
+    except ValueError:
+        values = None
+    if not values or values["nside"] < 1 or values["samples"] < 1:
+        raise ValueError(f"expected NSIDE:SAMPLES, e.g. 32:200000, got {text!r}")
+    if values["nside"] & (values["nside"] - 1):
+        raise ValueError(f"NSIDE must be a power of two, got {values['nside']}")
+    return values
+
+
+def _mapmaker_prepare(
+    work: Path, ranks: int, size: dict, variant: str, reps: int, platform=None
+) -> list[str]:
+    (work / _MAPMAKER_JSON).unlink(missing_ok=True)
+    # --tol 0: exactly reps + 1 iterations, the first a warm-up (as every preset's reps).
+    return [
+        "petacomm-mapmaker",
+        "--nside",
+        str(size["nside"]),
+        "--samples",
+        str(size["samples"]),
+        "--strategy",
+        variant,
+        "--tol",
+        "0",
+        "--max-iter",
+        str(reps + 1),
+        "--json",
+        str(work / _MAPMAKER_JSON),
+        "--quiet",
+    ]
+
+
+def _mapmaker_parse(stdout: str, work: Path) -> dict:
+    try:
+        doc = json.loads((work / _MAPMAKER_JSON).read_text())
+        (run,) = doc["runs"]
+        iterations = sorted(run["iteration_s"][1:])
+        comm = sorted(run["comm_s"][1:])
+    except (OSError, ValueError, KeyError) as err:
+        raise PetacommError(f"petacomm-mapmaker wrote no usable {_MAPMAKER_JSON}: {err}") from None
+    if not iterations:
+        raise PetacommError("petacomm-mapmaker ran no iteration after the warm-up")
+    return {
+        "chosen": run["strategy"],
+        # One PCG iteration of the slowest rank (median after the warm-up iteration).
+        "simulated_time_s": iterations[len(iterations) // 2],
+        "comm_time_s": comm[len(comm) // 2],
+        "setup_time_s": run["setup_s"],
+        "bytes_per_execute_max": run["bytes_per_execute"]["max"],
+        "messages_per_execute_max": run["messages_per_execute"]["max"],
+        "pixels_observed": doc["pixels"]["observed"],
+    }
+
+
+def _mapmaker_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
+    """(messages, bytes): the plan's builds (owners, preconditioner, solve) and one
+    execution per iteration, like the sparse-reduce preset's, with 3 values per key."""
+    as_sparse = {"nside": size["nside"], "total_samples": 4 * size["samples"]}
+    messages, nbytes = _sparse_work(ranks, as_sparse, variant, reps)
+    return messages, 3 * nbytes
+
+
 # ---- transposes: strategies on an N0 x N1 float64 slab (study 4) --------------------------
 def _transpose_size(text: str) -> dict:
     parts = text.lower().split("x")
@@ -328,6 +398,27 @@ PRESETS = {
         prepare=_sparse_prepare,
         parse=_sparse_parse,
         work=_sparse_work,
+    ),
+    "mapmaker": Preset(
+        name="mapmaker",
+        family="mapmaker",
+        summary="CMB map-maker PCG iterations (study 1): petacomm-mapmaker's solve, one "
+        "sparse reduction of 3 float64 per pixel and three allreduces per iteration",
+        families=("xchg",),
+        program="petacomm-mapmaker",
+        network="torus:8x8x16",
+        machine="xt4",
+        ranks="16,64",
+        full_ranks="256,1024",
+        variants=("dense-allreduce", "directory", "owner", "auto"),
+        size="32:200000",
+        full_size="128:4000000",
+        size_help="NSIDE:SAMPLES (HEALPix nside; samples per detector, 4 detectors, split "
+        "over the ranks in time order)",
+        parse_size=_mapmaker_size,
+        prepare=_mapmaker_prepare,
+        parse=_mapmaker_parse,
+        work=_mapmaker_work,
     ),
     "transpose": Preset(
         name="transpose",
