@@ -221,6 +221,20 @@ def test_other_networks_and_inputs(capsys, tmp_path):
             ],
             "machine model: /nonexistent/model.json not found",
         ),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--link-latency", "1e-6"],
+            "--link-latency: applies to --time-model flows only",
+        ),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--time-model", "flows"]
+            + ["--link-latency", "-1"],
+            "--link-latency: expected seconds >= 0",
+        ),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--time-model", "flows"]
+            + ["--routing", "adaptive"],
+            "--time-model flows: routing 'adaptive' gives link loads only",
+        ),
     ],
 )
 def test_invalid_input_gives_one_error_line(capsys, argv, message):
@@ -230,6 +244,25 @@ def test_invalid_input_gives_one_error_line(capsys, argv, message):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("petacomm map: error: "), err
     assert message in lines[0]
+
+
+def test_flow_time_model_ranks_by_the_flow_times(capsys):
+    # 16 ranks of a 4x4 grid, 1 MB faces, on a 4-node ring with 4 cores per node: under the
+    # XYT-style mappings whole grid rows share a node. Worked by hand for TXY (node = row):
+    # each node sends its row's 4 faces to the next node and 4 to the previous one; the two
+    # directions of a link are separate, so 4 MB cross each link direction in one hop:
+    # 2 us + 4 MB / 1 GB/s = 4.002 ms.
+    argv = ["map", "--network", "torus:4:t=4", "--pattern", "grid2d 4x4 periodic star 1MB"]
+    argv += ["--routing", "dor", "--time-model", "flows", "--link-bandwidth", "1GB"]
+    code, out, err = run(capsys, *argv, "--link-latency", "2e-6", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["cost"]["time_model"] == "flows"
+    assert doc["cost"]["flow_links"]["latency"] == 2e-6
+    by_name = {r["mapping"]: r["predicted_time_s"] for r in doc["ranking"]}
+    assert by_name["TX"] == pytest.approx(2e-6 + 4e6 / 1e9)
+    times = [r["predicted_time_s"] for r in doc["ranking"]]
+    assert times == sorted(times)
 
 
 def test_every_option_has_help():

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from reference_routing import neighbour, torus_bfs_distances
 
-from petacomm.topology import flow_model
 from petacomm.topology.flow_model import FlowLinks, finish_times, phase_time
 from petacomm.topology.mapping import permutation_mapping
+from petacomm.topology.metrics import CostParameters, evaluate_mapping
 from petacomm.topology.network import parse_network
 from petacomm.topology.pattern_language import parse_pattern
 from petacomm.topology.routing import parse_routing
@@ -81,8 +81,20 @@ def test_pattern_phases_add_up_by_their_repeats():
     routing = parse_routing("dor", net)
     pattern = parse_pattern("ranks 4; phase p x3; ring 10kB")
     mapping = permutation_mapping("XT", net, 4)
+    cost = CostParameters(1.0, 1.0, 1.0, (), LINKS)  # alpha-beta ignored by the flow model
     # Each rank sends 10 kB to the next: four disjoint one-hop messages, 11 us; three times.
-    assert flow_model.pattern_time(net, routing, pattern, mapping, LINKS) == pytest.approx(33e-6)
+    metrics = evaluate_mapping(net, routing, pattern, mapping, cost)
+    assert metrics.predicted_time_s == pytest.approx(33e-6)
+    assert metrics.phase_times_s == pytest.approx([11e-6])
+
+
+def test_flow_model_needs_each_messages_route():
+    net = parse_network("torus:4x4").with_cores(1)
+    pattern = parse_pattern("ranks 16 alltoall 1kB")
+    mapping = permutation_mapping("XYT", net, 16)
+    cost = CostParameters(1e-6, 0.0, 1e-9, (), LINKS)
+    with pytest.raises(ValueError, match="adaptive"):
+        evaluate_mapping(net, parse_routing("adaptive", net), pattern, mapping, cost)
 
 
 @pytest.mark.parametrize("text", ["torus:4x4", "torus:6x3x2", "torus:2x4x3", "mesh:3x5"])

@@ -47,16 +47,13 @@ def from_model(path=None) -> MachineProfile:
     the link bandwidth, inter-node; the loopback from the intra-node fit when measured, else
     4x the bandwidth at a tenth of the latency."""
     from petacomm.model import load
+    from petacomm.topology.flow_model import links_from_model
 
     model = load(path)
-    inter = model.point_to_point_operation() or "pingpong"
-    latency, _ = model.alpha_beta(inter, 8)
-    _, beta = model.alpha_beta(inter, 1 << 20)
-    link = LinkParameters(1.0 / beta, latency)
-    if "pingpong.intra" in model.operations:
-        intra_latency, _ = model.alpha_beta("pingpong.intra", 8)
-        _, intra_beta = model.alpha_beta("pingpong.intra", 1 << 20)
-        loopback = LinkParameters(1.0 / intra_beta, intra_latency)
-    else:
-        loopback = LinkParameters(4.0 / beta, latency / 10)
-    return MachineProfile("model", f"netbench model ({model.source})", link, loopback)
+    links = links_from_model(model)
+    return MachineProfile(
+        "model",
+        f"netbench model ({model.source})",
+        LinkParameters(links.bandwidth, links.latency),
+        LinkParameters(links.loopback_bandwidth, links.loopback_latency),
+    )

@@ -27,17 +27,18 @@ def default_routing(network) -> str:
     return "dor-simgrid" if isinstance(network, TorusNetwork) else network.default_routing
 
 
-def cost_of(platform) -> CostParameters:
-    return CostParameters(platform.link.latency, 0.0, 1.0 / platform.link.bandwidth)
-
-
-def flow_links(platform) -> flow_model.FlowLinks:
-    return flow_model.FlowLinks(
-        platform.link.bandwidth,
-        platform.link.latency,
-        platform.loopback.bandwidth,
-        platform.loopback.latency,
-    )
+def cost_of(platform, flows: bool) -> CostParameters:
+    """The simulated machine's cost: its link latency and bandwidth, and with ``flows`` its
+    links and loopback for the flow model."""
+    links = None
+    if flows:
+        links = flow_model.FlowLinks(
+            platform.link.bandwidth,
+            platform.link.latency,
+            platform.loopback.bandwidth,
+            platform.loopback.latency,
+        )
+    return CostParameters(platform.link.latency, 0.0, 1.0 / platform.link.bandwidth, (), links)
 
 
 def predict(
@@ -49,19 +50,12 @@ def predict(
     network = platform.network
     routing = parse_routing(routing_text or default_routing(network), network)
     flows = flow_model.supports(routing)
-    cost = cost_of(platform)
+    cost = cost_of(platform, flows)
     for record, mapping in zip(records, mappings, strict=True):
         if record.get("pattern"):
             pattern = parse_pattern(record["pattern"], default_ranks=record["ranks"])
-            if flows:
-                seconds = flow_model.pattern_time(
-                    network, routing, pattern, mapping, flow_links(platform)
-                )
-            else:
-                seconds = evaluate_mapping(
-                    network, routing, pattern, mapping, cost
-                ).predicted_time_s
-            record["predicted_time_s"] = seconds
+            metrics = evaluate_mapping(network, routing, pattern, mapping, cost)
+            record["predicted_time_s"] = metrics.predicted_time_s
     return routing.describe(network), "max-min flows" if flows else "link loads"
 
 

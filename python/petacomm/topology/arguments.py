@@ -130,6 +130,20 @@ def add_machine_arguments(parser: argparse.ArgumentParser, node_hierarchy: bool 
         help="bandwidth of one network link direction, e.g. 425MB (per second); default: the "
         "model's point-to-point bandwidth for large messages",
     )
+    net.add_argument(
+        "--time-model",
+        choices=("links", "flows"),
+        default="links",
+        help="predicted time: links = busiest sender's alpha-beta time + busiest link's bytes "
+        "(default); flows = every message waits its route's latency, then shares its links "
+        "max-min with the messages in flight, as SimGrid does (torus, dor routings)",
+    )
+    net.add_argument(
+        "--link-latency",
+        metavar="SECONDS",
+        help="latency of one link for --time-model flows (a route of h links pays h); "
+        "default: the model's 8 B point-to-point latency",
+    )
 
 
 def add_search_arguments(parser: argparse.ArgumentParser, group=None) -> None:
@@ -251,7 +265,39 @@ def build_cost(args):
                 f"--link-bandwidth: must be a finite rate > 0, got {args.link_bandwidth!r}"
             )
         link_beta = 1.0 / bandwidth
-    return user_error("--model", cost_parameters_from_model, model, link_beta)
+    cost = user_error("--model", cost_parameters_from_model, model, link_beta)
+    if getattr(args, "time_model", "links") != "flows":
+        if getattr(args, "link_latency", None) is not None:
+            raise PetacommError("--link-latency: applies to --time-model flows only")
+        return cost
+    from dataclasses import replace
+
+    from petacomm.topology.flow_model import links_from_model
+
+    latency = None
+    if args.link_latency is not None:
+        try:
+            latency = float(args.link_latency)
+        except ValueError:
+            latency = math.nan
+        if not math.isfinite(latency) or latency < 0:
+            raise PetacommError(
+                f"--link-latency: expected seconds >= 0 (e.g. 5e-6), got {args.link_latency!r}"
+            )
+    bandwidth = None if link_beta is None else 1.0 / link_beta
+    links = user_error("--model", links_from_model, model, bandwidth, latency)
+    return replace(cost, flow_links=links)
+
+
+def check_time_model(cost, routing, network) -> None:
+    """--time-model flows needs a routing that lists each message's links."""
+    from petacomm.topology import flow_model
+
+    if cost.flow_links is not None and not flow_model.supports(routing):
+        raise PetacommError(
+            f"--time-model flows: routing {routing.describe(network)!r} gives link loads "
+            "only, not each message's route (use --routing dor or dor-simgrid on a torus)"
+        )
 
 
 def describe_cost(cost, sizes) -> str:
@@ -263,5 +309,12 @@ def describe_cost(cost, sizes) -> str:
         span = format_bytes(low) if low == high else f"{format_bytes(low)}-{format_bytes(high)}"
         bandwidth = "inf" if beta <= 0 else f"{1e-9 / beta:.3f}"
         parts.append(f"{span}: alpha {alpha * 1e6:.3f} us, 1/beta {bandwidth} GB/s")
+    links = cost.flow_links
+    if links is not None:
+        return (
+            f"time model: flows (link {links.bandwidth * 1e-9:.3f} GB/s, "
+            f"{links.latency * 1e6:.3f} us per link; loopback "
+            f"{links.loopback_bandwidth * 1e-9:.3f} GB/s, {links.loopback_latency * 1e6:.3f} us)"
+        )
     link = "inf" if cost.link_beta <= 0 else f"{1e-9 / cost.link_beta:.3f}"
     return "cost per message (" + "; ".join(parts) + f"); link {link} GB/s"

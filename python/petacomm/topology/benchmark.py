@@ -22,6 +22,7 @@ from petacomm.topology.arguments import (
     build_cost,
     build_network,
     build_routing,
+    check_time_model,
     positive_int,
     user_error,
 )
@@ -104,6 +105,7 @@ def run_benchmark_from_args(args, json_to_stdout: bool) -> int:
     network, _ = build_network(args)
     routing = build_routing(args, network)
     cost = build_cost(args)
+    check_time_model(cost, routing, network)
     out = (lambda *a, **k: None) if json_to_stdout and args.json else print
     results = run_map_benchmark(
         network,

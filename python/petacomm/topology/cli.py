@@ -25,6 +25,7 @@ from petacomm.topology.arguments import (
     build_cost,
     build_network,
     build_routing,
+    check_time_model,
     describe_cost,
     user_error,
 )
@@ -240,6 +241,7 @@ def run(args) -> int:
             "node, in node-id order)"
         )
     cost = build_cost(args)
+    check_time_model(cost, routing, network)
     ranked, notes, elapsed = search(args, network, routing, pattern, cost, hierarchy)
     chosen = ranked[0]
     if args.choose is not None:
@@ -282,6 +284,8 @@ def run(args) -> int:
                 "pieces": [
                     {"from_bytes": f, "alpha_s": a, "beta_s_per_byte": b} for f, a, b in cost.pieces
                 ],
+                "time_model": "flows" if cost.flow_links is not None else "links",
+                "flow_links": None if cost.flow_links is None else vars(cost.flow_links),
             },
             "candidates_evaluated": len(ranked),
             "elapsed_s": elapsed,

@@ -139,11 +139,18 @@ def _max_min_rates(incidence, capacity, weight, moving):
     return rate
 
 
-def pattern_time(network, routing, pattern, mapping, links: FlowLinks) -> float:
-    """Predicted seconds of ``pattern`` placed by ``mapping``: its phases one after another."""
-    total = 0.0
-    for ph in pattern.phases:
-        real = ph.src != ph.dst
-        src, dst = mapping.node[ph.src[real]], mapping.node[ph.dst[real]]
-        total += ph.repeat * phase_time(network, routing, src, dst, ph.nbytes[real], links)
-    return total
+def links_from_model(model, bandwidth: float | None = None, latency: float | None = None):
+    """FlowLinks from a machine model (``petacomm.model``): the inter-node point-to-point
+    8 B alpha as one link's latency and the 1 MiB bandwidth as its bandwidth (each
+    overridden when given); the loopback from the intra-node fit when the model has one,
+    else 4x the bandwidth at a tenth of the latency."""
+    inter = model.point_to_point_operation() or "pingpong"
+    alpha, _ = model.alpha_beta(inter, 8)
+    _, beta = model.alpha_beta(inter, 1 << 20)
+    bandwidth = 1.0 / beta if bandwidth is None else bandwidth
+    latency = alpha if latency is None else latency
+    if "pingpong.intra" in model.operations:
+        loop_latency, _ = model.alpha_beta("pingpong.intra", 8)
+        _, loop_beta = model.alpha_beta("pingpong.intra", 1 << 20)
+        return FlowLinks(bandwidth, latency, 1.0 / loop_beta, loop_latency)
+    return FlowLinks(bandwidth, latency, 4.0 * bandwidth, latency / 10)

@@ -13,7 +13,9 @@ Definitions (all over the whole pattern: every phase, times its repeat count):
   alpha-beta time (the sum over the messages it sends of alpha + beta x bytes, alpha and beta
   taken from the machine model's ``pingpong`` fit piece that covers each message's size)
   plus the most loaded link's bytes x link beta (seconds per byte of one link; defaults to
-  the model's large-message beta).
+  the model's large-message beta). With ``CostParameters.flow_links`` set it is the flow
+  model's instead (``flow_model.py``: every message's route latency, then links shared by
+  latency-weighted max-min fairness; torus routings only).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ class CostParameters:
     beta: float
     link_beta: float
     pieces: tuple[tuple[float, float, float], ...] = ()
+    # The flow model's links (flow_model.FlowLinks): when set, the predicted time is the
+    # flow model's and alpha, beta and link_beta only describe the machine model.
+    flow_links: object = None
 
     def __post_init__(self):
         values = [("alpha", self.alpha), ("beta", self.beta), ("link_beta", self.link_beta)]
@@ -275,7 +280,9 @@ def evaluate_mapping(
             max_hops = max(max_hops, float(hops.max()))
         link_bytes += phase_loads[0] * rep
         link_flows += phase_loads[1] * rep
-        if cost is not None:
+        if cost is not None and cost.flow_links is not None:
+            phase_times.append(_flow_phase_seconds(network, routing, ph, mapping, cost.flow_links))
+        elif cost is not None:
             phase_max_link = float(phase_loads[0].max())
             phase_times.append(
                 _endpoint_seconds(pattern, index, cost) + phase_max_link * cost.link_beta
@@ -309,6 +316,20 @@ def evaluate_mapping(
         link_bytes=link_bytes if keep_loads else None,
         link_flows=link_flows if keep_loads else None,
     )
+
+
+def _flow_phase_seconds(network, routing, ph, mapping, links) -> float:
+    from petacomm.topology import flow_model
+
+    if not flow_model.supports(routing):
+        raise ValueError(
+            f"the flow time model needs each message's route: routing "
+            f"{routing.describe(network)!r} gives link loads only (use dor or dor-simgrid "
+            "on a torus)"
+        )
+    real = ph.src != ph.dst
+    src, dst = mapping.node[ph.src[real]], mapping.node[ph.dst[real]]
+    return flow_model.phase_time(network, routing, src, dst, ph.nbytes[real], links)
 
 
 def predicted_times(
