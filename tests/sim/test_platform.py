@@ -46,14 +46,17 @@ def test_fat_tree_and_dragonfly_parameters():
         "2;4,4;1,2;1,2",
         "0-15",
     )
-    # dragonfly 9 groups x 4 routers x 2 nodes, 2 global links per router: 8 global links per
-    # group over 8 other groups = 1 link per pair of groups; one chassis per group.
-    c = cluster("dragonfly:9,4,2,2")
+    # dragonfly 4 groups x 4 routers x 2 nodes, 3 global links per router: 12 global links
+    # per group over 3 other groups = 4 links per pair of groups; one chassis per group.
+    c = cluster("dragonfly:4,4,2,3")
     assert (c["topology"], c["topo_parameters"], c["radical"]) == (
         "DRAGONFLY",
-        "9,1;1,1;4,1;2",
-        "0-71",
+        "4,4;1,1;4,1;2",
+        "0-31",
     )
+    # SimGrid links groups i and j through router j of group i: 9 groups need 9 routers.
+    with pytest.raises(ValueError, match="4 routers for 9 groups"):
+        cluster("dragonfly:9,4,2,2")
 
 
 @pytest.mark.parametrize("text", ["mesh:4x4", "torus:4x4:wrap=1,0"])

@@ -10,8 +10,10 @@ The platform is one SimGrid ``<cluster>`` built from the same network strings as
   trees are SimGrid's parameters).
 * ``dragonfly:g,a,p,h`` -> ``topology="DRAGONFLY" topo_parameters="g,n;1,1;a,1;p"`` with ``n``
   the global links joining each pair of groups: one chassis of ``a`` all-to-all routers per
-  group. SimGrid attaches the global links to its own choice of routers, so a dragonfly's
-  simulated contention may differ from ``petacomm map``'s.
+  group. SimGrid joins groups i and j through router j of group i and router i of group j
+  (all ``n`` links of the pair on that one router pair, so it needs ``a >= g``; fewer
+  routers are refused), so a dragonfly's simulated contention may differ from
+  ``petacomm map``'s, which spreads a router's ``h`` global links over the groups.
 
 Every network link direction has the link bandwidth and latency (``SPLITDUPLEX``: the two
 directions of a cable are separate resources, as in petacomm's link model); messages
@@ -104,6 +106,16 @@ def topology_of(network) -> tuple[str, str]:
         ]
         return "FAT_TREE", ";".join(fields)
     if isinstance(network, DragonflyNetwork):
+        if network.routers < network.groups:
+            # SimGrid's DragonflyZone puts the link from group i to group j on router j of
+            # group i (and back on router i of group j): with fewer routers than groups that
+            # index runs into the next group's routers and past the last (SimGrid 3.32
+            # crashed with "double free or corruption" on dragonfly:9,4,2,2).
+            raise ValueError(
+                f"network {network.to_text()!r}: SimGrid's dragonfly links groups i and j "
+                f"through router j of group i, so it needs at least as many routers per group "
+                f"as groups ({network.routers} routers for {network.groups} groups)"
+            )
         between = max(network.parallel_global, 1)
         return (
             "DRAGONFLY",
