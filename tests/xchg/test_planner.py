@@ -160,6 +160,13 @@ def _expected():
         max(g("owner_sends") + g("owner_recvs") for g in get),
         max(s_r(g) * E for g in get),
     )
+    # range: no discovery, so every key to its range owner and back, all p - 1 partners.
+    u_max = max(g("n_unique") for g in get)
+    out["range"] = (
+        common + 2 * _p2p(P - 1, u_max * E) + 4 * u_max * E * GAMMA,
+        2 * (P - 1),
+        2 * u_max * E,
+    )
     best = None
     for b in range(_log2(P)):  # thresholds 2^b below p
         hubs = sum(k for bucket, k in GLOBAL["multiplicity"].items() if bucket > b)

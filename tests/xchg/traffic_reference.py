@@ -107,6 +107,22 @@ def traffic(strategy, keysets, me, *, elem_bytes, chunk_keys, hub=0, node_size=N
         lengths = [chunk_keys] * full + ([rest] if rest else [])
         dense = _allreduce(lengths, p, elem_bytes)
         return messages + dense[0], nbytes + dense[1]
+    if strategy == "range":
+        # The key range in p equal parts (the owner computed in doubles, as the library does).
+        first, last = min(held), max(held)
+
+        def owner(key):
+            return min(p - 1, int(float(key - first) / (float(last - first) + 1.0) * p))
+
+        to_owners = {owner(k) for k in mine} - {me}
+        values = sum(1 for k in mine if owner(k) != me)  # round 1: my values to their owners
+        back_to = set()
+        for key, ranks in held.items():  # round 2: the results of my part to their holders
+            if owner(key) == me:
+                others = [q for q in ranks if q != me]
+                back_to.update(others)
+                values += len(others)
+        return float(len(to_owners) + len(back_to)), float(values * elem_bytes)
     raise ValueError(f"strategy: no reference count for {strategy}")
 
 

@@ -196,14 +196,21 @@ std::size_t Exchange::schedule_bytes() const {
 }
 
 RankOrderFold::RankOrderFold(const PeerList &recv, int me) {
-  keys_ = recv.index;
-  std::sort(keys_.begin(), keys_.end());
-  keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
+  // Distinct received indices, ascending, and each entry's position among them: one pass
+  // over the index domain (the rank's keys), no sort and no search per entry.
+  std::int32_t domain = 0;
+  for (std::int32_t i : recv.index) domain = std::max(domain, i + 1);
+  std::vector<std::int32_t> where(static_cast<std::size_t>(domain), -1);
+  for (std::int32_t i : recv.index) where[static_cast<std::size_t>(i)] = 0;
+  for (std::int32_t i = 0; i < domain; ++i)
+    if (where[static_cast<std::size_t>(i)] == 0) {
+      where[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(keys_.size());
+      keys_.push_back(i);
+    }
   keys_.shrink_to_fit();
   slot_.resize(recv.index.size());
   for (std::size_t e = 0; e < recv.index.size(); ++e)
-    slot_[e] = static_cast<std::int32_t>(
-        std::lower_bound(keys_.begin(), keys_.end(), recv.index[e]) - keys_.begin());
+    slot_[e] = where[static_cast<std::size_t>(recv.index[e])];
   while (below_ < recv.peers() && recv.ranks[below_] < me) ++below_;
 }
 

@@ -23,6 +23,7 @@ enum PlanTag : int {
   kTagToOwner,    // owner, round 1
   kTagFromOwner,  // owner, round 2
   kTagHubRest,    // hub-split's all-pairs remainder
+  kTagRange,      // range: keys to the owners of their part of the key range (NBX)
   kTagsPerPlan = 16
 };
 

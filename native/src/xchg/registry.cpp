@@ -13,7 +13,8 @@ namespace petacomm::xchg {
   X(kDirectoryStrategy)      /* directory */             \
   X(kOwnerStrategy)          /* owner */                 \
   X(kHubSplitStrategy)       /* hub-split */             \
-  X(kNodeAwareStrategy)      /* node-aware */
+  X(kNodeAwareStrategy)      /* node-aware */            \
+  X(kRangeStrategy)          /* range */
 
 #define PETACOMM_XCHG_DECLARE(entry) extern const XchgStrategy entry;
 PETACOMM_XCHG_STRATEGIES(PETACOMM_XCHG_DECLARE)
