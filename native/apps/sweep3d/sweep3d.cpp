@@ -448,6 +448,9 @@ int run(int argc, char **argv) {
       block_s = calibrate_block_seconds(setup, comm);
       calibrated.emplace_back(c.grid.Px, block_s);
     }
+#ifdef PETACOMM_SMPI
+    setup.simulated_block_seconds = block_s;  // the blocks cost what the model says
+#endif
     PETACOMM_APP_MPI(MPI_Barrier(comm));
     const SolveResult r = solve(setup, comm);
     CaseFigures f = figures_of(c, r, o, block_s, comm);
