@@ -235,6 +235,11 @@ def test_other_networks_and_inputs(capsys, tmp_path):
             + ["--routing", "adaptive"],
             "--time-model flows: routing 'adaptive' gives link loads only",
         ),
+        (
+            ["--network", "torus:8x8x8:t=4", "--pattern", "ranks 2048 alltoall 8B"]
+            + ["--routing", "dor", "--time-model", "flows"],
+            "--time-model flows: a phase of the pattern has 4,192,256 messages",
+        ),
     ],
 )
 def test_invalid_input_gives_one_error_line(capsys, argv, message):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from reference_routing import neighbour, torus_bfs_distances
 
+from petacomm.topology import flow_model
 from petacomm.topology.flow_model import FlowLinks, finish_times, phase_time
 from petacomm.topology.mapping import permutation_mapping
 from petacomm.topology.metrics import CostParameters, evaluate_mapping
@@ -124,6 +125,13 @@ def test_route_links_walk_the_network_from_source_to_destination(text, routing_t
     # The same links as the summed loads of route().
     loads = routing.route(net, src, dst, np.ones(src.size))[0]
     assert np.array_equal(np.bincount(link, minlength=net.num_links), loads)
+
+
+def test_phases_beyond_the_message_limit_are_refused():
+    net, routing = ring(4)
+    n = flow_model.MAX_MESSAGES + 1
+    with pytest.raises(flow_model.TooManyMessages, match="at most 100,000 messages"):
+        phase_time(net, routing, np.zeros(n, int), np.ones(n, int), np.ones(n), LINKS)
 
 
 @pytest.mark.parametrize(

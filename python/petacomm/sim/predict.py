@@ -51,12 +51,22 @@ def predict(
     routing = parse_routing(routing_text or default_routing(network), network)
     flows = flow_model.supports(routing)
     cost = cost_of(platform, flows)
+    models = set()
     for record, mapping in zip(records, mappings, strict=True):
         if record.get("pattern"):
             pattern = parse_pattern(record["pattern"], default_ranks=record["ranks"])
-            metrics = evaluate_mapping(network, routing, pattern, mapping, cost)
+            try:
+                metrics = evaluate_mapping(network, routing, pattern, mapping, cost)
+                record["prediction_model"] = "max-min flows" if flows else "link loads"
+            except flow_model.TooManyMessages as too_many:
+                # Too large for the flow model: the link loads price it, and say so.
+                metrics = evaluate_mapping(
+                    network, routing, pattern, mapping, cost_of(platform, False)
+                )
+                record["prediction_model"] = f"link loads ({too_many})"
             record["predicted_time_s"] = metrics.predicted_time_s
-    return routing.describe(network), "max-min flows" if flows else "link loads"
+            models.add(record["prediction_model"].split(" (")[0])
+    return routing.describe(network), " and ".join(sorted(models)) or "none"
 
 
 # Times within this fraction of each other rank as ties (issue 17's rule for comparing

@@ -289,14 +289,25 @@ def build_cost(args):
     return replace(cost, flow_links=links)
 
 
-def check_time_model(cost, routing, network) -> None:
-    """--time-model flows needs a routing that lists each message's links."""
+def check_time_model(cost, routing, network, pattern=None) -> None:
+    """--time-model flows needs a routing that lists each message's links, and phases of
+    at most flow_model.MAX_MESSAGES messages."""
     from petacomm.topology import flow_model
 
-    if cost.flow_links is not None and not flow_model.supports(routing):
+    if cost.flow_links is None:
+        return
+    if not flow_model.supports(routing):
         raise PetacommError(
             f"--time-model flows: routing {routing.describe(network)!r} gives link loads "
             "only, not each message's route (use --routing dor or dor-simgrid on a torus)"
+        )
+    if pattern is None:
+        return
+    largest = max((int((ph.src != ph.dst).sum()) for ph in pattern.phases), default=0)
+    if largest > flow_model.MAX_MESSAGES:
+        raise PetacommError(
+            f"--time-model flows: a phase of the pattern has {largest:,} messages; the flow "
+            f"model takes at most {flow_model.MAX_MESSAGES:,} (use --time-model links)"
         )
 
 

@@ -241,7 +241,7 @@ def run(args) -> int:
             "node, in node-id order)"
         )
     cost = build_cost(args)
-    check_time_model(cost, routing, network)
+    check_time_model(cost, routing, network, pattern)
     ranked, notes, elapsed = search(args, network, routing, pattern, cost, hierarchy)
     chosen = ranked[0]
     if args.choose is not None:

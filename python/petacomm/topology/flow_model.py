@@ -31,10 +31,19 @@ from petacomm.lazy_module import LazyModule
 np = LazyModule("numpy")
 sparse = LazyModule("scipy.sparse")
 
+# The model re-solves the sharing at every start and end of a message, over all messages
+# in flight: phases beyond this many messages are refused (a 1024-rank all-to-all, a million
+# messages, ran for more than 8 minutes per mapping); the link-load model prices them.
+MAX_MESSAGES = 100_000
+
 # Relative tolerances: a link is saturated within this fraction of the lowest fill level; a
 # message whose remaining bytes fall below this fraction of its size has ended.
 _LEVEL_TOLERANCE = 1e-9
 _DONE_TOLERANCE = 1e-9
+
+
+class TooManyMessages(ValueError):
+    """A phase too large for the flow model (MAX_MESSAGES)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,11 @@ def phase_time(network, routing, src_nodes, dst_nodes, nbytes, links: FlowLinks)
     nbytes = np.asarray(nbytes, dtype=np.float64)
     if src_nodes.size == 0:
         return 0.0
+    if src_nodes.size > MAX_MESSAGES:
+        raise TooManyMessages(
+            f"the flow model takes at most {MAX_MESSAGES:,} messages per phase, this one has "
+            f"{src_nodes.size:,} (use the link-load time model)"
+        )
     inter = np.flatnonzero(src_nodes != dst_nodes)
     intra = np.flatnonzero(src_nodes == dst_nodes)
     message, link = routing.route_links(network, src_nodes[inter], dst_nodes[inter])
