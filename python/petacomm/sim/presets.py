@@ -62,17 +62,23 @@ def _result_line(stdout: str, mark: str) -> dict:
 
 
 # ---- sparse reduction: strategies on the CMB-like keys (study 1) -------------------------
-def _sparse_size(text: str) -> dict:
-    nside, sep, samples = text.partition(":")
+def _nside_and_count(text: str, count: str, example: str) -> dict:
+    """``NSIDE:N`` (HEALPix nside, a power of two, and a positive count) as
+    ``{"nside": ..., count: ...}``; ValueError naming the form and ``example`` otherwise."""
+    nside, sep, number = text.partition(":")
     try:
-        values = {"nside": int(nside), "total_samples": int(samples)} if sep else None
+        values = {"nside": int(nside), count: int(number)} if sep else None
     except ValueError:
         values = None
-    if not values or values["nside"] < 1 or values["total_samples"] < 1:
-        raise ValueError(f"expected NSIDE:TOTAL_SAMPLES, e.g. 128:2097152, got {text!r}")
+    if not values or values["nside"] < 1 or values[count] < 1:
+        raise ValueError(f"expected NSIDE:{count.upper()}, e.g. {example}, got {text!r}")
     if values["nside"] & (values["nside"] - 1):
         raise ValueError(f"NSIDE must be a power of two, got {values['nside']}")
     return values
+
+
+def _sparse_size(text: str) -> dict:
+    return _nside_and_count(text, "total_samples", "128:2097152")
 
 
 def _sparse_prepare(
@@ -125,16 +131,7 @@ _MAPMAKER_JSON = "mapmaker.json"
 
 
 def _mapmaker_size(text: str) -> dict:
-    nside, sep, samples = text.partition(":")
-    try:
-        values = {"nside": int(nside), "samples": int(samples)} if sep else None
-    except ValueError:
-        values = None
-    if not values or values["nside"] < 1 or values["samples"] < 1:
-        raise ValueError(f"expected NSIDE:SAMPLES, e.g. 32:200000, got {text!r}")
-    if values["nside"] & (values["nside"] - 1):
-        raise ValueError(f"NSIDE must be a power of two, got {values['nside']}")
-    return values
+    return _nside_and_count(text, "samples", "32:200000")
 
 
 def _mapmaker_prepare(
