@@ -6,31 +6,21 @@
 #include "directory.hpp"
 #include "error.hpp"
 #include "registry.hpp"
+#include "two_rounds.hpp"
 
 namespace petacomm::xchg {
 namespace {
 
-class Owner final : public Strategy {
+class Owner final : public TwoRoundStrategy {
  public:
   Owner(MPI_Comm comm, const BuildContext &ctx) {
-    const Sharing &sharing = *ctx.sharing;
-    const Transport transport = ctx.transport;
     int me = 0, p = 1;
     check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
-    PeerList to_owner = owner_send_peers(sharing, me, p);
-    PeerList from_holders = owner_recv_peers(sharing, me, p);
-    PeerList back_to_holders = from_holders;
-    PeerList from_owner = to_owner;
-    gather_ = std::make_unique<Exchange>(comm, std::move(to_owner), std::move(from_holders),
-                                         transport, ctx.tag(kTagToOwner), ctx.clock);
-    scatter_ = std::make_unique<Exchange>(comm, std::move(back_to_holders), std::move(from_owner),
-                                          transport, ctx.tag(kTagFromOwner), ctx.clock);
-    fold_ = std::make_unique<RankOrderFold>(gather_->recvs(), me);
+    build_rounds(ctx, owner_send_peers(*ctx.sharing, me, p), owner_recv_peers(*ctx.sharing, me, p),
+                 me);
   }
   const char *name() const override { return "owner"; }
-  void start(const ExecContext &ctx, const void *data) override { gather_->start(data, ctx.type); }
-  void begin(const ExecContext &, void *) override {}
   void end(const ExecContext &ctx, void *data) override {
     gather_->wait();
     fold_->run(ctx.op, *gather_, data);  // the keys I own, reduced in rank order
@@ -38,24 +28,6 @@ class Owner final : public Strategy {
     scatter_->wait();
     copy_received(*scatter_, ctx.op.elem_bytes(), data);
   }
-  void abandon() override {
-    if (gather_->started()) gather_->wait();
-  }
-  Traffic traffic() const override {
-    return Traffic{static_cast<double>(gather_->messages() + scatter_->messages()),
-                   static_cast<double>(gather_->entries() + scatter_->entries())};
-  }
-  std::size_t schedule_bytes() const override {
-    return gather_->schedule_bytes() + scatter_->schedule_bytes() + fold_->memory_bytes();
-  }
-  std::int64_t buffer_entries() const override {
-    return gather_->buffer_entries() + scatter_->buffer_entries() +
-           static_cast<std::int64_t>(fold_->keys());
-  }
-
- private:
-  std::unique_ptr<Exchange> gather_, scatter_;
-  std::unique_ptr<RankOrderFold> fold_;
 };
 
 enum Term { kRound1, kRound2, kSetup, kMessages, kBytes, kTerms };

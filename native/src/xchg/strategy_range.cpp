@@ -11,6 +11,7 @@
 #include "nbx.hpp"
 #include "planner.hpp"
 #include "registry.hpp"
+#include "two_rounds.hpp"
 
 namespace petacomm::xchg {
 namespace {
@@ -49,7 +50,7 @@ RangeSplit split_of(MPI_Comm comm, const KeyIndex &index, const PlanStatistics *
   return split;
 }
 
-class Range final : public Strategy {
+class Range final : public TwoRoundStrategy {
  public:
   explicit Range(const BuildContext &ctx) {
     int me = 0, p = 1;
@@ -109,17 +110,10 @@ class Range final : public Strategy {
     std::vector<std::pair<int, std::int32_t>> from_holders;
     for (const Message &m : incoming)
       slots_of(m.data, [&](std::int32_t slot) { from_holders.emplace_back(m.rank, slot); });
-    PeerList send = group_by_peer(std::move(to_owner), p);
-    PeerList recv = group_by_peer(std::move(from_holders), p);
-    gather_ = std::make_unique<Exchange>(ctx.comm, send, recv, ctx.transport, ctx.tag(kTagToOwner),
-                                         ctx.clock);
-    scatter_ = std::make_unique<Exchange>(ctx.comm, std::move(recv), std::move(send), ctx.transport,
-                                          ctx.tag(kTagFromOwner), ctx.clock);
-    fold_ = std::make_unique<RankOrderFold>(gather_->recvs(), me);
+    build_rounds(ctx, group_by_peer(std::move(to_owner), p),
+                 group_by_peer(std::move(from_holders), p), me);
   }
   const char *name() const override { return "range"; }
-  void start(const ExecContext &ctx, const void *data) override { gather_->start(data, ctx.type); }
-  void begin(const ExecContext &, void *) override {}
   void end(const ExecContext &ctx, void *data) override {
     gather_->wait();
     // Root slots: the identity, my own values in place, then every holder's in rank order.
@@ -138,15 +132,8 @@ class Range final : public Strategy {
     scatter_->wait();
     copy_received(*scatter_, eb, data);
   }
-  void abandon() override {
-    if (gather_->started()) gather_->wait();
-  }
-  Traffic traffic() const override {
-    return Traffic{static_cast<double>(gather_->messages() + scatter_->messages()),
-                   static_cast<double>(gather_->entries() + scatter_->entries())};
-  }
   std::size_t schedule_bytes() const override {
-    return gather_->schedule_bytes() + scatter_->schedule_bytes() + fold_->memory_bytes() +
+    return TwoRoundStrategy::schedule_bytes() +
            (own_local_.size() + own_slot_.size()) * sizeof(std::int32_t);
   }
   std::int64_t buffer_entries() const override {
@@ -155,8 +142,6 @@ class Range final : public Strategy {
   }
 
  private:
-  std::unique_ptr<Exchange> gather_, scatter_;
-  std::unique_ptr<RankOrderFold> fold_;
   std::vector<std::int32_t> own_local_, own_slot_;  // my keys in my part: local index, slot
   std::size_t slot_count_ = 0;
   std::vector<char> roots_;
