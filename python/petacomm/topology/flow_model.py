@@ -33,7 +33,7 @@ sparse = LazyModule("scipy.sparse")
 
 # The model re-solves the sharing at every start and end of a message, over all messages
 # in flight: phases beyond this many messages are refused (a 1024-rank all-to-all, a million
-# messages, ran for more than 8 minutes per mapping); the link-load model prices them.
+# messages, 24 mappings: 8 minutes without an answer); the link-load model prices them.
 MAX_MESSAGES = 100_000
 
 # Relative tolerances: a link is saturated within this fraction of the lowest fill level; a
