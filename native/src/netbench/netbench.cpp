@@ -6,6 +6,7 @@
 // Ranks not taking part in a ping-pong wait in a sleeping non-blocking barrier so that
 // they do not steal cores from the pair being timed on an oversubscribed node.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -215,7 +216,10 @@ std::string json_escape(const std::string &text) {
 bool write_json(const std::string &path, const std::vector<Series> &all, int p,
                 const std::vector<int> &node_of_rank, const std::vector<std::string> &hosts,
                 const Options &o, std::string &error) {
-  const std::string temporary = path + ".tmp";
+  // A name of this process's own: launchers that start ranks as separate one-rank jobs
+  // (mpich's mpiexec on Open MPI programs) run several writers of the same file at once,
+  // and a shared temporary name made one's rename fail with ENOENT.
+  const std::string temporary = path + "." + std::to_string(getpid()) + ".tmp";
   FILE *out = std::fopen(temporary.c_str(), "w");
   if (!out) {
     error = "--json: cannot write '" + path + "': " + std::strerror(errno);
