@@ -39,6 +39,13 @@ def test_errors_leave_values_untouched(ranks):
     _all_ranks_say(result, "errors ok", ranks)
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", (1, 3))
+def test_unsorted_repeated_keys_over_wide_spans(ranks):
+    result = mpirun_python(ranks, str(HERE / "repeats_worker.py"), timeout=120)
+    _all_ranks_say(result, "repeats ok", ranks)
+
+
 def test_import_does_not_touch_mpi():
     code = (
         "import sys, petacomm; assert 'mpi4py' not in sys.modules; "
