@@ -285,6 +285,58 @@ def test_missing_smpi_says_what_to_install(tmp_path):
     assert "smpirun" in done.stderr
 
 
+def test_simgrid_prefix_without_smpi_is_named(tmp_path):
+    (tmp_path / "bin").mkdir()
+    done = expect_clean_error(
+        "simulate", "transpose", "--ranks", "2", "--simgrid", tmp_path, names=("--simgrid",)
+    )
+    assert "smpirun" in done.stderr and "build-simgrid.sh" in done.stderr
+
+
+@pytest.mark.mpi
+def test_simgrid_prefix_runs_its_own_smpirun(tmp_path):
+    # A SimGrid "installed" in a prefix: the system's compilers, and an smpirun that leaves
+    # a mark and hands over to the system's. The simulation must go through the prefix's
+    # smpirun, with the prefix's lib/ on the library path, and time as on PATH.
+    import os
+    import shutil
+
+    prefix = tmp_path / "simgrid"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "lib").mkdir()
+    for name in ("smpicc", "smpicxx"):
+        (prefix / "bin" / name).symlink_to(shutil.which(name))
+    mark = tmp_path / "mark"
+    smpirun = prefix / "bin" / "smpirun"
+    smpirun.write_text(
+        f'#!/bin/sh\necho "$LD_LIBRARY_PATH" > {mark}\nexec {shutil.which("smpirun")} "$@"\n'
+    )
+    smpirun.chmod(0o755)
+    out = tmp_path / "runs.json"
+    done = run_cli(
+        "simulate",
+        "transpose",
+        *PLATFORM,
+        "--ranks",
+        "3",
+        "--size",
+        f"{N}x{N}",
+        "--variants",
+        "pairwise",
+        "--simgrid",
+        prefix,
+        "--json",
+        out,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.describe()
+    doc = json.loads(out.read_text())
+    assert doc["platform"]["smpirun"] == str(smpirun.resolve())
+    assert str(prefix.resolve() / "lib") in mark.read_text().strip().split(os.pathsep)
+    low, high = expected_transpose_s(3)
+    assert low * 0.995 - 1e-7 <= doc["runs"][0]["simulated_time_s"] <= high * 1.005 + 1e-7
+
+
 def test_help_lists_presets_and_units():
     done = run_cli("simulate", "--help")
     assert done.returncode == 0

@@ -62,17 +62,38 @@ class SmpiTools:
     smpicc: str
     smpicxx: str
     smpirun: str
+    lib_dir: str | None = None  # a SimGrid installed in a prefix (--simgrid): its libsimgrid
 
 
-def find_tools() -> SmpiTools:
-    """smpicc, smpicxx and smpirun on PATH; PetacommError saying what to install otherwise."""
-    found = {name: shutil.which(name) for name in ("smpicc", "smpicxx", "smpirun")}
-    missing = [name for name, path in found.items() if path is None]
+def find_tools(prefix: str | None = None) -> SmpiTools:
+    """smpicc, smpicxx and smpirun on PATH, or in ``prefix``/bin when given (``--simgrid``,
+    e.g. the build of scripts/build-simgrid.sh); PetacommError saying what to install
+    otherwise."""
+    names = ("smpicc", "smpicxx", "smpirun")
+    if prefix is None:
+        found = {name: shutil.which(name) for name in names}
+        missing = [name for name, path in found.items() if path is None]
+        if missing:
+            raise PetacommError(
+                f"SimGrid SMPI not found ({', '.join(missing)} not on PATH): {INSTALL_HINT}"
+            )
+        return SmpiTools(**found)
+    root = Path(prefix).expanduser().resolve()
+    found = {name: root / "bin" / name for name in names}
+    missing = [name for name, path in found.items() if not os.access(path, os.X_OK)]
     if missing:
         raise PetacommError(
-            f"SimGrid SMPI not found ({', '.join(missing)} not on PATH): {INSTALL_HINT}"
+            f"--simgrid: {', '.join(missing)} not found in {root / 'bin'} (give the prefix "
+            "a SimGrid was installed in, e.g. by scripts/build-simgrid.sh)"
         )
-    return SmpiTools(**found)
+    # The compilers' real paths key the build cache: a prefix linking to another SimGrid's
+    # compilers shares its builds.
+    return SmpiTools(
+        smpicc=str(found["smpicc"].resolve()),
+        smpicxx=str(found["smpicxx"].resolve()),
+        smpirun=str(found["smpirun"]),
+        lib_dir=str(root / "lib"),
+    )
 
 
 def build_programs(tools: SmpiTools, families: tuple[str, ...], targets: tuple[str, ...], log):
@@ -144,8 +165,9 @@ def run(
     command += ["-hostfile", str(hostfile), *COMMON_OPTIONS, *options, str(program), *argv[1:]]
     env = dict(os.environ)
     # The programs' rpath names their build directory, gone once the build was cached.
+    # A SimGrid of --simgrid: its libsimgrid before any other on the system.
     env["LD_LIBRARY_PATH"] = os.pathsep.join(
-        p for p in (str(tree / "lib"), env.get("LD_LIBRARY_PATH", "")) if p
+        p for p in (str(tree / "lib"), tools.lib_dir, env.get("LD_LIBRARY_PATH", "")) if p
     )
     start, cpu = time.monotonic(), _children_cpu_s()
     try:
