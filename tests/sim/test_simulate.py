@@ -337,6 +337,28 @@ def test_simgrid_prefix_runs_its_own_smpirun(tmp_path):
     assert low * 0.995 - 1e-7 <= doc["runs"][0]["simulated_time_s"] <= high * 1.005 + 1e-7
 
 
+@pytest.mark.parametrize(
+    "simgrid, ranks, measured_s",
+    # Wall seconds of `petacomm simulate sparse-reduce --variants owner --ranks N` measured
+    # on the 2-core development machine (docs/simulate.md, experiment 1).
+    [
+        ("system", 128, 33.1),
+        ("system", 256, 536.5),
+        ("activity sets", 128, 10.8),
+        ("activity sets", 256, 58.6),
+    ],
+)
+def test_sparse_estimate_follows_measured_simulations(simgrid, ranks, measured_s):
+    from petacomm.sim.cli import estimated_seconds
+    from petacomm.sim.presets import PRESETS
+
+    preset = PRESETS["sparse-reduce"]
+    estimate = estimated_seconds(preset, ranks, preset.parse_size(preset.size), "owner", 1, simgrid)
+    # A warning threshold, not a prediction: within 3x of what was seen (a linear estimate
+    # said 4 s for the 537 s run).
+    assert measured_s / 3 <= estimate <= measured_s * 3, estimate
+
+
 def test_help_lists_presets_and_units():
     done = run_cli("simulate", "--help")
     assert done.returncode == 0

@@ -27,15 +27,30 @@ JSON_SCHEMA = "petacomm.simulate/1"
 # system that grows with the rank count. Sweep3D's default size took 2-3, 27-37 and 1458 s
 # at 256, 1024 and 4096 ranks (32-46, 108-149 and 1418 us per face); this estimates 5.5, 51
 # and 2060 s (the linear estimate said 28 s at 4096).
+# Presets that say how many messages a round puts in flight at once (``Preset.flows``: the
+# sparse exchanges, whose ranks all talk to hundreds of partners at once) grow with that
+# instead: SimGrid's max-min solver re-solves the flows in flight at every start and end,
+# and SimGrid 3.32 also walks its list of every detached send in flight at every end
+# (scripts/build-simgrid.sh builds it without that walk). Fitted to the owner strategy at
+# 128 and 256 ranks (33 s and 537 s; 10.8 s and 58.6 s with the set-based build, and the
+# range strategy 106 s at 256).
 SECONDS_PER_MESSAGE = 20e-6
 SECONDS_PER_BYTE = 10e-9
 RANKS_DOUBLING_MESSAGE_COST = 724
+FLOWS_DOUBLING_MESSAGE_COST = {"system": 1000.0, "activity sets": 5000.0}
 
 
-def estimated_seconds(preset, ranks: int, size: dict, variant: str, reps: int) -> float:
+def estimated_seconds(
+    preset, ranks: int, size: dict, variant: str, reps: int, simgrid: str = "system"
+) -> float:
+    """Seconds the simulation should take here; ``simgrid``: "system" (SimGrid 3.32 as
+    Debian ships it) or "activity sets" (--simgrid, built by scripts/build-simgrid.sh)."""
     messages, nbytes = preset.work(ranks, size, variant, reps)
-    per_message = SECONDS_PER_MESSAGE * (1 + (ranks / RANKS_DOUBLING_MESSAGE_COST) ** 2)
-    return messages * per_message + nbytes * SECONDS_PER_BYTE
+    if preset.flows is None:
+        growth = (ranks / RANKS_DOUBLING_MESSAGE_COST) ** 2
+    else:
+        growth = preset.flows(ranks, size, variant) / FLOWS_DOUBLING_MESSAGE_COST[simgrid]
+    return messages * SECONDS_PER_MESSAGE * (1 + growth) + nbytes * SECONDS_PER_BYTE
 
 
 def register(subparsers) -> None:
@@ -343,7 +358,8 @@ def run(args) -> int:
     runs = [(r, m, v) for r, m in plan_runs(args, preset, network) for v in variants]
     # After the arguments: a bad argument is named even without SMPI.
     tools = find_tools(args.simgrid)
-    estimate = sum(estimated_seconds(preset, r, size, v, args.reps) for r, _, v in runs)
+    simgrid = "system" if args.simgrid is None else "activity sets"
+    estimate = sum(estimated_seconds(preset, r, size, v, args.reps, simgrid) for r, _, v in runs)
     if estimate > args.warn_after:
         print(
             f"simulate: warning: {len(runs)} simulations estimated to take {estimate / 60:.0f} "
@@ -444,7 +460,14 @@ def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, lo
         hosts = work / f"hosts-p{ranks}-{_safe(mapping.name)}"
         hosts.write_text(hostfile(mapping))
         argv = preset.prepare(work, ranks, size, variant, args.reps, platform)
-        estimate = estimated_seconds(preset, ranks, size, variant, args.reps)
+        estimate = estimated_seconds(
+            preset,
+            ranks,
+            size,
+            variant,
+            args.reps,
+            "system" if args.simgrid is None else "activity sets",
+        )
         log(
             f"run {index}/{len(runs)}: {preset.name} {variant} on {ranks} ranks, mapping "
             f"{mapping.name}, {network.to_text()} (estimated {estimate:.0f} s)"

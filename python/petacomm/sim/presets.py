@@ -48,6 +48,9 @@ class Preset:
     pattern: Callable[[int, dict], str | None] = lambda ranks, size: None
     # SMPI options of its own, after the network model's (and before --smpi-option).
     smpi_options: tuple[str, ...] = ()
+    # Messages one round of the run puts in flight at once, when that (not the rank count)
+    # sets a simulated message's cost (see petacomm.sim.cli.estimated_seconds).
+    flows: Callable[[int, dict, str], float] | None = None
 
 
 def _result_line(stdout: str, mark: str) -> dict:
@@ -107,6 +110,21 @@ def _sparse_parse(stdout: str, work: Path) -> dict:
     }
 
 
+def _sparse_partners(ranks: int, size: dict) -> int:
+    """Partners of a rank in a sparse exchange of the CMB scan: every rank holds a piece of
+    the scan that crosses the whole sky, so up to 256 ranks each shares pixels with every
+    other (petacomm.xchg.offline counts 63, 127, 253 of 63, 127, 255), beyond with a few
+    times its pixels' holders (570 at 4096 ranks of 143 pixels)."""
+    keys_per_rank = min(12 * size["nside"] ** 2, size["total_samples"] / ranks)
+    return int(min(ranks - 1, 4 * keys_per_rank))
+
+
+def _sparse_flows(ranks: int, size: dict, variant: str) -> float:
+    """Messages in flight at once: the dense reduction's rounds pair every rank once; a
+    sparse round sends to every partner at once."""
+    return ranks if variant == "dense-allreduce" else ranks * max(1, _sparse_partners(ranks, size))
+
+
 def _sparse_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
     """(messages, bytes) of one run: every build and execution (warm-ups too)."""
     runs = reps + 1
@@ -114,16 +132,17 @@ def _sparse_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float
     dense_keys = 12 * size["nside"] ** 2
     chunks = math.ceil(dense_keys / 65536)
     samples = size["total_samples"]
-    per = {
-        # Reduce-scatter + allgather of the dense map per execution.
-        "dense-allreduce": (ranks * 2 * log_p * chunks, 2 * 8 * ranks * dense_keys),
-        # Every rank receives every rank's keys at every build (and processes them).
-        "allgather": (ranks * (ranks - 1), 8 * ranks * samples),
-    }
-    # Discovery collectives and a few dozen partners; keys travel a few times.
-    sparse = (ranks * (4 * log_p + 64), 4 * 8 * samples)
-    messages, nbytes = per.get(variant, max(per.values()) if variant == "auto" else sparse)
-    return 2 * runs * messages, 2 * runs * nbytes
+    if variant == "dense-allreduce":  # reduce-scatter + allgather of the dense map per execution
+        return 2 * runs * ranks * 2 * log_p * chunks, 2 * runs * 2 * 8 * ranks * dense_keys
+    # Discovery and build (about four rounds; allgather's ring gathers every rank's keys),
+    # then two rounds per execution (to the owners and back), each to every partner.
+    rounds = 4 + 2 * runs
+    messages = rounds * ranks * max(1, _sparse_partners(ranks, size))
+    nbytes = 4 * 8 * samples * runs
+    if variant == "allgather":
+        messages += ranks * (ranks - 1)
+        nbytes += 8 * ranks * samples
+    return messages, nbytes
 
 
 # ---- the map-maker: PCG iterations of petacomm-mapmaker (study 1) -------------------------
@@ -395,6 +414,7 @@ PRESETS = {
         prepare=_sparse_prepare,
         parse=_sparse_parse,
         work=_sparse_work,
+        flows=_sparse_flows,
     ),
     "mapmaker": Preset(
         name="mapmaker",
