@@ -33,6 +33,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -e "$source" ] || { echo "build-simgrid: SOURCE '$source' does not exist" >&2; exit 2; }
+prefix=$(realpath -m "$prefix")
 patch_file="$root/scripts/simgrid/3.32-activity-set.patch"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -42,11 +43,12 @@ else
   mkdir "$work/src" && tar -xf "$source" -C "$work/src" --strip-components=1
 fi
 version=$(sed -n 's/^set(SIMGRID_VERSION_MAJOR "\([0-9]*\)").*/\1/p; s/^set(SIMGRID_VERSION_MINOR "\([0-9]*\)").*/\1/p' \
-  "$work/src/CMakeLists.txt" | paste -sd.)
+  "$work/src/CMakeLists.txt" 2>/dev/null | paste -sd.) || true
 [ "$version" = 3.32 ] ||
   { echo "build-simgrid: SOURCE is SimGrid '$version', the patch is for 3.32 (tag v3.32)" >&2; exit 2; }
 log="$work/build.log"
 fail() { echo "build-simgrid: $1 failed; last lines of the log:" >&2; tail -n 30 "$log" >&2; exit 1; }
+cd "$work"  # SimGrid's configure compiles a probe program in the working directory
 patch -d "$work/src" -p1 <"$patch_file" >"$log" 2>&1 || fail "applying $patch_file"
 # No LTO (it triples the link time), no Fortran, Java or Python bindings: petacomm's SMPI
 # programs are C and C++.

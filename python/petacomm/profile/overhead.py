@@ -233,7 +233,10 @@ def measure(args) -> dict:
                 argv = launcher.command(
                     args.ranks, [str(program), *_overhead_args(args)], ["-x", f"LD_PRELOAD={lib}"]
                 )
-                peer_raw = _run_json(argv, dict(os.environ), f"petacomm-prof-overhead under {name}")
+                # In the scratch directory: the peers write their logs in the working one.
+                peer_raw = _run_json(
+                    argv, dict(os.environ), f"petacomm-prof-overhead under {name}", cwd=Path(tmp)
+                )
                 result["peers"][name] = {
                     "available": True,
                     "library": str(lib),

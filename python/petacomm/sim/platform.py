@@ -24,7 +24,6 @@ of every rank, one line per rank (SMPI places rank ``i`` on line ``i``).
 from __future__ import annotations
 
 import math
-import xml.sax.saxutils as xml_escape
 from dataclasses import dataclass
 
 from petacomm.topology.network import DragonflyNetwork, FatTreeNetwork, TorusNetwork
@@ -80,7 +79,11 @@ class Platform:
             "topology": topology,
             "topo_parameters": parameters,
         }
-        cells = " ".join(f"{k}={xml_escape.quoteattr(v)}" for k, v in attributes.items())
+        # Imported here: xml.sax pulls in urllib and http (25 ms), and every petacomm command
+        # builds simulate's argument parser, which imports this module.
+        from xml.sax.saxutils import quoteattr
+
+        cells = " ".join(f"{k}={quoteattr(v)}" for k, v in attributes.items())
         return (
             "<?xml version='1.0'?>\n"
             '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
