@@ -25,6 +25,21 @@ COMMAND_MODULES = (
     "petacomm.sim.cli",
 )
 
+# The module that registers each command: a command line naming one builds only its parser
+# (importing every module and building every parser is most of a command's start-up, and
+# `petacomm profile` adds it to every profiled run). tests/foundation checks it against
+# what the modules register.
+MODULE_OF_COMMAND = {
+    "doctor": "petacomm.doctor",
+    "profile": "petacomm.profile.cli",
+    "profiler": "petacomm.profile.cli",
+    "report": "petacomm.profile.cli",
+    "netbench": "petacomm.model.netbench",
+    "map": "petacomm.topology.cli",
+    "bench": "petacomm.bench.cli",
+    "simulate": "petacomm.sim.cli",
+}
+
 
 class CommandParser(argparse.ArgumentParser):
     """argparse with the one-line errors every petacomm command gives: the usage block that
@@ -34,7 +49,8 @@ class CommandParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of ``command``'s module when it names one."""
     parser = CommandParser(
         prog="petacomm",
         description=(
@@ -44,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"petacomm {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    modules = (MODULE_OF_COMMAND[command],) if command in MODULE_OF_COMMAND else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).register(subparsers)
     _name_every_command(parser)
     return parser
@@ -61,7 +78,8 @@ def _name_every_command(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

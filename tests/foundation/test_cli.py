@@ -73,6 +73,44 @@ def test_starting_a_command_loads_neither_numpy_nor_scipy():
     assert done.returncode == 0, done.stderr
 
 
+def test_each_command_is_built_from_the_module_that_registers_it():
+    # main() builds only the named command's module: the table must say which module
+    # registers each command, and every command must be in it.
+    import argparse
+    import importlib
+
+    from petacomm.cli import COMMAND_MODULES, MODULE_OF_COMMAND, CommandParser
+
+    registered = {}
+    for module in COMMAND_MODULES:
+        subparsers = CommandParser(prog="x").add_subparsers(dest="command")
+        importlib.import_module(module).register(subparsers)
+        registered.update(dict.fromkeys(subparsers.choices, module))
+    assert registered == MODULE_OF_COMMAND
+    for command, module in MODULE_OF_COMMAND.items():
+        parser = build_parser(command)
+        (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        assert command in action.choices and set(action.choices) == {
+            c for c, m in MODULE_OF_COMMAND.items() if m == module
+        }
+
+
+def test_a_command_line_loads_only_its_command():
+    code = (
+        "import sys, petacomm.cli\n"
+        "try:\n"
+        "    petacomm.cli.main(['profile', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "others = [m for m in ('petacomm.sim.cli', 'petacomm.bench.cli', 'petacomm.doctor') "
+        "if m in sys.modules]\n"
+        "assert not others, others\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "usage: petacomm profile" in done.stdout
+
+
 def test_no_command_prints_help():
     done = run_cli()
     assert done.returncode == 2 and "usage: petacomm" in done.stdout
