@@ -26,3 +26,26 @@ def test_overhead_command_prints_figures(tmp_path):
 def test_overhead_command_checks_arguments():
     done = petacomm("bench", "profiler-overhead", "--reps", "0", check=False)
     assert done.returncode == 2 and "--reps: must be a positive integer" in done.stderr
+
+
+def test_end_to_end_runs_do_the_same_work(tmp_path):
+    # --peers with no peer built (an empty cache): the peers are skipped with a note and the
+    # many-keys program runs plain and under `petacomm profile`, every run with the one
+    # calibration's compute units (each run calibrating its own once did half the work).
+    out = tmp_path / "overhead.json"
+    done = petacomm(
+        "bench", "profiler-overhead", "--iterations", "20", "--calls", "2000", "--reps", "1",
+        "--compute-us", "10", "--keys", "none", "--peers", "ipm", "--end-to-end-ranks", "2",
+        "--end-to-end-reps", "1", "--end-to-end-compute-us", "20", "--json", str(out),
+        env={"PETACOMM_PROF_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    figures = json.loads(out.read_text())
+    assert figures["peers"]["ipm"]["available"] is False
+    e2e = figures["end_to_end"]
+    assert e2e["compute_units"] > 0
+    tools = [name for name, f in e2e.items() if isinstance(f, dict)]
+    assert tools == ["plain", "petacomm (normal)", "petacomm (summary)"], tools
+    # 2 ranks: 4096 sizes x 3 calls to the one partner, plus the allreduce and finalize keys.
+    assert all(e2e[t]["keys_per_rank"] == 3 * 4096 + 2 for t in tools)
+    assert all(e2e[t]["best_wall_s"] > 0 for t in tools)
+    assert "many-keys program end to end" in done.stdout

@@ -10,6 +10,9 @@
  * partner) keys plus 2: 36,866 at 4 ranks and 36,857 at 8 with the default KEYS = 36,864.
  *
  * Usage: petacomm-prof-manykeys [--keys KEYS] [--iterations N] [--compute-us U]
+ *                               [--compute-units N]
+ * --compute-units: the compute loop's length instead of calibrating it to U (runs that are
+ * compared take the same units, so they do the same work whatever the calibration saw).
  * Prints one JSON line (rank 0): "run_s" (MPI_Init to MPI_Finalize, slowest rank) and
  * "finalize_s" (rank 0's MPI_Finalize, which with a profiler includes merging and writing
  * the log).
@@ -20,9 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-enum { kSizes = 4096 };
+#include "bench_compute.h"
 
-static volatile double sink;
+enum { kSizes = 4096 };
 
 static double seconds(void) {
   struct timespec ts;
@@ -30,26 +33,10 @@ static double seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void compute(long units) {
-  double a = 1.0, b = 1.000001;
-  for (long i = 0; i < units; ++i) a = a * b + 1e-9;
-  sink = a;
-}
-
-static long calibrate(double compute_us) {
-  long units = 1000;
-  for (;;) {
-    const double t0 = seconds();
-    compute(units);
-    const double t = seconds() - t0;
-    if (t > 2e-3) return (long)(units * (compute_us * 1e-6) / t) + 1;
-    units *= 4;
-  }
-}
-
 int main(int argc, char **argv) {
   int iterations = 0, keys = 36864;
   double compute_us = 500;
+  long given_units = -1;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 < argc && !strcmp(argv[i], "--keys")) {
       keys = atoi(argv[i + 1]);
@@ -57,6 +44,12 @@ int main(int argc, char **argv) {
       iterations = atoi(argv[i + 1]);
     } else if (i + 1 < argc && !strcmp(argv[i], "--compute-us")) {
       compute_us = atof(argv[i + 1]);
+    } else if (i + 1 < argc && !strcmp(argv[i], "--compute-units")) {
+      given_units = atol(argv[i + 1]);
+      if (given_units < 0) {
+        fprintf(stderr, "petacomm-prof-manykeys: --compute-units must be >= 0\n");
+        return 2;
+      }
     } else {
       fprintf(stderr, "petacomm-prof-manykeys: unknown option %s\n", argv[i]);
       return 2;
@@ -73,7 +66,7 @@ int main(int argc, char **argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  long units = compute_us > 0 ? calibrate(compute_us) : 0;
+  long units = given_units >= 0 ? given_units : compute_us > 0 ? bench_calibrate(compute_us) : 0;
   PMPI_Bcast(&units, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   const int far = size - 1;
   int sizes = far > 0 ? keys / (3 * far) : kSizes;
@@ -89,7 +82,7 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   for (int it = 0; it < iterations; ++it) {
-    compute(units);
+    bench_compute(units);
     const int s = 1 + it % sizes;
     for (int d = 1; d <= far; ++d) {
       const int to = (rank + d) % size, from = (rank - d + size) % size;
@@ -119,10 +112,10 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     printf(
         "{\"ranks\":%d,\"iterations\":%d,\"sizes\":%d,\"keys_per_rank\":%d,\"compute_us\":%g,"
-        "\"run_s\":%.6f,\"finalize_s\":%.6f}\n",
+        "\"compute_units\":%ld,\"run_s\":%.6f,\"finalize_s\":%.6f}\n",
         size, iterations, sizes,
-        far > 0 ? 3 * far * (iterations < sizes ? iterations : sizes) + 2 : 2, compute_us, run_max,
-        finalize);
+        far > 0 ? 3 * far * (iterations < sizes ? iterations : sizes) + 2 : 2, compute_us, units,
+        run_max, finalize);
     fflush(stdout);
   }
   return 0;

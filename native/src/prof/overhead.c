@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_compute.h"
+
 typedef struct {
   int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
   int (*irecv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
@@ -40,32 +42,13 @@ static const Api kMpi = {MPI_Isend,     MPI_Irecv, MPI_Waitall, MPI_Wait,
 static const Api kPmpi = {PMPI_Isend,     PMPI_Irecv, PMPI_Waitall, PMPI_Wait,
                           PMPI_Allreduce, PMPI_Bcast, PMPI_Send};
 
-static volatile double sink;
-
-static void compute(long units) {
-  double a = 1.0, b = 1.000001;
-  for (long i = 0; i < units; ++i) a = a * b + 1e-9;
-  sink = a;
-}
-
-static long calibrate(double compute_us) {
-  long units = 1000;
-  for (;;) {
-    const double t0 = PMPI_Wtime();
-    compute(units);
-    const double t = PMPI_Wtime() - t0;
-    if (t > 2e-3) return (long)(units * (compute_us * 1e-6) / t) + 1;
-    units *= 4;
-  }
-}
-
 static double mix(const Api *api, int iterations, long units, int rank, int size) {
   static char out[2][4096], in[2][4096];
   const int right = (rank + 1) % size, left = (rank - 1 + size) % size;
   PMPI_Barrier(MPI_COMM_WORLD);
   const double t0 = PMPI_Wtime();
   for (int it = 0; it < iterations; ++it) {
-    compute(units);
+    bench_compute(units);
     MPI_Request reqs[4];
     api->irecv(in[0], 4096, MPI_BYTE, left, 1, MPI_COMM_WORLD, &reqs[0]);
     api->irecv(in[1], 4096, MPI_BYTE, right, 2, MPI_COMM_WORLD, &reqs[1]);
@@ -219,7 +202,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "petacomm_prof_is_active");
   const int profiled = active ? active() : 0;
-  long units = compute_us > 0 ? calibrate(compute_us) : 0;
+  long units = compute_us > 0 ? bench_calibrate(compute_us) : 0;
   PMPI_Bcast(&units, 1, MPI_LONG, 0, MPI_COMM_WORLD);
 
   double mix_mpi[101], mix_pmpi[101], calls_mpi[101], calls_pmpi[101];
