@@ -346,6 +346,8 @@ def test_simgrid_prefix_runs_its_own_smpirun(tmp_path):
         ("system", 256, 536.5),
         ("activity sets", 128, 10.8),
         ("activity sets", 256, 58.6),
+        ("activity sets", 64, 1.2),
+        ("activity sets", 512, 192.9),
     ],
 )
 def test_sparse_estimate_follows_measured_simulations(simgrid, ranks, measured_s):

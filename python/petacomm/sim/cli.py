@@ -29,15 +29,23 @@ JSON_SCHEMA = "petacomm.simulate/1"
 # and 2060 s (the linear estimate said 28 s at 4096).
 # Presets that say how many messages a round puts in flight at once (``Preset.flows``: the
 # sparse exchanges, whose ranks all talk to hundreds of partners at once) grow with that
-# instead: SimGrid's max-min solver re-solves the flows in flight at every start and end,
-# and SimGrid 3.32 also walks its list of every detached send in flight at every end
-# (scripts/build-simgrid.sh builds it without that walk). Fitted to the owner strategy at
-# 128 and 256 ranks (33 s and 537 s; 10.8 s and 58.6 s with the set-based build, and the
-# range strategy 106 s at 256).
+# instead. SimGrid 3.32 walks its list of every detached send in flight at every send's end:
+# a message costs in proportion to the flows in flight (owner strategy: 33 s at 128 ranks,
+# 443 s at 256). Built with sets (scripts/build-simgrid.sh, --simgrid) the cost per message
+# levels off near 100 us (owner: 1.2, 10.8, 58.6 and 193 s at 64, 128, 256 and 512 ranks,
+# 37 to 112 us per message; what remains is SimGrid's max-min sharing).
 SECONDS_PER_MESSAGE = 20e-6
 SECONDS_PER_BYTE = 10e-9
 RANKS_DOUBLING_MESSAGE_COST = 724
-FLOWS_DOUBLING_MESSAGE_COST = {"system": 1000.0, "activity sets": 5000.0}
+FLOWS_DOUBLING_MESSAGE_COST = 1000.0  # SimGrid 3.32 as Debian ships it
+FLOWS_HALF_LEVEL = 10_000.0  # the set-based build: growth half-way to its level of 4
+
+
+def _flow_growth(flows: float, simgrid: str) -> float:
+    """How much more than SECONDS_PER_MESSAGE a message costs with ``flows`` in flight."""
+    if simgrid == "system":
+        return flows / FLOWS_DOUBLING_MESSAGE_COST
+    return 4.0 * flows / (flows + FLOWS_HALF_LEVEL)
 
 
 def estimated_seconds(
@@ -49,7 +57,7 @@ def estimated_seconds(
     if preset.flows is None:
         growth = (ranks / RANKS_DOUBLING_MESSAGE_COST) ** 2
     else:
-        growth = preset.flows(ranks, size, variant) / FLOWS_DOUBLING_MESSAGE_COST[simgrid]
+        growth = _flow_growth(preset.flows(ranks, size, variant), simgrid)
     return messages * SECONDS_PER_MESSAGE * (1 + growth) + nbytes * SECONDS_PER_BYTE
 
 
