@@ -49,12 +49,44 @@ def source_tree() -> Path:
             f"petacomm sources not found in {shipped} (reinstall petacomm, or set "
             "PETACOMM_NATIVE_DIR to a build tree)"
         )
-    staged = build_cache() / "staging" / "petacomm-src"
-    shutil.rmtree(staged, ignore_errors=True)
+    # Staged under a name of its own and renamed into place whole: two commands starting
+    # at once (two `petacomm simulate` runs) once shared one staging directory, and one
+    # removed it while the other copied into it. A tree already in place is the same
+    # sources (the name is their hash), so it is used as it is.
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256()
     for part in SOURCE_PARTS:
-        if (root / part).is_dir():
-            shutil.copytree(root / part, staged / part, ignore=SKIPPED)
-        else:
-            (staged / part).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / part, staged / part)
+        path = root / part
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        for f in files:
+            if f.is_file() and not {"tests", "__pycache__"} & set(f.relative_to(root).parts):
+                digest.update(f.relative_to(root).as_posix().encode())
+                digest.update(f.read_bytes())
+    staging = build_cache() / "staging"
+    staging.mkdir(parents=True, exist_ok=True)
+    staged = staging / f"petacomm-src-{digest.hexdigest()[:16]}"
+    if staged.is_dir():
+        return staged
+    work = Path(tempfile.mkdtemp(prefix=".petacomm-src-", dir=staging))
+    try:
+        for part in SOURCE_PARTS:
+            if (root / part).is_dir():
+                shutil.copytree(root / part, work / part, ignore=SKIPPED)
+            else:
+                shutil.copy2(root / part, work / part)
+        try:
+            work.rename(staged)
+        except OSError:
+            if not staged.is_dir():  # not another command's identical tree: a real failure
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    # Trees of older sources (a day untouched: no command still building from them).
+    import time
+
+    for old in staging.glob("petacomm-src-*"):
+        if old != staged and old.stat().st_mtime < time.time() - 86400:
+            shutil.rmtree(old, ignore_errors=True)
     return staged
