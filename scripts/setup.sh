@@ -35,7 +35,9 @@ base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build g
 test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid hpcc
                netpipe-openmpi libmpich-dev mpich)
 optional_packages=(libhwloc-dev hwloc libotf2-trace-dev)
-test_packages+=(libscalapack-openmpi-dev)  # MADbench
+# MADbench; CMake finds ScaLAPACK's BLAS and LAPACK through their -dev packages' links,
+# which a fresh Debian 12 does not pull in with libscalapack-openmpi-dev.
+test_packages+=(libscalapack-openmpi-dev libblas-dev liblapack-dev)
 test_packages+=(libfftw3-mpi-dev python3-mpi4py-fft)  # bench transpose's peers
 # The peer profilers of `petacomm bench profiler-overhead --peers` (scripts/build-profiler-peer.sh).
 optional_packages+=(autoconf automake libtool binutils-dev libunwind-dev libiberty-dev)
