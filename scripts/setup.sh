@@ -39,6 +39,9 @@ optional_packages=(libhwloc-dev hwloc libotf2-trace-dev)
 # which a fresh Debian 12 does not pull in with libscalapack-openmpi-dev.
 test_packages+=(libscalapack-openmpi-dev libblas-dev liblapack-dev)
 test_packages+=(libfftw3-mpi-dev python3-mpi4py-fft)  # bench transpose's peers
+# The peers of bench map (Scotch) and bench sparse-reduce (PetscSF through petsc4py, which
+# finds PETSc through /usr/lib/petsc, made by the -dev package).
+test_packages+=(scotch libscotch-dev python3-petsc4py libpetsc-real-dev)
 # The peer profilers of `petacomm bench profiler-overhead --peers` (scripts/build-profiler-peer.sh).
 optional_packages+=(autoconf automake libtool binutils-dev libunwind-dev libiberty-dev)
 wanted=("${base_packages[@]}")
