@@ -34,4 +34,29 @@ int main_of_app(const char *program, int argc, char **argv, int (*run)(int, char
   return status;
 }
 
+bool clock_is_global() {
+  int *global = nullptr, found = 0;
+  PETACOMM_APP_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &global, &found));
+  return found && global && *global;
+}
+
+Span global_span(const std::vector<double> &starts, const std::vector<double> &ends,
+                 MPI_Comm comm) {
+  const std::size_t n = starts.size();
+  std::vector<double> mine(3 * n), most(3 * n);
+  for (std::size_t k = 0; k < n; ++k) {
+    mine[3 * k] = starts[k];
+    mine[3 * k + 1] = -starts[k];
+    mine[3 * k + 2] = ends[k];
+  }
+  PETACOMM_APP_MPI(
+      MPI_Allreduce(mine.data(), most.data(), static_cast<int>(3 * n), MPI_DOUBLE, MPI_MAX, comm));
+  Span s;
+  for (std::size_t k = 0; k < n; ++k) {
+    s.last_start_to_last_end += (most[3 * k + 2] - most[3 * k]) / n;
+    s.start_spread += (most[3 * k] + most[3 * k + 1]) / n;
+  }
+  return s;
+}
+
 }  // namespace petacomm::apps

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 #include "error.hpp"  // petacomm::Error, fail_arg, concat (header-only parts)
 
@@ -52,5 +53,20 @@ class Stopwatch {
  private:
   double started_ = 0, total_ = 0;
 };
+
+// True when MPI_Wtime is one clock on every rank (MPI_WTIME_IS_GLOBAL: SimGrid SMPI's
+// simulated time, some machines).
+bool clock_is_global();
+
+// Collective, on a global clock, for timed operations k = 0..n-1 that every rank ran from
+// starts[k] to ends[k]: the means over k of the seconds from the last rank's start to the
+// last rank's end, and between the first and the last start. Ranks leave a barrier at
+// different times (tens of microseconds apart at 1,024 simulated ranks); a rank's own
+// end - start counts its wait for later partners, this does not (the convention of the
+// library's benchmarks too). One reduction, after the timed loop.
+struct Span {
+  double last_start_to_last_end = 0, start_spread = 0;
+};
+Span global_span(const std::vector<double> &starts, const std::vector<double> &ends, MPI_Comm comm);
 
 }  // namespace petacomm::apps

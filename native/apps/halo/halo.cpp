@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <string>
@@ -322,6 +323,8 @@ struct Row {
   int node_size = -1;
   long long bytes = 0;
   double avg_us = 0, min_us = 0, max_us = 0;
+  // Under a global clock (global_span), else NaN (JSON null).
+  double span_us = std::nan(""), start_spread_us = std::nan("");
   long long faces_verified = 0;
   long long messages_in_node = -1;  // per exchange, all ranks (node-aware variants)
 };
@@ -367,6 +370,7 @@ std::string run_strategy(const ExchangeEntry &entry, const HaloSetup &setup, con
   std::unique_ptr<HaloExchange> exchange = entry.make(setup);
   unsigned char *send = exchange->send_buffer(setup), *recv = exchange->recv_buffer(setup);
   double spent = 0;
+  std::vector<double> starts, ends;
   std::string failure;
   const int exchanges = o.warmup + o.iterations;
   for (int e = 0; e < exchanges; ++e) {
@@ -376,7 +380,11 @@ std::string run_strategy(const ExchangeEntry &entry, const HaloSetup &setup, con
     exchange->synchronize(setup.comm);
     const double t = MPI_Wtime();
     exchange->exchange();
-    if (e >= o.warmup) spent += MPI_Wtime() - t;
+    if (e >= o.warmup) {
+      starts.push_back(t);
+      ends.push_back(MPI_Wtime());
+      spent += ends.back() - t;
+    }
     for (std::size_t k = 0; k < faces && failure.empty(); ++k) {
       const unsigned char *face = recv + k * bytes;
       std::string wrong;
@@ -396,6 +404,11 @@ std::string run_strategy(const ExchangeEntry &entry, const HaloSetup &setup, con
     }
   }
   row.avg_us = 1e6 * spent / o.iterations;
+  if (clock_is_global()) {
+    const Span span = global_span(starts, ends, setup.comm);
+    row.span_us = 1e6 * span.last_start_to_last_end;
+    row.start_spread_us = 1e6 * span.start_spread;
+  }
   const long long in_node = exchange->messages_in_node();
   row.messages_in_node = in_node < 0 ? -1 : in_node / exchanges;
   return failure;
@@ -551,6 +564,8 @@ void write_json(const Options &o, int ranks, const std::vector<ConfigResult> &re
           .field("avg_us", row.avg_us)
           .field("min_us", row.min_us)
           .field("max_us", row.max_us)
+          .field("span_us", row.span_us)
+          .field("start_spread_us", row.start_spread_us)
           .field("faces_verified", static_cast<std::int64_t>(row.faces_verified));
       if (row.node_size >= 0)
         j.field("node_size", row.node_size)
