@@ -393,6 +393,8 @@ def test_halo_results_are_read_from_the_apps_json(tmp_path):
                                 "avg_us": 12.5,
                                 "min_us": 10.0,
                                 "max_us": 20.0,
+                                "span_us": 15.0,
+                                "start_spread_us": 6.0,
                             }
                         ],
                     }
@@ -401,14 +403,108 @@ def test_halo_results_are_read_from_the_apps_json(tmp_path):
         )
     )
     row = halo.parse("", tmp_path)
-    assert row["simulated_time_s"] == pytest.approx(20e-6)  # the slowest rank
+    # From the last rank's start to the last rank's end; the slowest rank's own time beside.
+    assert row["simulated_time_s"] == pytest.approx(15e-6)
+    assert row["slowest_rank_time_s"] == pytest.approx(20e-6)
     assert row["average_time_s"] == pytest.approx(12.5e-6)
+    assert row["start_spread_s"] == pytest.approx(6e-6)
     assert row["pattern"] == "grid2d 4x2 star 64" and row["messages_per_exchange"] == 32
     (tmp_path / "halo.json").write_text("{}")
     with pytest.raises(PetacommError, match="halo.json"):
         halo.parse("", tmp_path)
+    # A run without a global clock (a real machine's) cannot stand for a simulated one.
+    (tmp_path / "halo.json").write_text(
+        json.dumps(
+            {
+                "configurations": [
+                    {
+                        "messages_per_exchange": 32,
+                        "results": [
+                            {"variant": "sendrecv", "bytes": 64, "pattern": "grid2d 4x2 star 64"}
+                            | {"avg_us": 1.0, "max_us": 2.0, "span_us": None}
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    with pytest.raises(PetacommError, match="global clock"):
+        halo.parse("", tmp_path)
     # 8 ranks x 4 faces x (2 timed + 1 warm-up) exchanges of 64 B.
     assert halo.work(8, {"dims": 2, "stencil": "star", "bytes": 64}, "x", 2) == (96, 96 * 64)
+
+
+# ---- irregular graphs: petacomm-graph -----------------------------------------------------
+@pytest.mark.mpi
+def test_graph_times_one_message_by_hand(tmp_path):
+    # One message of 1 MB from rank 1 to rank 0 across PLATFORM's fat tree (up and down:
+    # message_s). Its linear barrier releases rank 0 first and rank 1 one empty message
+    # later, so rank 0's own time counts that wait; the span from the last start does not.
+    matrix = tmp_path / "one.csv"
+    matrix.write_text("# written by hand\nsrc,dst,bytes\n1,0,1000000\n")
+    out = tmp_path / "runs.json"
+    done = run_cli(
+        "simulate", "graph", *PLATFORM, "--ranks", "2,3", "--size", matrix, "--json", out,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.describe()
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["ranks"] for r in runs] == [2, 3]
+    for r in runs:
+        assert r["simulated_time_s"] == pytest.approx(message_s(1e6), rel=1e-4)
+        assert r["slowest_rank_time_s"] == pytest.approx(message_s(0) + message_s(1e6), rel=1e-4)
+        # Plus SMPI's own costs of the barrier's calls (32 ns).
+        assert r["start_spread_s"] == pytest.approx(message_s(0), abs=1e-7)
+        assert r["messages_per_exchange"] == 1 and r["bytes"] == 1_000_000
+        assert r["pattern"] == f'ranks {r["ranks"]}; matrix "{matrix.resolve()}"'
+
+
+@pytest.mark.mpi
+def test_flow_model_predicts_a_simulated_irregular_graph(tmp_path):
+    # The random geometric graph of 32 ranks (1 MiB per message, ~12 partners) on a 2x2x2
+    # torus, 4 ranks per node, under all 24 permutation mappings: SimGrid is the reference.
+    out = tmp_path / "runs.json"
+    done = run_cli(
+        "simulate", "graph", "--network", "torus:2x2x2", "--ranks", "32", "--size", "rgg",
+        "--mapping", "permutations", "--predict", "--json", out, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.describe()
+    doc = json.loads(out.read_text())
+    assert doc["agreement"]["time_model"] == "max-min flows"
+    times = [r["simulated_time_s"] for r in doc["runs"]]
+    assert len(times) == 24 and max(times) > 1.4 * min(times)
+    for r in doc["runs"]:
+        assert r["predicted_time_s"] == pytest.approx(r["simulated_time_s"], rel=0.005), r
+    (group,) = doc["agreement"]["groups"]
+    assert group["spearman"] >= 0.95 and group["top_choice_gap"] < 0.005
+
+
+def test_graph_size_is_a_graph_name_or_a_matrix_file(tmp_path):
+    from petacomm.sim.presets import PRESETS
+    from petacomm.topology.irregular_graphs import make_graph
+    from petacomm.topology.measured import load_matrix_file
+
+    graph = PRESETS["graph"]
+    assert graph.parse_size("rgg") == {"graph": "rgg", "seed": 0}
+    assert graph.parse_size("delaunay:3") == {"graph": "delaunay", "seed": 3}
+    matrix = tmp_path / "m.csv"
+    matrix.write_text("src,dst,bytes\n0,1,8\n")
+    assert graph.parse_size(str(matrix)) == {"matrix": str(matrix.resolve())}
+    for bad, text in (("rgg:x", "SEED"), ("nothing", "graph name"), ("gone.csv", "not found")):
+        with pytest.raises(ValueError, match=text):
+            graph.parse_size(bad)
+    # The program gets the graph's messages, as --predict prices them.
+    size = {"graph": "delaunay", "seed": 0}
+    argv = graph.prepare(tmp_path, 8, size, "nonblocking", 2)
+    written = load_matrix_file(argv[argv.index("--matrix") + 1]).edges()
+    expected = make_graph("delaunay", 8).edges()
+    for a, b in zip(written, expected, strict=True):
+        assert a.tolist() == pytest.approx(b.tolist())
+    # 2 timed exchanges and 1 warm-up of every message.
+    assert graph.work(8, size, "nonblocking", 2) == (3 * expected[0].size, 3 * expected[2].sum())
+    with pytest.raises(PetacommError, match="--variants"):
+        graph.prepare(tmp_path, 8, size, "sendrecv", 2)
+    expect_clean_error("simulate", "graph", "--size", "nothing", names=("--size", "nothing"))
 
 
 # ---- Sweep3D: weak scaling against the pipeline model ------------------------------------

@@ -79,6 +79,29 @@ def test_graph_file_round_trip_and_errors(tmp_path):
         ig.make_graph("rgg", 1)
 
 
+def test_pattern_language_names_the_graphs():
+    from petacomm.topology.pattern_language import PatternSyntaxError, parse_pattern
+
+    # `graph NAME [seed=N]` is the generator's graph over the pattern's ranks.
+    assert pairs_of(parse_pattern("ranks 32; graph delaunay")) == pairs_of(
+        ig.make_graph("delaunay", 32)
+    )
+    seeded = parse_pattern("ranks 16\ngraph rgg seed=4")
+    assert pairs_of(seeded) == pairs_of(ig.make_graph("rgg", 16, seed=4))
+    assert pairs_of(seeded) != pairs_of(ig.make_graph("rgg", 16))
+    assert parse_pattern("graph cmb", default_ranks=6).nranks == 6
+    for text, expected in (
+        ("ranks 8; graph ring", "line 1, column 16: expected a graph name (rgg, delaunay, cmb)"),
+        ("ranks 8; graph rgg seed=-1", "column 20: expected seed=N"),
+        ("graph rgg", "expected a 'grid' or 'ranks' statement before 'graph'"),
+        ("ranks 1; graph rgg", "ranks: expected an integer >= 2"),
+    ):
+        with pytest.raises(
+            PatternSyntaxError, match=expected.replace("(", r"\(").replace(")", r"\)")
+        ):
+            parse_pattern(text)
+
+
 @pytest.mark.skipif(not scotch.scotch_available(), reason="Scotch is not installed")
 def test_bench_map_peers_scotch_prints_and_writes_the_comparison(capsys, tmp_path):
     out = tmp_path / "peers.json"

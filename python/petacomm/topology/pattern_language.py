@@ -20,6 +20,8 @@ may directly follow another on the same line, so ``grid2d 128x128 box 1MiB`` is 
                | "alltoall" SIZE
                | "ring" SIZE ["both"]                 rank i -> i+1 (and i-1 with both)
                | "matrix" PATH                        measured bytes matrix (.csv / .npy)
+               | "graph" NAME ["seed=" INT]           an irregular benchmark graph (rgg,
+                                                      delaunay, cmb: topology/irregular_graphs)
                | "profile" PATH                       profiler JSON log
     OFFSET     := "(" INT ("," INT)* ")"              one component per grid axis, no spaces
     AXIS       := INT | "x" | "y" | "z"               0-based, x = axis 0
@@ -60,6 +62,7 @@ TRAFFIC_WORDS = (
     "ring",
     "matrix",
     "profile",
+    "graph",
 )
 STATEMENT_WORDS = (*GRID_WORDS, "ranks", "phase", *TRAFFIC_WORDS)
 
@@ -341,6 +344,22 @@ class _Parser:
                 self.next()
                 both = True
             return pat.ring(nranks, size, both), nranks
+        if low == "graph":
+            from petacomm.topology.irregular_graphs import GRAPHS, make_graph
+
+            nranks = self.need_ranks(kw)
+            name = self.word("a graph name (" + ", ".join(GRAPHS) + ")")
+            if name.text not in GRAPHS:
+                self.fail(name, "a graph name (" + ", ".join(GRAPHS) + ")")
+            seed = 0
+            tok = self.peek()
+            if tok.kind == "word" and tok.text.lower().startswith("seed="):
+                self.next()
+                if not re.fullmatch(r"[0-9]+", tok.text[5:]):
+                    self.fail(tok, "seed=N with N a whole number >= 0")
+                seed = int(tok.text[5:])
+            ph = make_graph(name.text, nranks, seed).phases[0]
+            return (ph.src, ph.dst, ph.nbytes), nranks
         if low in ("matrix", "profile"):
             tok = self.word("a file path")
             path = Path(tok.text)
