@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from petacomm.lazy_module import LazyModule
 
 np = LazyModule("numpy")
-sparse = LazyModule("scipy.sparse")
 
 # The model re-solves the sharing at every start and end of a message, over all messages
 # in flight: phases beyond this many messages are refused (a 1024-rank all-to-all, a million
@@ -99,16 +98,16 @@ def finish_times(message, link, capacity, nbytes, latency):
     """When each message ends: ``message``/``link`` list the (message, link) pairs of the
     routes, ``capacity`` each link's bandwidth, ``nbytes`` and ``latency`` each message's
     size and route latency (also its sharing weight; see the module doc)."""
-    n = nbytes.size
-    incidence = sparse.csr_matrix(
-        (np.ones(message.size), (link, message)), shape=(capacity.size, n)
-    )
-    incidence.sum_duplicates()
-    incidence.data[:] = 1.0
+    message = np.asarray(message, dtype=np.int64)
+    link = np.asarray(link, dtype=np.int64)
+    # One pair per (message, link): a route crosses a link once.
+    pairs = np.unique(link * nbytes.size + message)
+    link, message = pairs // nbytes.size, pairs % nbytes.size
     # A route of zero latency (possible only with zero-latency links) shares as if of the
     # smallest positive one: a weight of zero would claim every link's whole capacity.
     positive = latency[latency > 0]
     weight = np.maximum(latency, positive.min() if positive.size else 1.0)
+    capacity = np.asarray(capacity, dtype=np.float64)
     remaining = nbytes.copy()
     finish = np.where(remaining > 0, np.inf, latency)
     now = 0.0
@@ -117,7 +116,7 @@ def finish_times(message, link, capacity, nbytes, latency):
         waiting = np.isinf(finish) & ~moving
         if not moving.any() and not waiting.any():
             return finish
-        rate = _max_min_rates(incidence, capacity, weight, moving)
+        rate = _max_min_rates(message, link, capacity, weight, moving)
         step = np.inf
         if moving.any():
             step = float((remaining[moving] / rate[moving]).min())
@@ -130,26 +129,31 @@ def finish_times(message, link, capacity, nbytes, latency):
         remaining[ended] = 0.0
 
 
-def _max_min_rates(incidence, capacity, weight, moving):
+def _max_min_rates(message, link, capacity, weight, moving):
     """Weighted max-min fair rates of the ``moving`` messages (progressive filling): all
     rates grow as level / weight until a link is full; its messages keep their rates, and
-    the others grow on with what the full links left."""
+    the others grow on with what the full links left. Works on the (message, link) pairs of
+    the messages not yet fixed, which shrink as links fill (numpy counts, no matrices: a
+    solve takes dozens of rounds, and a phase of thousands of messages hundreds of solves)."""
     rate = np.zeros(weight.size)
-    unfixed = moving.copy()
-    residual = capacity.astype(np.float64).copy()
+    residual = capacity.copy()
     inverse = 1.0 / weight
-    while unfixed.any():
-        demand = incidence @ np.where(unfixed, inverse, 0.0)
+    keep = moving[message]
+    m, k = message[keep], link[keep]
+    while m.size:
+        demand = np.bincount(k, weights=inverse[m], minlength=capacity.size)
         used = demand > 0
-        level = np.full(capacity.size, np.inf)
-        level[used] = residual[used] / demand[used]
+        level = residual[used] / demand[used]
         lowest = level.min()
-        full = level <= lowest * (1 + _LEVEL_TOLERANCE)
-        fixed = unfixed & (incidence.T @ full.astype(np.float64) > 0)
+        full = np.zeros(capacity.size, dtype=bool)
+        full[np.flatnonzero(used)[level <= lowest * (1 + _LEVEL_TOLERANCE)]] = True
+        fixed = np.zeros(weight.size, dtype=bool)
+        fixed[m[full[k]]] = True
         rate[fixed] = lowest * inverse[fixed]
-        residual -= incidence @ np.where(fixed, rate, 0.0)
+        now_fixed = fixed[m]
+        residual -= np.bincount(k[now_fixed], weights=rate[m[now_fixed]], minlength=capacity.size)
         np.maximum(residual, 0.0, out=residual)
-        unfixed &= ~fixed
+        m, k = m[~now_fixed], k[~now_fixed]
     return rate
 
 
