@@ -57,6 +57,27 @@ def test_netbench_runs_and_writes_valid_model(tmp_path, ranks):
 
 
 @pytest.mark.mpi
+def test_fit_table_columns_stay_apart_for_any_bandwidth(tmp_path):
+    # On one rank a broadcast costs the same at every size: its fitted beta can be a tiny
+    # positive number, whose 1/beta (1e13 GB/s) is wider than its column. CI saw that row
+    # run into its alpha ("0.0211000000000000.000"), so the table lost a column.
+    from petacomm.model.netbench import format_report
+
+    out = tmp_path / "model.json"
+    done = petacomm("netbench", "-n", "1", *QUICK, "-o", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    piece = data["operations"]["bcast"]["pieces"][0]
+    piece["beta_s_per_byte"] = 1e-22
+    out.write_text(json.dumps(data))
+    model = load(out)
+    rows = [line.split() for line in format_report(model).splitlines() if line.startswith("bcast ")]
+    assert rows and all(len(row) == 11 for row in rows), rows
+    assert float(rows[0][-4]) == pytest.approx(piece["alpha_s"] * 1e6, abs=6e-4)
+    assert float(rows[0][-3]) == pytest.approx(1e-9 / 1e-22, rel=1e-9)
+
+
+@pytest.mark.mpi
 def test_map_after_netbench_costs_each_message_with_its_own_piece(tmp_path):
     # After a real netbench run, an 8 B message must cost the small-message fit piece (the
     # latency, microseconds), not the 1 MiB piece's intercept.

@@ -471,9 +471,11 @@ def format_report(model) -> str:
         for piece in op.pieces:
             span = f"{format_exact_size(piece.from_bytes)} - {format_exact_size(piece.to_bytes)}"
             bandwidth = "inf" if piece.beta_s_per_byte <= 0 else f"{piece.bandwidth_gb_s:.3f}"
+            # A space before every column: a value wider than its column (the bandwidth of
+            # a fit with a tiny positive beta, 1e12 GB/s) must not run into its neighbour.
             lines.append(
-                f"{name:<22}{op.p:>4}{span:>24}{piece.alpha_s * 1e6:>12.3f}{bandwidth:>15}"
-                f"{piece.r2:>8.4f}{piece.points:>8}"
+                f"{name:<22}{op.p:>4} {span:>23} {piece.alpha_s * 1e6:>11.3f} {bandwidth:>14}"
+                f" {piece.r2:>7.4f} {piece.points:>7}"
             )
     return "\n".join(lines)
 
