@@ -231,7 +231,9 @@ ArgParser make_parser(Options &o) {
   ArgParser p(kProgram,
               "The messages of a traffic matrix exchanged as one phase: a barrier, then\n"
               "every rank posts all its receives and sends and waits (each received byte\n"
-              "checked, except under SMPI). Reports the slowest rank's mean exchange.");
+              "checked, except under SMPI). Reports one exchange's time on a rank: mean,\n"
+              "minimum and maximum over ranks; on a global clock also the span from the\n"
+              "last rank's start to the last rank's end.");
   p.option("--matrix", "FILE",
            "CSV of SRC,DST,BYTES rows (an optional src,dst,bytes header,\n# comments), as "
            "written by petacomm.topology.irregular_graphs;\nrepeated pairs are summed, rows "

@@ -314,7 +314,7 @@ def _halo_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, 
     return messages, messages * size["bytes"]
 
 
-# ---- irregular graphs: petacomm-graph runs a traffic matrix (issue 17's mapping graphs) -----
+# ---- irregular graphs: petacomm-graph runs a traffic matrix (the mapping benchmark's graphs) -
 _GRAPH_JSON = "graph.json"
 
 
@@ -578,8 +578,8 @@ PRESETS = {
     "graph": Preset(
         name="graph",
         family="mapping",
-        summary="an irregular graph's messages as one phase (issue 17's mapping graphs): "
-        "petacomm-graph posts every message at once",
+        summary="an irregular graph's messages as one phase (the mapping benchmark's graphs "
+        "or a traffic matrix): petacomm-graph posts every message at once",
         families=(),
         program="petacomm-graph",
         network="torus:4x8x8",
