@@ -16,6 +16,7 @@ they keep no state in the C library between calls (strtok_r, not strtok).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -346,18 +347,17 @@ def _graph_pattern(ranks: int, size: dict) -> str:
     return f'ranks {ranks}; matrix "{size["matrix"]}"'
 
 
-_graph_cache: dict[tuple, object] = {}
-
-
 def _graph_of(ranks: int, size: dict):
-    """The CommPattern of a run (kept: the mappings of a sweep share it)."""
+    """The CommPattern of a run."""
+    return _parsed_pattern(_graph_pattern(ranks, size))
+
+
+@functools.lru_cache(maxsize=1)
+def _parsed_pattern(text: str):
+    """Kept for the next call: the mappings of a sweep run the same graph."""
     from petacomm.topology.pattern_language import parse_pattern
 
-    key = (ranks, tuple(sorted(size.items())))
-    if key not in _graph_cache:
-        _graph_cache.clear()
-        _graph_cache[key] = parse_pattern(_graph_pattern(ranks, size))
-    return _graph_cache[key]
+    return parse_pattern(text)
 
 
 def _graph_prepare(
@@ -372,25 +372,31 @@ def _graph_prepare(
     (work / _GRAPH_JSON).unlink(missing_ok=True)
     matrix = work / f"graph-p{ranks}.csv"
     write_matrix_csv(_graph_of(ranks, size), matrix, "--size")
-    return ["petacomm-graph", "--matrix", str(matrix), "-i", str(reps), "-x", "1"] + [
+    json_file = str(work / _GRAPH_JSON)
+    return [
+        "petacomm-graph",
+        "--matrix",
+        str(matrix),
+        "-i",
+        str(reps),
+        "-x",
+        "1",
         "--json",
-        str(work / _GRAPH_JSON),
+        json_file,
     ]
 
 
 def _graph_parse(stdout: str, work: Path) -> dict:
     try:
         doc = json.loads((work / _GRAPH_JSON).read_text())
-        times = _exchange_times(doc, "petacomm-graph")
-        row = {"bytes": doc["bytes_per_exchange"], "messages": doc["messages_per_exchange"]}
+        return {
+            "chosen": "nonblocking",
+            **_exchange_times(doc, "petacomm-graph"),
+            "bytes": doc["bytes_per_exchange"],
+            "messages_per_exchange": doc["messages_per_exchange"],
+        }
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise PetacommError(f"petacomm-graph wrote no usable {_GRAPH_JSON}: {err}") from None
-    return {
-        "chosen": "nonblocking",
-        **times,
-        "bytes": row["bytes"],
-        "messages_per_exchange": row["messages"],
-    }
 
 
 def _graph_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
