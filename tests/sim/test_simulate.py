@@ -505,6 +505,14 @@ def test_graph_size_is_a_graph_name_or_a_matrix_file(tmp_path):
     with pytest.raises(PetacommError, match="--variants"):
         graph.prepare(tmp_path, 8, size, "sendrecv", 2)
     expect_clean_error("simulate", "graph", "--size", "nothing", names=("--size", "nothing"))
+    # A matrix that does not read, a graph on too few ranks: refused before any build.
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    expect_clean_error("simulate", "graph", "--size", empty, names=("--size", "is empty"))
+    expect_clean_error(
+        "simulate", "graph", "--network", "torus:2x2x2", "--ranks", "1", "--size", "rgg",
+        names=("--size 'rgg' on 1 ranks", ">= 2"),
+    )  # fmt: skip
 
 
 # ---- Sweep3D: weak scaling against the pipeline model ------------------------------------

@@ -348,8 +348,17 @@ def _graph_pattern(ranks: int, size: dict) -> str:
 
 
 def _graph_of(ranks: int, size: dict):
-    """The CommPattern of a run."""
-    return _parsed_pattern(_graph_pattern(ranks, size))
+    """The CommPattern of a run; PetacommError naming --size when the graph cannot be built
+    (a matrix file that does not read, a graph on fewer ranks than it needs)."""
+    from petacomm.topology.pattern_language import PatternSyntaxError
+
+    try:
+        return _parsed_pattern(_graph_pattern(ranks, size))
+    except PatternSyntaxError as err:
+        # The statement is ours, built from --size: say what is wrong with the user's input.
+        detail = err.got if err.expected.startswith("a valid") else f"expected {err.expected}"
+        what = size.get("matrix") or size["graph"]
+        raise PetacommError(f"--size {what!r} on {ranks} ranks: {detail}") from None
 
 
 @functools.lru_cache(maxsize=1)
