@@ -66,8 +66,12 @@ def supports(routing) -> bool:
     return hasattr(routing, "route_links")
 
 
-def phase_time(network, routing, src_nodes, dst_nodes, nbytes, links: FlowLinks) -> float:
-    """Seconds until the last of these messages (node ids, sizes in bytes) has arrived."""
+def phase_time(
+    network, routing, src_nodes, dst_nodes, nbytes, links: FlowLinks, after=None
+) -> float:
+    """Seconds until the last of these messages (node ids, sizes in bytes) has arrived;
+    ``after`` (message, predecessor) pairs hold a message back until its predecessors have
+    arrived (see :func:`finish_times`)."""
     src_nodes = np.asarray(src_nodes, dtype=np.int64)
     dst_nodes = np.asarray(dst_nodes, dtype=np.int64)
     nbytes = np.asarray(nbytes, dtype=np.float64)
@@ -91,42 +95,105 @@ def phase_time(network, routing, src_nodes, dst_nodes, nbytes, links: FlowLinks)
     capacity = np.concatenate(
         [np.full(network.num_links, links.bandwidth), np.full(intra.size, links.loopback_bandwidth)]
     )
-    return float(finish_times(message, link, capacity, nbytes, latency).max())
+    return float(finish_times(message, link, capacity, nbytes, latency, after).max())
 
 
-def finish_times(message, link, capacity, nbytes, latency):
+def finish_times(message, link, capacity, nbytes, latency, after=None):
     """When each message ends: ``message``/``link`` list the (message, link) pairs of the
     routes, ``capacity`` each link's bandwidth, ``nbytes`` and ``latency`` each message's
-    size and route latency (also its sharing weight; see the module doc)."""
+    size and route latency (also its sharing weight; see the module doc).
+
+    ``after``, when given, is a pair of arrays (message, predecessor): a message is released
+    when the last of its predecessors has ended (at once when it has none), then waits its
+    latency and shares the links. That is how a collective's rounds run: a rank's message
+    of round k+1 leaves when its receive of round k has arrived, not when round k ends
+    everywhere."""
     message = np.asarray(message, dtype=np.int64)
     link = np.asarray(link, dtype=np.int64)
+    n = nbytes.size
     # One pair per (message, link): a route crosses a link once.
-    pairs = np.unique(link * nbytes.size + message)
-    link, message = pairs // nbytes.size, pairs % nbytes.size
+    pairs = np.unique(link * n + message)
+    link, message = pairs // n, pairs % n
     # A route of zero latency (possible only with zero-latency links) shares as if of the
     # smallest positive one: a weight of zero would claim every link's whole capacity.
     positive = latency[latency > 0]
     weight = np.maximum(latency, positive.min() if positive.size else 1.0)
     capacity = np.asarray(capacity, dtype=np.float64)
-    remaining = nbytes.copy()
-    finish = np.where(remaining > 0, np.inf, latency)
+    successors = _Successors(n, after)
+    # When each message's transfer starts: its latency after its release (inf: not released).
+    start = np.where(successors.pending == 0, latency, np.inf)
+    remaining = nbytes.astype(np.float64)
+    finish = np.full(n, np.inf)
     now = 0.0
     while True:
-        moving = np.isinf(finish) & (latency <= now * (1 + _LEVEL_TOLERANCE))
-        waiting = np.isinf(finish) & ~moving
+        unfinished = np.isinf(finish)
+        started = unfinished & (start <= now * (1 + _LEVEL_TOLERANCE))
+        empty = started & (remaining <= 0)
+        if empty.any():  # nothing to transfer: ends when its latency is over
+            finish[empty] = start[empty]
+            successors.release(np.flatnonzero(empty), finish, start, latency)
+            continue
+        moving = started
+        waiting = unfinished & ~started & np.isfinite(start)
         if not moving.any() and not waiting.any():
+            if unfinished.any():
+                raise ValueError(
+                    f"flow model: {int(unfinished.sum())} messages wait for each other "
+                    "(their predecessors form a cycle)"
+                )
             return finish
         rate = _max_min_rates(message, link, capacity, weight, moving)
         step = np.inf
         if moving.any():
             step = float((remaining[moving] / rate[moving]).min())
         if waiting.any():
-            step = min(step, float(latency[waiting].min()) - now)
+            step = min(step, float(start[waiting].min()) - now)
         now += step
         remaining[moving] -= rate[moving] * step
         ended = moving & (remaining <= _DONE_TOLERANCE * np.maximum(nbytes, 1.0))
         finish[ended] = now
         remaining[ended] = 0.0
+        successors.release(np.flatnonzero(ended), finish, start, latency)
+
+
+class _Successors:
+    """The messages each message holds back (``after``'s pairs grouped by predecessor) and
+    how many predecessors each message still waits for."""
+
+    def __init__(self, n: int, after):
+        if after is None:
+            self.pending = np.zeros(n, dtype=np.int64)
+            self.first = None
+            return
+        held, predecessor = (np.asarray(a, dtype=np.int64).ravel() for a in after)
+        if held.shape != predecessor.shape:
+            raise ValueError("flow model after: message and predecessor arrays differ in length")
+        if held.size and (
+            min(held.min(), predecessor.min()) < 0 or max(held.max(), predecessor.max()) >= n
+        ):
+            raise ValueError(f"flow model after: message index out of range 0..{n - 1}")
+        order = np.argsort(predecessor, kind="stable")
+        self.held = held[order]
+        self.first = np.searchsorted(predecessor[order], np.arange(n + 1))
+        self.pending = np.bincount(held, minlength=n)
+        self.released_at = np.zeros(n)
+
+    def release(self, ended, finish, start, latency) -> None:
+        """Count the ``ended`` messages off their successors'; a successor with none left
+        starts its latency at its last predecessor's end."""
+        if self.first is None or ended.size == 0:
+            return
+        counts = self.first[ended + 1] - self.first[ended]
+        if not counts.any():
+            return
+        index = np.repeat(self.first[ended] - np.cumsum(counts) + counts, counts) + np.arange(
+            counts.sum()
+        )
+        held = self.held[index]
+        np.maximum.at(self.released_at, held, np.repeat(finish[ended], counts))
+        np.subtract.at(self.pending, held, 1)
+        now_free = np.unique(held[self.pending[held] == 0])
+        start[now_free] = self.released_at[now_free] + latency[now_free]
 
 
 def _max_min_rates(message, link, capacity, weight, moving):

@@ -327,6 +327,9 @@ def _flow_phase_seconds(network, routing, ph, mapping, links) -> float:
             f"{routing.describe(network)!r} gives link loads only (use dor or dor-simgrid "
             "on a torus)"
         )
+    if ph.after is not None:  # ordered: every message kept (a rank's own cross its loopback)
+        src, dst = mapping.node[ph.src], mapping.node[ph.dst]
+        return flow_model.phase_time(network, routing, src, dst, ph.nbytes, links, ph.after)
     real = ph.src != ph.dst
     src, dst = mapping.node[ph.src[real]], mapping.node[ph.dst[real]]
     return flow_model.phase_time(network, routing, src, dst, ph.nbytes[real], links)

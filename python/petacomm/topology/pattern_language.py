@@ -17,7 +17,13 @@ may directly follow another on the same line, so ``grid2d 128x128 box 1MiB`` is 
                | "plane" AXIS "," AXIS SIZE           all-to-all in a plane of two axes
                | ("diagonals" | "antidiagonals") SIZE all-to-all along diagonal lines
                | "offsets" OFFSET+ SIZE               to each offset: offsets (2,0) (-2,0) 1KiB
-               | "alltoall" SIZE
+               | "alltoall" SIZE [ALGORITHM]          ALGORITHM: linear (default: all at
+                                                      once), bruck, xor, pairwise (rounds of
+                                                      sendrecv, each message released by the
+                                                      ones its ranks waited for)
+               | "allreduce" SIZE [ALGORITHM]         ALGORITHM: rdb (default: recursive
+                                                      doubling), redbcast (binomial reduce,
+                                                      then broadcast); ordered like alltoall's
                | "ring" SIZE ["both"]                 rank i -> i+1 (and i-1 with both)
                | "matrix" PATH                        measured bytes matrix (.csv / .npy)
                | "graph" NAME ["seed=" INT]           an irregular benchmark graph (rgg,
@@ -34,6 +40,7 @@ first ``phase`` forms phase "main". Sizes are bytes per message. Errors raise
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +66,7 @@ TRAFFIC_WORDS = (
     "antidiagonals",
     "offsets",
     "alltoall",
+    "allreduce",
     "ring",
     "matrix",
     "profile",
@@ -335,7 +343,23 @@ class _Parser:
             return pat.offsets_pattern(grid, offsets, self.size()), grid.nranks
         if low == "alltoall":
             nranks = self.need_ranks(kw)
-            return pat.alltoall(nranks, self.size()), nranks
+            size = self.size()
+            tok = self.peek()
+            if tok.kind != "word" or tok.text.lower() not in pat.ALLTOALL_ALGORITHMS:
+                return pat.alltoall(nranks, size), nranks
+            self.next()
+            try:
+                return pat.alltoall_schedule(nranks, size, tok.text.lower()), nranks
+            except ValueError as err:
+                self.fail(tok, f"an algorithm that fits {nranks} ranks ({err})")
+        if low == "allreduce":
+            nranks = self.need_ranks(kw)
+            size = self.size()
+            algorithm = "rdb"
+            tok = self.peek()
+            if tok.kind == "word" and tok.text.lower() in pat.ALLREDUCE_ALGORITHMS:
+                algorithm = self.next().text.lower()
+            return pat.allreduce_schedule(nranks, size, algorithm), nranks
         if low == "ring":
             nranks = self.need_ranks(kw)
             size = self.size()
@@ -387,10 +411,10 @@ class _Parser:
         for p in self.phases:
             if not p["parts"]:
                 self.fail(p["token"], f"traffic statements in phase {p['name']!r}")
-            src = np.concatenate([m[0] for m in p["parts"]])
-            dst = np.concatenate([m[1] for m in p["parts"]])
-            nb = np.concatenate([m[2] for m in p["parts"]])
-            phases.append(pat.Phase(p["name"], src, dst, nb, p["repeat"]))
+            # Each statement's messages (with their order when it has one, an ordered
+            # all-to-all's) after the ones before: merged renumbers the order.
+            parts = [pat.Phase(p["name"], *m[:3], p["repeat"], *m[3:]) for m in p["parts"]]
+            phases.append(functools.reduce(pat.Phase.merged, parts))
         return pat.CommPattern(self.nranks, phases, grid=self.grid, notes=self.notes)
 
 
