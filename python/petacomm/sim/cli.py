@@ -458,6 +458,7 @@ def _build(tools, preset, log) -> Path:
 
 def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, log, save):
     from petacomm.sim.platform import hostfile
+    from petacomm.sim.smpi import COMMON_OPTIONS
     from petacomm.sim.smpi import run as smpi_run
 
     network = platform.network
@@ -520,7 +521,8 @@ def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, lo
                 **row,
             }
         )
-        pattern = records[-1].get("pattern") or preset.pattern(ranks, size)
+        options = (*COMMON_OPTIONS, *smpi_options(args, preset, platform))
+        pattern = records[-1].get("pattern") or preset.pattern(ranks, size, variant, options)
         if pattern:
             records[-1]["pattern"] = pattern
         mappings.append(mapping)

@@ -46,7 +46,10 @@ class Preset:
     parse: Callable[[str, Path], dict]
     work: Callable[[int, dict, str, int], tuple[float, float]]
     # The run's communication in petacomm map's pattern language, for --predict (or None).
-    pattern: Callable[[int, dict], str | None] = lambda ranks, size: None
+    # Its arguments: ranks, size, variant and the run's SMPI options ("--cfg=KEY:VALUE").
+    pattern: Callable[[int, dict, str, tuple[str, ...]], str | None] = (
+        lambda ranks, size, variant, options: None
+    )
     # SMPI options of its own, after the network model's (and before --smpi-option).
     smpi_options: tuple[str, ...] = ()
     # Messages one round of the run puts in flight at once, when that (not the rank count)
@@ -498,11 +501,158 @@ def _sweep_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float,
     return faces, faces * face_bytes
 
 
-def _transpose_pattern(ranks: int, size: dict) -> str | None:
-    """Every rank sends one block to every other (whatever the strategy's schedule)."""
+# SimGrid 3.32's Open MPI selector for MPI_Alltoall (smpi_openmpi_selector.cpp): per
+# communicator size (below the first bound), the algorithm for blocks below each byte bound;
+# 1, 4, 5 = linear (every block in flight at once), 2 = pair (xor rounds), 3 = Bruck.
+_OMPI_ALLTOALL = (
+    (
+        3,
+        (
+            (2, 2),
+            (4, 5),
+            (16, 2),
+            (64, 5),
+            (256, 2),
+            (4096, 5),
+            (32768, 2),
+            (262144, 4),
+            (1048576, 5),
+            (math.inf, 2),
+        ),
+    ),
+    (8, ((8192, 4), (16384, 1), (65536, 4), (524288, 1), (1048576, 2), (math.inf, 1))),
+    (16, ((262144, 4), (math.inf, 1))),
+    (32, ((4, 4), (512, 3), (8192, 4), (32768, 1), (262144, 4), (524288, 1), (math.inf, 4))),
+    (64, ((512, 3), (524288, 1), (math.inf, 4))),
+    (128, ((1024, 3), (2048, 1), (4096, 4), (262144, 1), (math.inf, 2))),
+    (256, ((1024, 3), (2048, 4), (262144, 1), (math.inf, 2))),
+    (512, ((1024, 3), (8192, 4), (32768, 1), (math.inf, 2))),
+    (1024, ((512, 3), (8192, 4), (16384, 1), (131072, 4), (262144, 1), (math.inf, 2))),
+    (2048, ((512, 3), (1024, 4), (2048, 1), (16384, 4), (262144, 1), (math.inf, 4))),
+    (4096, ((1024, 3), (4096, 4), (8192, 1), (131072, 4), (math.inf, 1))),
+    (math.inf, ((2048, 3), (8192, 4), (16384, 1), (32768, 4), (65536, 1), (math.inf, 4))),
+)
+
+
+# The same selector's MPI_Allreduce for commutative operations: 1, 2 = reduce then
+# broadcast, 3 = recursive doubling, 4-6 = rings and Rabenseifner's.
+_OMPI_ALLREDUCE = (
+    (4, ((8, 4), (4096, 3), (8192, 4), (16384, 3), (65536, 4), (262144, 5), (math.inf, 6))),
+    (8, ((16, 4), (8192, 3), (math.inf, 6))),
+    (16, ((8192, 3), (math.inf, 6))),
+    (32, ((64, 5), (4096, 3), (math.inf, 6))),
+    (64, ((128, 5), (math.inf, 6))),
+    (128, ((262144, 3), (math.inf, 6))),
+    (256, ((131072, 2), (262144, 3), (math.inf, 6))),
+    (512, ((4096, 2), (math.inf, 6))),
+    (2048, ((2048, 2), (16384, 3), (math.inf, 6))),
+    (4096, ((2048, 2), (4096, 5), (16384, 3), (math.inf, 6))),
+    (math.inf, ((2048, 2), (16384, 5), (32768, 3), (math.inf, 6))),
+)
+# ... and its MPI_Reduce for commutative operations, where reduce-then-broadcast's reduce is
+# the binomial tree (5) petacomm models; other trees (linear, chain, binary, ...) are not.
+_OMPI_REDUCE_BINOMIAL = (
+    (4, ()),
+    (8, ((65536, False), (262144, True), (524288, False), (1048576, True), (math.inf, False))),
+    (16, ((8192, False), (math.inf, True))),
+    (32, ((4096, False), (math.inf, True))),
+    (256, ((math.inf, True),)),
+    (512, ((8192, True), (16384, False), (math.inf, True))),
+    (2048, ((math.inf, True),)),
+    (4096, ((512, True), (1024, False), (8192, True), (16384, False), (math.inf, True))),
+    (
+        math.inf,
+        (
+            (16, True),
+            (32, False),
+            (1024, True),
+            (2048, False),
+            (8192, True),
+            (16384, False),
+            (math.inf, True),
+        ),
+    ),
+)
+
+
+def _cfg(options) -> dict[str, str]:
+    """``--cfg=KEY:VALUE`` options as a dict (the last one of a key wins)."""
+    setting = {}
+    for option in options:
+        key, _, value = option.removeprefix("--cfg=").partition(":")
+        setting[key] = value
+    return setting
+
+
+def _select(table, ranks: int, nbytes: int):
+    sizes = next(sizes for bound, sizes in table if ranks < bound)
+    return next((choice for bound, choice in sizes if nbytes < bound), None)
+
+
+def smpi_alltoall_algorithm(ranks: int, block_bytes: int, options=()) -> str | None:
+    """The all-to-all algorithm (petacomm's pattern language name) that SMPI runs for
+    ``ranks`` ranks and blocks of ``block_bytes`` under these ``--cfg`` options: the one
+    ``smpi/alltoall`` names, else the ``ompi`` selector's; None for any other (a rule
+    petacomm does not model)."""
+    setting = _cfg(options)
+    forced = setting.get("smpi/alltoall")
+    if forced is not None:
+        return {"bruck": "bruck", "pair": "xor", "basic_linear": "linear"}.get(forced)
+    if setting.get("smpi/coll-selector", "ompi") != "ompi":
+        return None
+    return {2: "xor", 3: "bruck"}.get(_select(_OMPI_ALLTOALL, ranks, block_bytes), "linear")
+
+
+def smpi_allreduce_algorithm(ranks: int, nbytes: int, options=()) -> str | None:
+    """The allreduce algorithm (pattern language name) SMPI runs for a commutative
+    operation on ``nbytes`` per rank, as :func:`smpi_alltoall_algorithm`."""
+    setting = _cfg(options)
+    forced = setting.get("smpi/allreduce")
+    if forced is not None:
+        return "rdb" if forced == "rdb" else None
+    if setting.get("smpi/coll-selector", "ompi") != "ompi":
+        return None
+    algorithm = _select(_OMPI_ALLREDUCE, ranks, nbytes)
+    if algorithm == 3:
+        return "rdb"
+    reduce_forced = setting.get("smpi/reduce")
+    binomial = (
+        reduce_forced == "ompi_binomial"
+        if reduce_forced is not None
+        else _select(_OMPI_REDUCE_BINOMIAL, ranks, nbytes)
+    )
+    bcast_binomial = setting.get("smpi/bcast") == "binomial_tree"
+    return "redbcast" if algorithm in (1, 2) and binomial and bcast_binomial else None
+
+
+# Every collective call of petacomm agrees on its arguments first: one MPI_Allreduce (MIN)
+# of three uint64 (native/src/core/agreement.cpp).
+_AGREEMENT_BYTES = 24
+
+
+def _transpose_pattern(ranks: int, size: dict, variant: str, options) -> str | None:
+    """The execution's agreement (an allreduce of 24 B, in the algorithm SMPI runs; left
+    out when that is one petacomm does not model), then every rank's block to every other
+    in the variant's rounds: petacomm's xor and pairwise schedules, and for MPI_Alltoall
+    the algorithm SMPI runs."""
     if ranks < 2 or size["n0"] % ranks or size["n1"] % ranks:
         return None
-    return f"ranks {ranks} alltoall {(size['n0'] // ranks) * (size['n1'] // ranks) * 8}B"
+    block = (size["n0"] // ranks) * (size["n1"] // ranks) * 8
+    if variant == "xor" and ranks & (ranks - 1):
+        return None  # the strategy refuses such counts
+    algorithm = {"xor": "xor", "pairwise": "pairwise"}.get(variant)
+    if algorithm is None:
+        algorithm = smpi_alltoall_algorithm(ranks, block, options)
+    if algorithm is None:
+        return None
+    exchange = f"alltoall {block}B {algorithm}"
+    agreement = smpi_allreduce_algorithm(ranks, _AGREEMENT_BYTES, options)
+    if agreement is None:
+        return f"ranks {ranks}; {exchange}"
+    return (
+        f"ranks {ranks}; phase agreement; allreduce {_AGREEMENT_BYTES}B {agreement}; "
+        f"phase exchange; {exchange}"
+    )
 
 
 PRESETS = {
@@ -610,7 +760,7 @@ PRESETS = {
         prepare=_graph_prepare,
         parse=_graph_parse,
         work=_graph_work,
-        pattern=_graph_pattern,
+        pattern=lambda ranks, size, variant, options: _graph_pattern(ranks, size),
     ),
     "sweep3d": Preset(
         name="sweep3d",
