@@ -199,24 +199,34 @@ class _Successors:
 def _max_min_rates(message, link, capacity, weight, moving):
     """Weighted max-min fair rates of the ``moving`` messages (progressive filling): all
     rates grow as level / weight until a link is full; its messages keep their rates, and
-    the others grow on with what the full links left. Works on the (message, link) pairs of
-    the messages not yet fixed, which shrink as links fill (numpy counts, no matrices: a
-    solve takes dozens of rounds, and a phase of thousands of messages hundreds of solves)."""
+    the others grow on with what the full links left.
+
+    A round fills every link that no link sharing a message with it would fill sooner (a
+    local minimum of the fill levels), not only the lowest link of all: a link's level only
+    rises when messages that cross it are fixed by a link of lower level, so a local
+    minimum fills at its level whatever happens elsewhere. On a large network that fixes
+    links far apart in one round (tens of rounds where one at a time took hundreds). Works
+    on the (message, link) pairs of the messages not yet fixed (numpy counts, no matrices)."""
     rate = np.zeros(weight.size)
     residual = capacity.copy()
     inverse = 1.0 / weight
     keep = moving[message]
     m, k = message[keep], link[keep]
+    level = np.empty(capacity.size)
     while m.size:
         demand = np.bincount(k, weights=inverse[m], minlength=capacity.size)
         used = demand > 0
-        level = residual[used] / demand[used]
-        lowest = level.min()
-        full = np.zeros(capacity.size, dtype=bool)
-        full[np.flatnonzero(used)[level <= lowest * (1 + _LEVEL_TOLERANCE)]] = True
+        level.fill(np.inf)
+        level[used] = residual[used] / demand[used]
+        # Each message's lowest level on its route, then each link's lowest over its messages.
+        message_low = np.full(weight.size, np.inf)
+        np.minimum.at(message_low, m, level[k])
+        link_low = np.full(capacity.size, np.inf)
+        np.minimum.at(link_low, k, message_low[m])
+        full = used & (level <= link_low * (1 + _LEVEL_TOLERANCE))
         fixed = np.zeros(weight.size, dtype=bool)
         fixed[m[full[k]]] = True
-        rate[fixed] = lowest * inverse[fixed]
+        rate[fixed] = message_low[fixed] * inverse[fixed]
         now_fixed = fixed[m]
         residual -= np.bincount(k[now_fixed], weights=rate[m[now_fixed]], minlength=capacity.size)
         np.maximum(residual, 0.0, out=residual)
