@@ -180,6 +180,5 @@ def test_max_min_rates_match_plain_progressive_filling(seed):
     weight = rng.choice([1.0, 2.0, 3.0, 5.0], nmessages)  # route latencies: ties happen
     message = np.array([i for i, r in enumerate(routes) for _ in r])
     link = np.array([k for r in routes for k in r])
-    moving = np.ones(nmessages, dtype=bool)
-    got = flow_model._max_min_rates(message, link, capacity, weight, moving)
+    got = flow_model._max_min_rates(message, link, capacity, weight)
     assert got == pytest.approx(max_min_reference(routes, capacity, weight), rel=1e-9)

@@ -111,9 +111,11 @@ def finish_times(message, link, capacity, nbytes, latency, after=None):
     message = np.asarray(message, dtype=np.int64)
     link = np.asarray(link, dtype=np.int64)
     n = nbytes.size
-    # One pair per (message, link): a route crosses a link once.
-    pairs = np.unique(link * n + message)
-    link, message = pairs // n, pairs % n
+    # One pair per (message, link): a route crosses a link once. Grouped by message, so
+    # that each solve gathers the routes of the messages in flight only.
+    pairs = np.unique(message * (int(link.max(initial=0)) + 1) + link)
+    route_link = pairs % (int(link.max(initial=0)) + 1)
+    route_first = np.searchsorted(pairs // (int(link.max(initial=0)) + 1), np.arange(n + 1))
     # A route of zero latency (possible only with zero-latency links) shares as if of the
     # smallest positive one: a weight of zero would claim every link's whole capacity.
     positive = latency[latency > 0]
@@ -124,36 +126,50 @@ def finish_times(message, link, capacity, nbytes, latency, after=None):
     start = np.where(successors.pending == 0, latency, np.inf)
     remaining = nbytes.astype(np.float64)
     finish = np.full(n, np.inf)
+    # The messages released and not ended, the only ones each event looks at (an ordered
+    # phase of many rounds has few of them at a time).
+    live = np.flatnonzero(np.isfinite(start))
+    relabel = np.empty(capacity.size, dtype=np.int64)  # a link's number within one solve
     now = 0.0
-    while True:
-        unfinished = np.isinf(finish)
-        started = unfinished & (start <= now * (1 + _LEVEL_TOLERANCE))
-        empty = started & (remaining <= 0)
-        if empty.any():  # nothing to transfer: ends when its latency is over
+    while live.size:
+        started = start[live] <= now * (1 + _LEVEL_TOLERANCE)
+        moving, waiting = live[started], live[~started]
+        empty = moving[remaining[moving] <= 0]
+        if empty.size:  # nothing to transfer: ends when its latency is over
             finish[empty] = start[empty]
-            successors.release(np.flatnonzero(empty), finish, start, latency)
+            freed = successors.release(empty, finish, start, latency)
+            live = np.concatenate([live[np.isinf(finish[live])], freed])
             continue
-        moving = started
-        waiting = unfinished & ~started & np.isfinite(start)
-        if not moving.any() and not waiting.any():
-            if unfinished.any():
-                raise ValueError(
-                    f"flow model: {int(unfinished.sum())} messages wait for each other "
-                    "(their predecessors form a cycle)"
-                )
-            return finish
-        rate = _max_min_rates(message, link, capacity, weight, moving)
         step = np.inf
-        if moving.any():
-            step = float((remaining[moving] / rate[moving]).min())
-        if waiting.any():
+        if moving.size:
+            counts = route_first[moving + 1] - route_first[moving]
+            gather = np.repeat(route_first[moving] - np.cumsum(counts) + counts, counts)
+            gather += np.arange(gather.size)
+            crossed = route_link[gather]
+            present = np.zeros(capacity.size, dtype=bool)
+            present[crossed] = True
+            used = np.flatnonzero(present)
+            relabel[used] = np.arange(used.size)
+            local_link = relabel[crossed]
+            local_message = np.repeat(np.arange(moving.size), counts)
+            rate = _max_min_rates(local_message, local_link, capacity[used], weight[moving])
+            step = float((remaining[moving] / rate).min())
+        if waiting.size:
             step = min(step, float(start[waiting].min()) - now)
         now += step
-        remaining[moving] -= rate[moving] * step
-        ended = moving & (remaining <= _DONE_TOLERANCE * np.maximum(nbytes, 1.0))
-        finish[ended] = now
-        remaining[ended] = 0.0
-        successors.release(np.flatnonzero(ended), finish, start, latency)
+        if moving.size:
+            remaining[moving] -= rate * step
+            ended = moving[remaining[moving] <= _DONE_TOLERANCE * np.maximum(nbytes[moving], 1.0)]
+            finish[ended] = now
+            remaining[ended] = 0.0
+            freed = successors.release(ended, finish, start, latency)
+            live = np.concatenate([live[np.isinf(finish[live])], freed])
+    if np.isinf(finish).any():
+        raise ValueError(
+            f"flow model: {int(np.isinf(finish).sum())} messages wait for each other "
+            "(their predecessors form a cycle)"
+        )
+    return finish
 
 
 class _Successors:
@@ -178,14 +194,14 @@ class _Successors:
         self.pending = np.bincount(held, minlength=n)
         self.released_at = np.zeros(n)
 
-    def release(self, ended, finish, start, latency) -> None:
+    def release(self, ended, finish, start, latency):
         """Count the ``ended`` messages off their successors'; a successor with none left
-        starts its latency at its last predecessor's end."""
+        starts its latency at its last predecessor's end. Returns the ones released."""
         if self.first is None or ended.size == 0:
-            return
+            return np.zeros(0, dtype=np.int64)
         counts = self.first[ended + 1] - self.first[ended]
         if not counts.any():
-            return
+            return np.zeros(0, dtype=np.int64)
         index = np.repeat(self.first[ended] - np.cumsum(counts) + counts, counts) + np.arange(
             counts.sum()
         )
@@ -194,9 +210,10 @@ class _Successors:
         np.subtract.at(self.pending, held, 1)
         now_free = np.unique(held[self.pending[held] == 0])
         start[now_free] = self.released_at[now_free] + latency[now_free]
+        return now_free
 
 
-def _max_min_rates(message, link, capacity, weight, moving):
+def _max_min_rates(message, link, capacity, weight):
     """Weighted max-min fair rates of the ``moving`` messages (progressive filling): all
     rates grow as level / weight until a link is full; its messages keep their rates, and
     the others grow on with what the full links left.
@@ -206,12 +223,12 @@ def _max_min_rates(message, link, capacity, weight, moving):
     rises when messages that cross it are fixed by a link of lower level, so a local
     minimum fills at its level whatever happens elsewhere. On a large network that fixes
     links far apart in one round (tens of rounds where one at a time took hundreds). Works
-    on the (message, link) pairs of the messages not yet fixed (numpy counts, no matrices)."""
+    on the (message, link) pairs of the messages not yet fixed (numpy counts, no matrices);
+    messages and links are numbered from 0 in ``message`` and ``link``."""
     rate = np.zeros(weight.size)
     residual = capacity.copy()
     inverse = 1.0 / weight
-    keep = moving[message]
-    m, k = message[keep], link[keep]
+    m, k = message, link
     level = np.empty(capacity.size)
     while m.size:
         demand = np.bincount(k, weights=inverse[m], minlength=capacity.size)
