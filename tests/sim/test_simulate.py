@@ -517,6 +517,45 @@ def test_flow_model_follows_the_simulated_rounds_of_an_all_to_all(
     assert group["spearman"] >= 0.95 and group["top_choice_gap"] < 0.005
 
 
+@pytest.mark.mpi
+def test_flow_model_predicts_the_simulated_transposes_on_a_fat_tree(tmp_path):
+    # A 2:1 oversubscribed two-level fat tree (4 leaf switches of 4 nodes, 2 top switches),
+    # 2 ranks per node, 32 ranks: SimGrid's FAT_TREE routes up by destination (d-mod-k), as
+    # petacomm's dmodk does, so the flow model takes each message's route. Linear all-to-all,
+    # the xor and pairwise rounds (ordered), each after the agreement.
+    out = tmp_path / "runs.json"
+    done = run_cli(
+        "simulate", "transpose", "--network", "fattree:2;4,4;1,2;1,1", "--cores-per-node", "2",
+        "--ranks", "32", "--size", "768x768", "--smpi-option", "smpi/allreduce:rdb",
+        "--mapping", "block,cyclic", "--predict", "--json", out, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.describe()
+    doc = json.loads(out.read_text())
+    assert doc["agreement"]["time_model"] == "max-min flows"
+    assert len(doc["runs"]) == 6
+    for r in doc["runs"]:
+        assert r["prediction_model"] == "max-min flows"
+        assert r["predicted_time_s"] == pytest.approx(r["simulated_time_s"], rel=0.02), r
+    # Which top switch: by destination. 0 -> 4 and 1 -> 6 (one rank per node) both climb to
+    # top switch 0 (even destinations) and share leaf 0's uplink to it; routed by source
+    # they would not (0 and 1 would climb to different top switches): twice as long.
+    matrix = tmp_path / "two.csv"
+    matrix.write_text("src,dst,bytes\n0,4,1000000\n1,6,1000000\n")
+    done = run_cli(
+        "simulate", "graph", "--network", "fattree:2;4,4;1,2;1,1", "--cores-per-node", "1",
+        "--ranks", "16", "--size", matrix, "--predict", "--json", out, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.describe()
+    doc = json.loads(out.read_text())
+    (run,) = doc["runs"]
+    # Four links each (node, leaf switch, top switch, leaf switch, node), the middle two
+    # shared at half the bandwidth each.
+    link = doc["platform"]["link_bandwidth_B_s"], doc["platform"]["link_latency_s"]
+    shared = 4 * link[1] + 2 * 1e6 / link[0]
+    assert run["simulated_time_s"] == pytest.approx(shared, rel=0.01)
+    assert run["predicted_time_s"] == pytest.approx(shared, rel=0.01)
+
+
 def test_graph_size_is_a_graph_name_or_a_matrix_file(tmp_path):
     from petacomm.sim.presets import PRESETS
     from petacomm.topology.irregular_graphs import make_graph

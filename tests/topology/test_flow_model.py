@@ -182,3 +182,35 @@ def test_max_min_rates_match_plain_progressive_filling(seed):
     link = np.array([k for r in routes for k in r])
     got = flow_model._max_min_rates(message, link, capacity, weight)
     assert got == pytest.approx(max_min_reference(routes, capacity, weight), rel=1e-9)
+
+
+def test_fat_tree_messages_share_the_down_link_they_both_cross():
+    # The star fattree:1;4;1;1: every route is up to the switch and down (2 links, 2 us).
+    # 0 -> 2 and 1 -> 2 share the down link to node 2 at 0.5 GB/s: 2 + 20 us; 3 -> 0 alone
+    # takes 2 + 10 us.
+    net = parse_network("fattree:1;4;1;1").with_cores(1)
+    routing = parse_routing("dmodk", net)
+    message, link = routing.route_links(net, np.array([0, 1, 3]), np.array([2, 2, 0]))
+    ends = finish_times(
+        message, link, np.full(net.num_links, C), np.full(3, 1e4), np.full(3, 2 * L)
+    )
+    assert ends == pytest.approx([22e-6, 22e-6, 12e-6])
+    assert phase_time(net, routing, [0, 1, 3], [2, 2, 0], [1e4] * 3, LINKS) == pytest.approx(22e-6)
+
+
+@pytest.mark.parametrize("text", ["fattree:2;4,4;1,4;1,1", "fattree:3;2,2,2;1,2,2;1,1,1"])
+def test_fat_tree_routes_climb_to_the_common_ancestor_and_back(text):
+    net = parse_network(text)
+    routing = parse_routing("dmodk", net)
+    nn = net.num_nodes
+    src, dst = np.divmod(np.arange(nn * nn), nn)
+    message, link = routing.route_links(net, src, dst)
+    # Hops: up to the nearest common ancestor and down again (the network's own count).
+    assert np.array_equal(np.bincount(message, minlength=src.size), net.hop_distance(src, dst))
+    # Each message's links are distinct, and a link carries messages of one direction
+    # from one subtree: the loads are route()'s.
+    assert np.unique(message * net.num_links + link).size == message.size
+    loads = routing.route(net, src, dst, np.ones(src.size))[0]
+    assert np.array_equal(np.bincount(link, minlength=net.num_links), loads)
+    assert not flow_model.supports(parse_routing("ecmp", net))
+    assert flow_model.supports(routing)

@@ -3,7 +3,7 @@ mapping beside the simulated one, and how well the two agree.
 
 The prediction uses the simulated machine's own parameters and the routing model that
 matches SimGrid's (``dor-simgrid`` on a torus, see docs/simulate.md). Where the routing
-lists each message's links (the torus routings), it is the flow model
+lists each message's links (the torus routings, the fat tree's dmodk), it is the flow model
 (``topology/flow_model.py``): every message waits its route's latency, then shares the
 links by weighted max-min fairness, as SimGrid's CM02 model shares them. Elsewhere it is
 the link-load model of ``petacomm map``: a message costs the link latency at its sender

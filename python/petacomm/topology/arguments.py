@@ -136,7 +136,8 @@ def add_machine_arguments(parser: argparse.ArgumentParser, node_hierarchy: bool 
         default="links",
         help="predicted time: links = busiest sender's alpha-beta time + busiest link's bytes "
         "(default); flows = every message waits its route's latency, then shares its links "
-        "max-min with the messages in flight, as SimGrid does (torus, dor routings)",
+        "max-min with the messages in flight, as SimGrid does (torus: dor routings; fat "
+        "tree: dmodk)",
     )
     net.add_argument(
         "--link-latency",
@@ -299,7 +300,8 @@ def check_time_model(cost, routing, network, pattern=None) -> None:
     if not flow_model.supports(routing):
         raise PetacommError(
             f"--time-model flows: routing {routing.describe(network)!r} gives link loads "
-            "only, not each message's route (use --routing dor or dor-simgrid on a torus)"
+            "only, not each message's route (use --routing dor or dor-simgrid on a torus, "
+            "dmodk on a fat tree)"
         )
     if pattern is None:
         return

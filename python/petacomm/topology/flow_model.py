@@ -62,8 +62,9 @@ class FlowLinks:
 
 
 def supports(routing) -> bool:
-    """True when ``routing`` can list each message's links (the flow model needs them)."""
-    return hasattr(routing, "route_links")
+    """True when ``routing`` can list each message's links (the flow model needs them):
+    the torus's dimension orders and the fat tree's dmodk."""
+    return hasattr(routing, "route_links") and getattr(routing, "lists_links", True)
 
 
 def phase_time(

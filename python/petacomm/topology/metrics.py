@@ -325,7 +325,7 @@ def _flow_phase_seconds(network, routing, ph, mapping, links) -> float:
         raise ValueError(
             f"the flow time model needs each message's route: routing "
             f"{routing.describe(network)!r} gives link loads only (use dor or dor-simgrid "
-            "on a torus)"
+            "on a torus, dmodk on a fat tree)"
         )
     if ph.after is not None:  # ordered: every message kept (a rank's own cross its loopback)
         src, dst = mapping.node[ph.src], mapping.node[ph.dst]

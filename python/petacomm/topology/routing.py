@@ -440,27 +440,11 @@ class FatTreeRouting:
         top = network.common_level(src, dst)
         m, up, par = network.down, network.up, network.parallel
         if self.mode == "dmodk":
-            # Element index at level l-1 along the path: subtree digits, then port choices.
-            b_index_src = np.zeros_like(src)
-            wprod = 1
-            for lv in range(1, network.levels + 1):
-                active = top >= lv
-                span = math.prod(m[: lv - 1])
-                port = (dst // wprod) % up[lv - 1]
-                cable = (dst // (wprod * up[lv - 1])) % par[lv - 1]
-                for direction, node in (("up", src), ("down", dst)):
-                    elem = (node // span) * wprod + b_index_src
-                    link = (
-                        network.link_offset(direction, lv)
-                        + (elem * up[lv - 1] + port) * par[lv - 1]
-                        + cable
+            for active, link in self._dmodk_links(network, src, dst):
+                for row in range(k):
+                    loads[row] += np.bincount(
+                        link[active], weights=w[row, active], minlength=network.num_links
                     )
-                    for row in range(k):
-                        loads[row] += np.bincount(
-                            link[active], weights=w[row, active], minlength=network.num_links
-                        )
-                b_index_src = b_index_src + port * wprod
-                wprod *= up[lv - 1]
         elif self.mode == "ecmp":
             # All links of a level below one subtree get equal shares: the port choices below
             # are uniform, so it suffices to total the traffic per subtree and spread it.
@@ -483,6 +467,52 @@ class FatTreeRouting:
         else:
             raise ValueError(f"fat tree routing: expected 'dmodk' or 'ecmp', got {self.mode!r}")
         return loads
+
+    @property
+    def lists_links(self) -> bool:
+        """Whether every message has one route (dmodk), which the flow model needs."""
+        return self.mode == "dmodk"
+
+    def _dmodk_links(self, network: FatTreeNetwork, src, dst):
+        """Per level and direction (up from ``src``, down to ``dst``): the messages that
+        cross it (a mask) and the link each would cross there."""
+        top = network.common_level(src, dst)
+        m, up, par = network.down, network.up, network.parallel
+        # Element index at level l-1 along the path: subtree digits, then port choices.
+        b_index_src = np.zeros_like(src)
+        wprod = 1
+        for lv in range(1, network.levels + 1):
+            active = top >= lv
+            span = math.prod(m[: lv - 1])
+            port = (dst // wprod) % up[lv - 1]
+            cable = (dst // (wprod * up[lv - 1])) % par[lv - 1]
+            for direction, node in (("up", src), ("down", dst)):
+                elem = (node // span) * wprod + b_index_src
+                yield (
+                    active,
+                    (
+                        network.link_offset(direction, lv)
+                        + (elem * up[lv - 1] + port) * par[lv - 1]
+                        + cable
+                    ),
+                )
+            b_index_src = b_index_src + port * wprod
+            wprod *= up[lv - 1]
+
+    def route_links(self, network: FatTreeNetwork, src, dst):
+        """Every link of every message's route (dmodk only), in :meth:`route`'s numbering:
+        arrays (message index, link id), one entry per hop."""
+        if not self.lists_links:
+            raise ValueError(f"fat tree routing {self.mode!r} splits messages over links")
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        messages, links = [], []
+        for active, link in self._dmodk_links(network, src, dst):
+            messages.append(np.flatnonzero(active))
+            links.append(link[active])
+        if not messages:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(messages), np.concatenate(links).astype(np.int64)
 
     def expected_hops(self, network: FatTreeNetwork, src, dst) -> np.ndarray:
         return network.hop_distance(src, dst).astype(float)
