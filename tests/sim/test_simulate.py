@@ -493,9 +493,11 @@ def test_flow_model_follows_the_simulated_rounds_of_an_all_to_all(
     tmp_path, variant, ranks, network, size, blocks
 ):
     # Under all 24 permutation mappings, SimGrid is the reference. The prediction follows
-    # each rank through the execution's agreement (an allreduce of 24 B, pinned to
-    # recursive doubling) and the rounds, every message released by the ones its two ranks
-    # waited for; all blocks in flight at once it was 0.15x the simulated time.
+    # each rank from the last repetition's timing reduction and the barrier (untimed: the
+    # clock starts when the last rank leaves it) through the execution's agreement (an
+    # allreduce of 24 B, pinned to recursive doubling) and the rounds, every message
+    # released by the ones its two ranks waited for; all blocks in flight at once it was
+    # 0.15x the simulated time.
     out = tmp_path / "runs.json"
     done = run_cli(
         "simulate", "transpose", "--network", *network, "--ranks", str(ranks),
@@ -507,7 +509,8 @@ def test_flow_model_follows_the_simulated_rounds_of_an_all_to_all(
     runs = doc["runs"]
     assert len(runs) == 24
     assert runs[0]["pattern"] == (
-        f"ranks {ranks}; phase agreement; allreduce 24B rdb; phase exchange; alltoall {blocks}"
+        f"ranks {ranks}; phase start untimed; allreduce 24B rdb; barrier rdb; "
+        f"phase agreement; allreduce 24B rdb; phase exchange; alltoall {blocks}"
     )
     times = [r["simulated_time_s"] for r in runs]
     assert max(times) > 1.1 * min(times)

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from petacomm.sim.presets import smpi_allreduce_algorithm, smpi_alltoall_algorithm
+from petacomm.sim.presets import (
+    smpi_allreduce_algorithm,
+    smpi_alltoall_algorithm,
+    smpi_barrier_algorithm,
+)
 from petacomm.sim.smpi import COMMON_OPTIONS
 
 
@@ -45,3 +49,22 @@ def test_smpi_alltoall_algorithm_follows_its_selector(ranks, block, options, exp
 )
 def test_smpi_allreduce_algorithm_follows_its_selector(ranks, options, expected):
     assert smpi_allreduce_algorithm(ranks, 24, options) == expected
+
+
+@pytest.mark.parametrize(
+    "ranks, options, expected",
+    [
+        (2, (), "rdb"),  # p < 4: recursive doubling
+        (5, (), None),  # 4 <= p < 8: linear
+        (32, (), "rdb"),
+        (64, (), "bruck"),
+        (256, (), "tree"),
+        (700, (), "bruck"),
+        (1024, (), "tree"),
+        (4096, (), "bruck"),
+        (256, ("--cfg=smpi/barrier:ompi_bruck",), "bruck"),
+        (256, ("--cfg=smpi/barrier:ompi_basic_linear",), None),
+    ],
+)
+def test_smpi_barrier_algorithm_follows_its_selector(ranks, options, expected):
+    assert smpi_barrier_algorithm(ranks, options) == expected

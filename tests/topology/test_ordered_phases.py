@@ -15,9 +15,11 @@ from petacomm.topology.metrics import CostParameters, evaluate_mapping
 from petacomm.topology.network import parse_network
 from petacomm.topology.pattern import (
     EAGER_BYTES,
+    CommPattern,
     Phase,
     allreduce_schedule,
     alltoall_schedule,
+    barrier_schedule,
 )
 from petacomm.topology.pattern_language import PatternSyntaxError, parse_pattern
 from petacomm.topology.routing import parse_routing
@@ -306,3 +308,110 @@ def test_pattern_language_reads_allreduce():
     assert tree.num_messages == 2 * 6  # a tree's 6 edges up, then down
     with pytest.raises(PatternSyntaxError, match="size"):
         parse_pattern("ranks 7 allreduce redbcast")
+
+
+def ompi_barrier_reference(p: int, algorithm: str):
+    """Open MPI's barriers (SMPI's barrier-ompi.cpp), by loops: each round's (src, dst)
+    pairs of empty messages, every send and receive blocking in program order."""
+    rounds = []
+    if algorithm == "bruck":
+        d = 1
+        while d < p:
+            rounds.append([(r, (r + d) % p) for r in range(p)])
+            d *= 2
+    elif algorithm == "tree":
+        depth = 1
+        while depth < p:
+            depth *= 2
+        jump = 1
+        while jump < depth:  # fan-in: a rank sends to r ^ jump when that is below it
+            rounds.append(
+                [(r, r ^ jump) for r in range(p) if (r ^ jump) < r and not (r ^ jump) & (jump - 1)]
+            )
+            jump *= 2
+        jump = depth // 2
+        while jump > 0:  # fan-out
+            rounds.append(
+                [(r, r ^ jump) for r in range(p) if r < (r ^ jump) < p and not r & (jump - 1)]
+            )
+            jump //= 2
+    else:
+        adj = 1
+        while adj * 2 <= p:
+            adj *= 2
+        if adj != p:
+            rounds.append([(r, r - adj) for r in range(adj, p)])
+        mask = 1
+        while mask < adj:
+            rounds.append([(r, r ^ mask) for r in range(adj)])
+            mask *= 2
+        if adj != p:
+            rounds.append([(r, r + adj) for r in range(p - adj)])
+    return [pairs for pairs in rounds if pairs]
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 7, 8, 12])
+@pytest.mark.parametrize("algorithm", ["rdb", "bruck", "tree"])
+def test_barrier_schedules_against_open_mpis_loops(algorithm, p):
+    rounds = ompi_barrier_reference(p, algorithm)
+    # A barrier: every rank has heard, directly or not, from every rank before it leaves.
+    known = [{r} for r in range(p)]
+    for pairs in rounds:
+        sent = [(d, set(known[s])) for s, d in pairs]
+        for d, values in sent:
+            known[d] |= values
+    assert all(k == set(range(p)) for k in known)
+    src, dst, nbytes, after = barrier_schedule(p, algorithm)
+    assert list(zip(src.tolist(), dst.tolist(), strict=True)) == [x for r in rounds for x in r]
+    assert not nbytes.any()
+    got = named_waits((src, dst, nbytes, after), round_numbers(src, [len(r) for r in rounds]))
+    assert got == waits_reference(rounds, [0.0] * len(rounds), EAGER_BYTES)
+
+
+def ordered(name, src, dst, nbytes, timed=True):
+    none = np.zeros(0, dtype=np.int64)
+    return Phase(name, src, dst, nbytes, after=(none, none), timed=timed)
+
+
+@pytest.mark.parametrize(
+    "second, expected",
+    [
+        # 3 -> 0 (10 kB) waits for its sender's last receive (rank 3's, at 11 us): 22 us.
+        (([3], [0], [1e4]), 22e-6),
+        # 2 -> 1 (1 kB) waits for its receiver's (rank 1's, at 21 us): 21 + 1 + 1 = 23 us.
+        (([2], [1], [1e3]), 23e-6),
+    ],
+)
+@pytest.mark.parametrize("first_timed", [True, False])
+def test_ordered_phases_run_rank_by_rank(second, expected, first_timed):
+    # Ranks 0-3 on a 4-ring. Phase a: 0 -> 1 (20 kB, ends at 1 + 20 us) and 2 -> 3 (10 kB,
+    # ends at 11 us). A message of phase b leaves when its sender and its receiver are done
+    # with phase a (each rank's last receive there), not when phase a has ended everywhere
+    # (a barrier between them: 21 + 11 or 21 + 2 us). The time: the latest arrival; with
+    # phase a untimed, what b adds after a's last message.
+    net, routing = ring(4)
+    pattern = CommPattern(
+        4,
+        [
+            ordered("a", [0, 2], [1, 3], [2e4, 1e4], timed=first_timed),
+            ordered("b", *second),
+        ],
+    )
+    cost = CostParameters(1.0, 1.0, 1.0, (), LINKS)
+    metrics = evaluate_mapping(net, routing, pattern, permutation_mapping("XT", net, 4), cost)
+    first = 21e-6 if first_timed else 0.0
+    assert metrics.predicted_time_s == pytest.approx(expected - 21e-6 + first)
+    assert metrics.phase_times_s == pytest.approx([first, expected - 21e-6])
+    # Phases all in flight at once keep the barrier between them.
+    unordered = CommPattern(4, [Phase("a", [0, 2], [1, 3], [2e4, 1e4]), Phase("b", *second)])
+    metrics = evaluate_mapping(net, routing, unordered, permutation_mapping("XT", net, 4), cost)
+    assert metrics.predicted_time_s == pytest.approx(21e-6 + 1e-6 + second[2][0] / C)
+
+
+def test_pattern_language_reads_barriers_and_untimed_phases():
+    pattern = parse_pattern("ranks 8; phase start untimed; barrier tree; phase x2; allreduce 8B")
+    start, main = pattern.phases
+    assert not start.timed and main.timed and main.repeat == 2
+    assert start.num_messages == 14 and not start.nbytes.any()
+    assert parse_pattern("ranks 5 barrier").phases[0].num_messages == 10
+    assert not parse_pattern("ranks 4; phase untimed; barrier bruck").phases[0].timed

@@ -603,6 +603,26 @@ def smpi_alltoall_algorithm(ranks: int, block_bytes: int, options=()) -> str | N
     return {2: "xor", 3: "bruck"}.get(_select(_OMPI_ALLTOALL, ranks, block_bytes), "linear")
 
 
+# ... and its MPI_Barrier, by communicator size alone: 1 = linear, 3 = recursive doubling,
+# 4 = Bruck's dissemination, 6 = binomial tree.
+_OMPI_BARRIER = ((4, 3), (8, 1), (64, 3), (256, 4), (512, 6), (1024, 4), (4096, 6), (math.inf, 4))
+
+
+def smpi_barrier_algorithm(ranks: int, options=()) -> str | None:
+    """The barrier algorithm (pattern language name) SMPI runs, as
+    :func:`smpi_alltoall_algorithm`."""
+    setting = _cfg(options)
+    forced = setting.get("smpi/barrier")
+    if forced is not None:
+        return {"ompi_recursivedoubling": "rdb", "ompi_bruck": "bruck", "ompi_tree": "tree"}.get(
+            forced
+        )
+    if setting.get("smpi/coll-selector", "ompi") != "ompi":
+        return None
+    algorithm = next(alg for bound, alg in _OMPI_BARRIER if ranks < bound)
+    return {3: "rdb", 4: "bruck", 6: "tree"}.get(algorithm)
+
+
 def smpi_allreduce_algorithm(ranks: int, nbytes: int, options=()) -> str | None:
     """The allreduce algorithm (pattern language name) SMPI runs for a commutative
     operation on ``nbytes`` per rank, as :func:`smpi_alltoall_algorithm`."""
@@ -626,15 +646,32 @@ def smpi_allreduce_algorithm(ranks: int, nbytes: int, options=()) -> str | None:
 
 
 # Every collective call of petacomm agrees on its arguments first: one MPI_Allreduce (MIN)
-# of three uint64 (native/src/core/agreement.cpp).
+# of three uint64 (native/src/core/agreement.cpp); the benchmark drivers reduce their three
+# timings (MAX of three doubles) after every repetition, then enter a barrier and start the
+# clock.
 _AGREEMENT_BYTES = 24
 
 
+def _before_the_clock(ranks: int, options) -> str:
+    """What runs before a driver's clock starts, as an untimed phase: the last repetition's
+    timing reduction and the barrier, whose ranks leave at different times (the rounds
+    after them start rank by rank); the part SMPI runs in an algorithm petacomm does not
+    model is left out."""
+    steps = []
+    reduction = smpi_allreduce_algorithm(ranks, _AGREEMENT_BYTES, options)
+    barrier = smpi_barrier_algorithm(ranks, options)
+    if reduction is not None and barrier is not None:
+        steps.append(f"allreduce {_AGREEMENT_BYTES}B {reduction}")
+    if barrier is not None:
+        steps.append(f"barrier {barrier}")
+    return f"phase start untimed; {'; '.join(steps)}; " if steps else ""
+
+
 def _transpose_pattern(ranks: int, size: dict, variant: str, options) -> str | None:
-    """The execution's agreement (an allreduce of 24 B, in the algorithm SMPI runs; left
-    out when that is one petacomm does not model), then every rank's block to every other
-    in the variant's rounds: petacomm's xor and pairwise schedules, and for MPI_Alltoall
-    the algorithm SMPI runs."""
+    """Before the clock (:func:`_before_the_clock`), the execution's agreement (an allreduce
+    of 24 B, in the algorithm SMPI runs; left out when that is one petacomm does not model),
+    then every rank's block to every other in the variant's rounds: petacomm's xor and
+    pairwise schedules, and for MPI_Alltoall the algorithm SMPI runs."""
     if ranks < 2 or size["n0"] % ranks or size["n1"] % ranks:
         return None
     block = (size["n0"] // ranks) * (size["n1"] // ranks) * 8
@@ -647,10 +684,11 @@ def _transpose_pattern(ranks: int, size: dict, variant: str, options) -> str | N
         return None
     exchange = f"alltoall {block}B {algorithm}"
     agreement = smpi_allreduce_algorithm(ranks, _AGREEMENT_BYTES, options)
+    start = _before_the_clock(ranks, options)
     if agreement is None:
-        return f"ranks {ranks}; {exchange}"
+        return f"ranks {ranks}; {start}phase exchange; {exchange}"
     return (
-        f"ranks {ranks}; phase agreement; allreduce {_AGREEMENT_BYTES}B {agreement}; "
+        f"ranks {ranks}; {start}phase agreement; allreduce {_AGREEMENT_BYTES}B {agreement}; "
         f"phase exchange; {exchange}"
     )
 

@@ -73,11 +73,17 @@ def phase_time(
     """Seconds until the last of these messages (node ids, sizes in bytes) has arrived;
     ``after`` (message, predecessor) pairs hold a message back until its predecessors have
     arrived (see :func:`finish_times`)."""
+    ends = message_times(network, routing, src_nodes, dst_nodes, nbytes, links, after)
+    return float(ends.max()) if ends.size else 0.0
+
+
+def message_times(network, routing, src_nodes, dst_nodes, nbytes, links: FlowLinks, after=None):
+    """When each of these messages arrives (seconds), as :func:`phase_time` prices them."""
     src_nodes = np.asarray(src_nodes, dtype=np.int64)
     dst_nodes = np.asarray(dst_nodes, dtype=np.int64)
     nbytes = np.asarray(nbytes, dtype=np.float64)
     if src_nodes.size == 0:
-        return 0.0
+        return np.zeros(0)
     if src_nodes.size > MAX_MESSAGES:
         raise TooManyMessages(
             f"the flow model takes at most {MAX_MESSAGES:,} messages per phase, this one has "
@@ -96,7 +102,7 @@ def phase_time(
     capacity = np.concatenate(
         [np.full(network.num_links, links.bandwidth), np.full(intra.size, links.loopback_bandwidth)]
     )
-    return float(finish_times(message, link, capacity, nbytes, latency, after).max())
+    return finish_times(message, link, capacity, nbytes, latency, after)
 
 
 def finish_times(message, link, capacity, nbytes, latency, after=None):

@@ -280,13 +280,22 @@ def evaluate_mapping(
             max_hops = max(max_hops, float(hops.max()))
         link_bytes += phase_loads[0] * rep
         link_flows += phase_loads[1] * rep
-        if cost is not None and cost.flow_links is not None:
-            phase_times.append(_flow_phase_seconds(network, routing, ph, mapping, cost.flow_links))
-        elif cost is not None:
+        if cost is not None and cost.flow_links is None:
             phase_max_link = float(phase_loads[0].max())
             phase_times.append(
                 _endpoint_seconds(pattern, index, cost) + phase_max_link * cost.link_beta
             )
+    predicted = None
+    if cost is not None and cost.flow_links is not None:
+        phase_times, predicted = _flow_pattern_seconds(
+            network, routing, pattern, mapping, cost.flow_links
+        )
+    elif cost is not None:
+        predicted = float(
+            sum(
+                t * ph.repeat for t, ph in zip(phase_times, pattern.phases, strict=True) if ph.timed
+            )
+        )
     scale = max(1.0, float(np.abs(link_flows).max(initial=0.0)))
     used = link_flows > _USED_LINK_TOLERANCE * scale
     messages = totals["messages"]
@@ -306,11 +315,7 @@ def evaluate_mapping(
         avg_contention_flows=float(link_flows[used].mean()) if used.any() else 0.0,
         max_link_bytes=float(link_bytes.max(initial=0.0)),
         avg_link_bytes=float(link_bytes[used].mean()) if used.any() else 0.0,
-        predicted_time_s=(
-            float(sum(t * ph.repeat for t, ph in zip(phase_times, pattern.phases, strict=True)))
-            if cost is not None
-            else None
-        ),
+        predicted_time_s=predicted,
         phase_times_s=phase_times,
         intra_node_bytes_by_level=by_level,
         link_bytes=link_bytes if keep_loads else None,
@@ -318,7 +323,12 @@ def evaluate_mapping(
     )
 
 
-def _flow_phase_seconds(network, routing, ph, mapping, links) -> float:
+def _flow_pattern_seconds(network, routing, pattern, mapping, links):
+    """(each phase's time, the pattern's predicted time) by the flow model. A phase whose
+    messages are all in flight at once starts when everything before it has ended; a run
+    of ordered phases (a collective's rounds) runs rank by rank, each rank going on to the
+    next phase when its own part of the last one is done (see :func:`_flow_chain_seconds`).
+    Untimed phases run but do not count."""
     from petacomm.topology import flow_model
 
     if not flow_model.supports(routing):
@@ -327,12 +337,71 @@ def _flow_phase_seconds(network, routing, ph, mapping, links) -> float:
             f"{routing.describe(network)!r} gives link loads only (use dor or dor-simgrid "
             "on a torus, dmodk on a fat tree)"
         )
-    if ph.after is not None:  # ordered: every message kept (a rank's own cross its loopback)
-        src, dst = mapping.node[ph.src], mapping.node[ph.dst]
-        return flow_model.phase_time(network, routing, src, dst, ph.nbytes, links, ph.after)
-    real = ph.src != ph.dst
-    src, dst = mapping.node[ph.src[real]], mapping.node[ph.dst[real]]
-    return flow_model.phase_time(network, routing, src, dst, ph.nbytes[real], links)
+    times, total, chain = [], 0.0, []
+
+    def flush():
+        nonlocal total
+        if chain:
+            attributed = _flow_chain_seconds(network, routing, chain, mapping, links)
+            times.extend(attributed)
+            total += sum(attributed)
+            chain.clear()
+
+    for ph in pattern.phases:
+        if ph.after is not None:
+            chain.append(ph)
+            continue
+        flush()
+        real = ph.src != ph.dst
+        src, dst = mapping.node[ph.src[real]], mapping.node[ph.dst[real]]
+        times.append(flow_model.phase_time(network, routing, src, dst, ph.nbytes[real], links))
+        total += times[-1] * ph.repeat if ph.timed else 0.0
+    flush()
+    return times, total
+
+
+def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]:
+    """Consecutive ordered phases priced as one: each message also waits for the last
+    message its sender and its receiver received in the phases before (each repeat of a
+    phase is one more phase), so a rank enters a phase when it is done with the last one,
+    as the ranks of a program run collective after collective without a barrier between.
+    Returns what each phase adds to the time of the last message: the rise of the latest
+    arrival over its messages (repeats included); an untimed phase's rise is not counted,
+    so a leading untimed barrier makes the time run from the last rank's exit, as a
+    benchmark's clock does. Every message is kept: a rank's own cross its loopback."""
+    from petacomm.topology import flow_model
+
+    nranks = int(mapping.node.size)
+    last = np.full(nranks, -1, dtype=np.int64)  # each rank's last received message so far
+    src, dst, nbytes, held, before, owner = [], [], [], [], [], []
+    count = 0
+    for index, ph in enumerate(phases):
+        for _ in range(ph.repeat):
+            ids = count + np.arange(ph.num_messages, dtype=np.int64)
+            held.append(ph.after[0] + count)
+            before.append(ph.after[1] + count)
+            for ranks in (ph.src, ph.dst):
+                waits = last[ranks]
+                known = waits >= 0
+                held.append(ids[known])
+                before.append(waits[known])
+            src.append(ph.src)
+            dst.append(ph.dst)
+            nbytes.append(ph.nbytes)
+            owner.append(np.full(ph.num_messages, index))
+            np.maximum.at(last, ph.dst, ids)  # the latest listed is each rank's last receive
+            count += ph.num_messages
+    src, dst = np.concatenate(src), np.concatenate(dst)
+    order = (np.concatenate(held), np.concatenate(before))
+    ends = flow_model.message_times(
+        network, routing, mapping.node[src], mapping.node[dst], np.concatenate(nbytes), links, order
+    )
+    owner = np.concatenate(owner)
+    latest = np.zeros(len(phases))
+    np.maximum.at(latest, owner, ends)
+    reached = np.maximum.accumulate(latest)
+    rise = np.diff(reached, prepend=0.0)
+    return [float(r) if ph.timed else 0.0 for r, ph in zip(rise, phases, strict=True)]
 
 
 def predicted_times(

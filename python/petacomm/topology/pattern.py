@@ -75,7 +75,8 @@ class LogicalGrid:
 
 @dataclass
 class Phase:
-    """Messages in flight together; ``repeat`` = how many times the phase runs.
+    """Messages in flight together; ``repeat`` = how many times the phase runs; ``timed``
+    False for a phase that runs before the timing starts.
 
     ``after``, when given, orders the phase's messages: a pair of index arrays (message,
     predecessor), each saying that a message leaves only when its predecessor has arrived (a
@@ -88,6 +89,9 @@ class Phase:
     nbytes: np.ndarray
     repeat: int = 1
     after: tuple[np.ndarray, np.ndarray] | None = None
+    # False: the phase runs but is not counted in the predicted time (what a benchmark does
+    # before it starts its clock, e.g. a barrier: see metrics' chains of ordered phases).
+    timed: bool = True
 
     def __post_init__(self):
         self.src = np.asarray(self.src, dtype=np.int64).ravel()
@@ -135,6 +139,7 @@ class Phase:
             np.concatenate([self.nbytes, other.nbytes]),
             self.repeat,
             after,
+            self.timed,
         )
 
 
@@ -484,6 +489,51 @@ def allreduce_schedule(nranks: int, nbytes: float, algorithm: str, eager_bytes=E
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0), (empty, empty)
     return sendrecv_rounds(np.array(rounds, dtype=np.int64), float(nbytes), eager_bytes)
+
+
+BARRIER_ALGORITHMS = ("rdb", "bruck", "tree")
+
+
+def barrier_schedule(nranks: int, algorithm: str):
+    """A barrier's empty messages as Open MPI's (and SMPI's ``ompi``) barriers send them
+    (src, dst, nbytes, after), each a blocking send or receive in program order:
+
+    * ``rdb``: recursive doubling among the largest power of two p' <= p, rank r trading
+      with r XOR 2^k; beforehand each rank r >= p' signals r - p', which signals it back
+      at the end;
+    * ``bruck``: dissemination, rank r to r + 2^k in round k;
+    * ``tree``: a binomial fan-in to rank 0 (a rank receives from its children one after
+      another, then signals its parent), then the fan-out back.
+    """
+    if algorithm not in BARRIER_ALGORITHMS:
+        raise ValueError(
+            f"barrier algorithm: expected one of {', '.join(BARRIER_ALGORITHMS)}, got {algorithm!r}"
+        )
+    ranks = np.arange(nranks, dtype=np.int64)
+    if algorithm == "bruck" and nranks > 1:
+        return alltoall_schedule(nranks, 0.0, "bruck")
+    rounds = []
+    if algorithm == "tree":
+        bits = max(int(nranks - 1).bit_length(), 0)
+        for k in range(bits):  # fan-in: the ranks whose lowest set bit is k signal their parent
+            rounds.append(np.where((ranks & ((2 << k) - 1)) == (1 << k), ranks - (1 << k), -1))
+        for k in reversed(range(bits)):  # fan-out
+            sends = (ranks % (2 << k) == 0) & (ranks + (1 << k) < nranks)
+            rounds.append(np.where(sends, ranks + (1 << k), -1))
+    else:
+        pof2 = 1 << (int(nranks).bit_length() - 1) if nranks > 0 else 1
+        if pof2 < nranks:
+            rounds.append(np.where(ranks >= pof2, ranks - pof2, -1))
+        mask = 1
+        while mask < pof2:
+            rounds.append(np.where(ranks < pof2, ranks ^ mask, -1))
+            mask <<= 1
+        if pof2 < nranks:
+            rounds.append(np.where(ranks < nranks - pof2, ranks + pof2, -1))
+    if not rounds:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0), (empty, empty)
+    return sendrecv_rounds(np.array(rounds, dtype=np.int64), 0.0)
 
 
 def ring(nranks: int, nbytes: float, bidirectional: bool = False):

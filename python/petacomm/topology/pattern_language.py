@@ -10,7 +10,9 @@ may directly follow another on the same line, so ``grid2d 128x128 box 1MiB`` is 
     grid-option:= "periodic" | "open" | "periodic=" FLAGS | "row-major" | "column-major"
     FLAGS      := ("0"|"1") ("," ("0"|"1"))*          one flag per dimension
     ranks      := "ranks" INT                         rank count when no grid is given
-    phase      := "phase" [NAME] ["x"INT]             start a phase, run INT times (x3)
+    phase      := "phase" [NAME] ["x"INT] ["untimed"] start a phase, run INT times (x3);
+                                                      untimed: not counted (what runs before
+                                                      a benchmark starts its clock)
     traffic    := ("star" | "box") SIZE               halo exchange with 2d / 3^d-1 neighbours
                | "rows" SIZE | "columns" SIZE         all-to-all along the last / first axis
                | "line" AXIS SIZE                     all-to-all along one axis
@@ -24,6 +26,9 @@ may directly follow another on the same line, so ``grid2d 128x128 box 1MiB`` is 
                | "allreduce" SIZE [ALGORITHM]         ALGORITHM: rdb (default: recursive
                                                       doubling), redbcast (binomial reduce,
                                                       then broadcast); ordered like alltoall's
+               | "barrier" [ALGORITHM]                empty messages, ordered: rdb (default:
+                                                      recursive doubling), bruck (dissemination),
+                                                      tree (binomial fan-in, fan-out)
                | "ring" SIZE ["both"]                 rank i -> i+1 (and i-1 with both)
                | "matrix" PATH                        measured bytes matrix (.csv / .npy)
                | "graph" NAME ["seed=" INT]           an irregular benchmark graph (rgg,
@@ -67,6 +72,7 @@ TRAFFIC_WORDS = (
     "offsets",
     "alltoall",
     "allreduce",
+    "barrier",
     "ring",
     "matrix",
     "profile",
@@ -240,7 +246,7 @@ class _Parser:
         name = f"phase {len(self.phases) + 1}"
         repeat = 1
         tok = self.peek()
-        if tok.kind == "word" and tok.text.lower() not in STATEMENT_WORDS:
+        if tok.kind == "word" and tok.text.lower() not in (*STATEMENT_WORDS, "untimed"):
             if not re.fullmatch(r"x[0-9]+", tok.text):
                 name = self.next().text
                 tok = self.peek()
@@ -249,7 +255,12 @@ class _Parser:
                 repeat = int(tok.text[1:])
                 if repeat < 1:
                     self.fail(tok, "a repeat count x1 or more")
-        self.current = {"name": name, "repeat": repeat, "parts": [], "token": kw}
+        timed = True
+        tok = self.peek()
+        if tok.kind == "word" and tok.text.lower() == "untimed":
+            self.next()
+            timed = False
+        self.current = {"name": name, "repeat": repeat, "parts": [], "token": kw, "timed": timed}
         self.phases.append(self.current)
 
     def need_grid(self, kw: Token, dims: tuple[int, ...] = (1, 2, 3)) -> pat.LogicalGrid:
@@ -297,7 +308,7 @@ class _Parser:
         elif nranks != self.nranks:
             self.fail(kw, f"traffic over {self.nranks} ranks ('{low}' has {nranks})")
         if self.current is None:
-            self.current = {"name": "main", "repeat": 1, "parts": [], "token": kw}
+            self.current = {"name": "main", "repeat": 1, "parts": [], "token": kw, "timed": True}
             self.phases.append(self.current)
         self.current["parts"].append(messages)
 
@@ -360,6 +371,13 @@ class _Parser:
             if tok.kind == "word" and tok.text.lower() in pat.ALLREDUCE_ALGORITHMS:
                 algorithm = self.next().text.lower()
             return pat.allreduce_schedule(nranks, size, algorithm), nranks
+        if low == "barrier":
+            nranks = self.need_ranks(kw)
+            algorithm = "rdb"
+            tok = self.peek()
+            if tok.kind == "word" and tok.text.lower() in pat.BARRIER_ALGORITHMS:
+                algorithm = self.next().text.lower()
+            return pat.barrier_schedule(nranks, algorithm), nranks
         if low == "ring":
             nranks = self.need_ranks(kw)
             size = self.size()
@@ -413,7 +431,10 @@ class _Parser:
                 self.fail(p["token"], f"traffic statements in phase {p['name']!r}")
             # Each statement's messages (with their order when it has one, an ordered
             # all-to-all's) after the ones before: merged renumbers the order.
-            parts = [pat.Phase(p["name"], *m[:3], p["repeat"], *m[3:]) for m in p["parts"]]
+            parts = [
+                pat.Phase(p["name"], *m[:3], p["repeat"], *m[3:], timed=p["timed"])
+                for m in p["parts"]
+            ]
             phases.append(functools.reduce(pat.Phase.merged, parts))
         return pat.CommPattern(self.nranks, phases, grid=self.grid, notes=self.notes)
 
