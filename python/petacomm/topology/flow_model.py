@@ -120,9 +120,10 @@ def finish_times(message, link, capacity, nbytes, latency, after=None):
     n = nbytes.size
     # One pair per (message, link): a route crosses a link once. Grouped by message, so
     # that each solve gathers the routes of the messages in flight only.
-    pairs = np.unique(message * (int(link.max(initial=0)) + 1) + link)
-    route_link = pairs % (int(link.max(initial=0)) + 1)
-    route_first = np.searchsorted(pairs // (int(link.max(initial=0)) + 1), np.arange(n + 1))
+    links = int(link.max(initial=0)) + 1
+    pairs = np.unique(message * links + link)
+    route_link = pairs % links
+    route_first = np.searchsorted(pairs // links, np.arange(n + 1))
     # A route of zero latency (possible only with zero-latency links) shares as if of the
     # smallest positive one: a weight of zero would claim every link's whole capacity.
     positive = latency[latency > 0]
