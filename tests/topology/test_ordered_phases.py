@@ -13,16 +13,15 @@ from petacomm.topology.flow_model import FlowLinks, finish_times, phase_time
 from petacomm.topology.mapping import permutation_mapping
 from petacomm.topology.metrics import CostParameters, evaluate_mapping
 from petacomm.topology.network import parse_network
-from petacomm.topology.pattern import (
+from petacomm.topology.pattern import CommPattern, Phase
+from petacomm.topology.pattern_language import PatternSyntaxError, parse_pattern
+from petacomm.topology.routing import parse_routing
+from petacomm.topology.schedules import (
     EAGER_BYTES,
-    CommPattern,
-    Phase,
     allreduce_schedule,
     alltoall_schedule,
     barrier_schedule,
 )
-from petacomm.topology.pattern_language import PatternSyntaxError, parse_pattern
-from petacomm.topology.routing import parse_routing
 
 C, L = 1e9, 1e-6  # 1 GB/s links of 1 us
 LINKS = FlowLinks(C, L, 4e9, 1e-7)

@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from petacomm.topology import pattern as pat
+from petacomm.topology import schedules
 from petacomm.topology.measured import load_matrix_file, read_profile_log
 from petacomm.units import parse_size
 
@@ -356,11 +357,11 @@ class _Parser:
             nranks = self.need_ranks(kw)
             size = self.size()
             tok = self.peek()
-            if tok.kind != "word" or tok.text.lower() not in pat.ALLTOALL_ALGORITHMS:
+            if tok.kind != "word" or tok.text.lower() not in schedules.ALLTOALL_ALGORITHMS:
                 return pat.alltoall(nranks, size), nranks
             self.next()
             try:
-                return pat.alltoall_schedule(nranks, size, tok.text.lower()), nranks
+                return schedules.alltoall_schedule(nranks, size, tok.text.lower()), nranks
             except ValueError as err:
                 self.fail(tok, f"an algorithm that fits {nranks} ranks ({err})")
         if low == "allreduce":
@@ -368,16 +369,16 @@ class _Parser:
             size = self.size()
             algorithm = "rdb"
             tok = self.peek()
-            if tok.kind == "word" and tok.text.lower() in pat.ALLREDUCE_ALGORITHMS:
+            if tok.kind == "word" and tok.text.lower() in schedules.ALLREDUCE_ALGORITHMS:
                 algorithm = self.next().text.lower()
-            return pat.allreduce_schedule(nranks, size, algorithm), nranks
+            return schedules.allreduce_schedule(nranks, size, algorithm), nranks
         if low == "barrier":
             nranks = self.need_ranks(kw)
             algorithm = "rdb"
             tok = self.peek()
-            if tok.kind == "word" and tok.text.lower() in pat.BARRIER_ALGORITHMS:
+            if tok.kind == "word" and tok.text.lower() in schedules.BARRIER_ALGORITHMS:
                 algorithm = self.next().text.lower()
-            return pat.barrier_schedule(nranks, algorithm), nranks
+            return schedules.barrier_schedule(nranks, algorithm), nranks
         if low == "ring":
             nranks = self.need_ranks(kw)
             size = self.size()
