@@ -238,7 +238,15 @@ def test_other_networks_and_inputs(capsys, tmp_path):
         (
             ["--network", "torus:8x8x8:t=4", "--pattern", "ranks 2048 alltoall 8B"]
             + ["--routing", "dor", "--time-model", "flows"],
-            "--time-model flows: a phase of the pattern has 4,192,256 messages",
+            "--time-model flows: a phase of the pattern (or a run of ordered phases) has "
+            "4,192,256 messages",
+        ),
+        (
+            # Two ordered all-to-alls of 256 ranks in a row: 2 x 65,280 messages priced as one.
+            ["--network", "torus:4x4x4:t=4", "--routing", "dor", "--time-model", "flows"]
+            + ["--pattern", "ranks 256; phase a; alltoall 8B xor; phase b; alltoall 8B xor"],
+            "--time-model flows: a phase of the pattern (or a run of ordered phases) has "
+            "130,560 messages",
         ),
     ],
 )

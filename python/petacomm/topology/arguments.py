@@ -305,11 +305,21 @@ def check_time_model(cost, routing, network, pattern=None) -> None:
         )
     if pattern is None:
         return
-    largest = max((int((ph.src != ph.dst).sum()) for ph in pattern.phases), default=0)
+    # A phase all in flight at once is priced alone; a run of ordered phases as one, every
+    # repeat included (metrics' chains).
+    largest, chain = 0, 0
+    for ph in pattern.phases:
+        if ph.after is None:
+            chain = 0
+            largest = max(largest, int((ph.src != ph.dst).sum()))
+        else:
+            chain += ph.num_messages * ph.repeat
+            largest = max(largest, chain)
     if largest > flow_model.MAX_MESSAGES:
         raise PetacommError(
-            f"--time-model flows: a phase of the pattern has {largest:,} messages; the flow "
-            f"model takes at most {flow_model.MAX_MESSAGES:,} (use --time-model links)"
+            f"--time-model flows: a phase of the pattern (or a run of ordered phases) has "
+            f"{largest:,} messages; the flow model takes at most {flow_model.MAX_MESSAGES:,} "
+            "(use --time-model links)"
         )
 
 
