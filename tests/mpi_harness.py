@@ -17,7 +17,9 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from petacomm.launch import Launcher, describe_launcher, find_mpiexec, split_rank_output
 
@@ -106,10 +108,38 @@ def mpirun(
     return result
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` now (from /proc): Open MPI starts its ranks in process
+    groups of their own, out of reach of a signal to the launcher's group."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    with contextlib.suppress(OSError, IndexError):
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
+    return False
+
+
 def stop_process_group(job: subprocess.Popen, grace: float = 5) -> tuple[str, str]:
-    """SIGTERM to the job's process group (the launcher forwards it and flushes what the
-    ranks wrote), then SIGKILL to whatever is left after at most ``grace`` seconds; returns
+    """SIGTERM to the job's process group (the launcher forwards it to the ranks and flushes
+    what they wrote), then SIGKILL to whatever is left after at most ``grace`` seconds, the
+    group and every process that was below the launcher (the ranks, in groups of their
+    own, may not have died of the forwarded SIGTERM yet); returns once they are gone, with
     the output."""
+    below = _descendants(job.pid)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(job.pid, signal.SIGTERM)
     try:
@@ -118,6 +148,12 @@ def stop_process_group(job: subprocess.Popen, grace: float = 5) -> tuple[str, st
         output = None
     with contextlib.suppress(ProcessLookupError):
         os.killpg(job.pid, signal.SIGKILL)
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + grace
+    while any(_running(pid) for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.01)
     return output or job.communicate()
 
 
