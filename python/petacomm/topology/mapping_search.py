@@ -73,19 +73,35 @@ class _Distance:
         ring = np.unique(np.concatenate([nodes, self._neighbours[nodes].ravel()]))
         return np.unique(np.concatenate([ring, self._neighbours[ring].ravel()]))
 
+    # Node pairs up to which a table of all distances is kept (2048 nodes: 8 MiB).
+    TABLE_NODES = 2048
+
     def __call__(self, a, b) -> np.ndarray:
         if not isinstance(self.network, TorusNetwork):
             return np.asarray(self.network.hop_distance(a, b), dtype=np.float64)
-        ca, cb = self.coords[np.asarray(a)], self.coords[np.asarray(b)]
-        diff = np.abs(ca - cb)
+        a, b = np.asarray(a), np.asarray(b)
+        nn = self.network.num_nodes
+        if a.size > nn and nn <= self.TABLE_NODES:  # many pairs: look them up
+            if not hasattr(self, "_table"):
+                every = np.arange(nn)
+                self._table = self._hops(every[:, None], every[None, :]).astype(np.uint16)
+            return self._table[a, b].astype(np.float64)
+        return self._hops(a, b).astype(np.float64)
+
+    def _hops(self, a, b) -> np.ndarray:
+        diff = np.abs(self.coords[a] - self.coords[b])
         diff = np.where(self.wrap, np.minimum(diff, self.dims - diff), diff)
-        return diff.sum(axis=-1).astype(np.float64)
+        return diff.sum(axis=-1)
 
 
 def hop_bytes(graph: sp.csr_matrix, node: np.ndarray, network) -> float:
-    """Hop-bytes of a placement (each undirected pair once)."""
-    coo = sp.triu(graph, k=1).tocoo()
-    return float((coo.data * _Distance(network)(node[coo.row], node[coo.col])).sum())
+    """Hop-bytes of a placement (each undirected pair once: the entries above the
+    diagonal, read from the CSR arrays as they are, without building the triangle)."""
+    graph = graph.tocsr()
+    row = np.repeat(np.arange(graph.shape[0]), np.diff(graph.indptr))
+    upper = graph.indices > row
+    hops = _Distance(network)(node[row[upper]], node[graph.indices[upper]])
+    return float((graph.data[upper] * hops).sum())
 
 
 def _fill_remaining(node, core, capacity, network, order):
