@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from petacomm.sim.presets import (
+from petacomm.sim.smpi_selection import (
     smpi_allreduce_algorithm,
     smpi_alltoall_algorithm,
     smpi_barrier_algorithm,
