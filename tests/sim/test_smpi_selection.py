@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from petacomm.sim.smpi import COMMON_OPTIONS
 from petacomm.sim.smpi_selection import (
     smpi_allreduce_algorithm,
     smpi_alltoall_algorithm,
     smpi_barrier_algorithm,
 )
-from petacomm.sim.smpi import COMMON_OPTIONS
 
 
 @pytest.mark.parametrize(
