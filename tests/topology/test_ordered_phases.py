@@ -414,3 +414,33 @@ def test_pattern_language_reads_barriers_and_untimed_phases():
     assert start.num_messages == 14 and not start.nbytes.any()
     assert parse_pattern("ranks 5 barrier").phases[0].num_messages == 10
     assert not parse_pattern("ranks 4; phase untimed; barrier bruck").phases[0].timed
+
+
+@pytest.mark.parametrize(
+    "first, expected",
+    [
+        # Rank 1 receives 2 -> 1 (20 kB, at 21 us) and 0 -> 1 (10 kB, at 11 us): without a
+        # barrier, b's 1 -> 2 (1 kB) leaves when the later has arrived (not the later
+        # listed): 21 + 1 + 1 = 23 us.
+        (([2, 0], [1, 1], [2e4, 1e4]), 23e-6),
+        # Also 3 -> 0 (40 kB, at 41 us), which neither rank of 1 -> 2 waits for: the phase
+        # ends at 41 us and 1 -> 2 inside it (a barrier would make it 41 + 2 us).
+        (([2, 0, 3], [1, 1, 0], [2e4, 1e4, 4e4]), 41e-6),
+        # Rank 1 sends 1 -> 0 of 100 kB, past the eager limit: its send holds it until the
+        # message has arrived (101 us), then 1 -> 2: 103 us.
+        (([1], [0], [1e5]), 103e-6),
+        # ... and 50 kB, eager: 1 -> 2 leaves at once and ends at 2 us, inside the phase.
+        (([1], [0], [5e4]), 51e-6),
+    ],
+)
+def test_a_phase_without_barrier_waits_for_all_its_ranks_messages(first, expected):
+    net, routing = ring(4)
+    pattern = parse_pattern("ranks 4; phase a nobarrier; ring 1; phase b nobarrier; ring 1")
+    a, b = pattern.phases
+    assert not a.barrier and not b.barrier and a.timed
+    pattern = CommPattern(
+        4, [Phase("a", *first, barrier=False), Phase("b", [1], [2], 1e3, barrier=False)]
+    )
+    cost = CostParameters(1.0, 1.0, 1.0, (), LINKS)
+    metrics = evaluate_mapping(net, routing, pattern, permutation_mapping("XT", net, 4), cost)
+    assert metrics.predicted_time_s == pytest.approx(expected)

@@ -348,11 +348,30 @@ def _graph_size(text: str) -> dict:
     return {"matrix": str(path.resolve())}
 
 
+def _graph_traffic(size: dict) -> str:
+    if "graph" in size:
+        return f"graph {size['graph']} seed={size['seed']}"
+    return f'matrix "{size["matrix"]}"'
+
+
 def _graph_pattern(ranks: int, size: dict) -> str:
     """The run's traffic in petacomm map's pattern language."""
-    if "graph" in size:
-        return f"ranks {ranks}; graph {size['graph']} seed={size['seed']}"
-    return f'ranks {ranks}; matrix "{size["matrix"]}"'
+    return f"ranks {ranks}; {_graph_traffic(size)}"
+
+
+def _graph_run_pattern(ranks: int, size: dict, variant: str, options) -> str:
+    """What petacomm-graph runs, for --predict: the last exchange and the barrier before
+    the clock (untimed; each rank leaves the barrier when it is done, and starts the timed
+    exchange as it leaves), then the exchange; without a barrier algorithm petacomm models,
+    the exchange alone."""
+    traffic = _graph_traffic(size)
+    barrier = smpi_barrier_algorithm(ranks, options)
+    if barrier is None:
+        return f"ranks {ranks}; {traffic}"
+    return (
+        f"ranks {ranks}; phase last untimed nobarrier; {traffic}; phase start untimed; "
+        f"barrier {barrier}; phase exchange nobarrier; {traffic}"
+    )
 
 
 def _graph_of(ranks: int, size: dict):
@@ -659,7 +678,7 @@ PRESETS = {
         prepare=_graph_prepare,
         parse=_graph_parse,
         work=_graph_work,
-        pattern=lambda ranks, size, variant, options: _graph_pattern(ranks, size),
+        pattern=_graph_run_pattern,
     ),
     "sweep3d": Preset(
         name="sweep3d",

@@ -309,7 +309,7 @@ def check_time_model(cost, routing, network, pattern=None) -> None:
     # repeat included (metrics' chains).
     largest, chain = 0, 0
     for ph in pattern.phases:
-        if ph.after is None:
+        if ph.after is None and ph.barrier:
             chain = 0
             largest = max(largest, int((ph.src != ph.dst).sum()))
         else:

@@ -348,7 +348,7 @@ def _flow_pattern_seconds(network, routing, pattern, mapping, links):
             chain.clear()
 
     for ph in pattern.phases:
-        if ph.after is not None:
+        if ph.after is not None or not ph.barrier:
             chain.append(ph)
             continue
         flush()
@@ -361,36 +361,62 @@ def _flow_pattern_seconds(network, routing, pattern, mapping, links):
 
 
 def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]:
-    """Consecutive ordered phases priced as one: each message also waits for the last
-    message its sender and its receiver received in the phases before (each repeat of a
-    phase is one more phase), so a rank enters a phase when it is done with the last one,
-    as the ranks of a program run collective after collective without a barrier between.
+    """Consecutive ordered phases (and phases without a barrier) priced as one: each message
+    also waits for the last message its sender and its receiver received in the phases
+    before (each repeat of a phase is one more phase), so a rank enters a phase when it is
+    done with the last one, as the ranks of a program run collective after collective
+    without a barrier between.
     Returns what each phase adds to the time of the last message: the rise of the latest
     arrival over its messages (repeats included); an untimed phase's rise is not counted,
     so a leading untimed barrier makes the time run from the last rank's exit, as a
     benchmark's clock does. Every message is kept: a rank's own cross its loopback."""
     from petacomm.topology import flow_model
+    from petacomm.topology.schedules import EAGER_BYTES
 
     nranks = int(mapping.node.size)
-    last = np.full(nranks, -1, dtype=np.int64)  # each rank's last received message so far
+    # What each rank waits for before its next phase (pairs rank, message): in an ordered
+    # phase its last receive, in one all at once every receive; and its sends that were
+    # not eager (the last one, or all).
+    wait_rank, wait_message = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     src, dst, nbytes, held, before, owner = [], [], [], [], [], []
     count = 0
     for index, ph in enumerate(phases):
+        ordered = ph.after is not None
+        if ordered:
+            ph_src, ph_dst, ph_nbytes, ph_after = ph.src, ph.dst, ph.nbytes, ph.after
+        else:  # all in flight at once, without a rank's messages to itself
+            real = ph.src != ph.dst
+            ph_src, ph_dst, ph_nbytes = ph.src[real], ph.dst[real], ph.nbytes[real]
+            ph_after = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         for _ in range(ph.repeat):
-            ids = count + np.arange(ph.num_messages, dtype=np.int64)
-            held.append(ph.after[0] + count)
-            before.append(ph.after[1] + count)
-            for ranks in (ph.src, ph.dst):
-                waits = last[ranks]
-                known = waits >= 0
-                held.append(ids[known])
-                before.append(waits[known])
-            src.append(ph.src)
-            dst.append(ph.dst)
-            nbytes.append(ph.nbytes)
-            owner.append(np.full(ph.num_messages, index))
-            np.maximum.at(last, ph.dst, ids)  # the latest listed is each rank's last receive
-            count += ph.num_messages
+            ids = count + np.arange(ph_src.size, dtype=np.int64)
+            held.append(ph_after[0] + count)
+            before.append(ph_after[1] + count)
+            for ranks in (ph_src, ph_dst):
+                h, b = _waits_of(ranks, ids, wait_rank, wait_message, nranks)
+                held.append(h)
+                before.append(b)
+            src.append(ph_src)
+            dst.append(ph_dst)
+            nbytes.append(ph_nbytes)
+            owner.append(np.full(ph_src.size, index))
+            count += ph_src.size
+            # The ranks that took part in this phase wait for its messages from now on.
+            large = ph_nbytes >= EAGER_BYTES
+            rank = np.concatenate([ph_dst, ph_src[large]])
+            message = np.concatenate([ids, ids[large]])
+            if ordered:  # the latest listed of each rank's: its last round's
+                latest = np.full(nranks, -1, dtype=np.int64)
+                np.maximum.at(latest, ph_dst, ids)
+                sent = np.full(nranks, -1, dtype=np.int64)
+                np.maximum.at(sent, ph_src[large], ids[large])
+                rank = np.concatenate([np.flatnonzero(latest >= 0), np.flatnonzero(sent >= 0)])
+                message = np.concatenate([latest[latest >= 0], sent[sent >= 0]])
+            took_part = np.zeros(nranks, dtype=bool)
+            took_part[rank] = True
+            keep = ~took_part[wait_rank]
+            wait_rank = np.concatenate([wait_rank[keep], rank])
+            wait_message = np.concatenate([wait_message[keep], message])
     src, dst = np.concatenate(src), np.concatenate(dst)
     order = (np.concatenate(held), np.concatenate(before))
     ends = flow_model.message_times(
@@ -402,6 +428,16 @@ def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]
     reached = np.maximum.accumulate(latest)
     rise = np.diff(reached, prepend=0.0)
     return [float(r) if ph.timed else 0.0 for r, ph in zip(rise, phases, strict=True)]
+
+
+def _waits_of(ranks, ids, wait_rank, wait_message, nranks):
+    """(message, predecessor) pairs: each of ``ids`` waits for every message its rank in
+    ``ranks`` waits for (the pairs ``wait_rank``, ``wait_message``)."""
+    order = np.argsort(wait_rank, kind="stable")
+    first = np.searchsorted(wait_rank[order], np.arange(nranks + 1))
+    counts = first[ranks + 1] - first[ranks]
+    gather = np.repeat(first[ranks] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    return np.repeat(ids, counts), wait_message[order][gather]
 
 
 def predicted_times(

@@ -76,7 +76,8 @@ class LogicalGrid:
 @dataclass
 class Phase:
     """Messages in flight together; ``repeat`` = how many times the phase runs; ``timed``
-    False for a phase that runs before the timing starts.
+    False for a phase that runs before the timing starts; ``barrier`` False for a phase its
+    ranks start one by one, each when done with the phase before.
 
     ``after``, when given, orders the phase's messages: a pair of index arrays (message,
     predecessor), each saying that a message leaves only when its predecessor has arrived (a
@@ -92,6 +93,9 @@ class Phase:
     # False: the phase runs but is not counted in the predicted time (what a benchmark does
     # before it starts its clock, e.g. a barrier: see metrics' chains of ordered phases).
     timed: bool = True
+    # False: no barrier before the phase; each rank starts it when it is done with the
+    # phase before (ordered phases always run so).
+    barrier: bool = True
 
     def __post_init__(self):
         self.src = np.asarray(self.src, dtype=np.int64).ravel()
@@ -140,6 +144,7 @@ class Phase:
             self.repeat,
             after,
             self.timed,
+            self.barrier,
         )
 
 

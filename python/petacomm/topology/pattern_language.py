@@ -10,9 +10,13 @@ may directly follow another on the same line, so ``grid2d 128x128 box 1MiB`` is 
     grid-option:= "periodic" | "open" | "periodic=" FLAGS | "row-major" | "column-major"
     FLAGS      := ("0"|"1") ("," ("0"|"1"))*          one flag per dimension
     ranks      := "ranks" INT                         rank count when no grid is given
-    phase      := "phase" [NAME] ["x"INT] ["untimed"] start a phase, run INT times (x3);
+    phase      := "phase" [NAME] ["x"INT] ["untimed"] ["nobarrier"]
+                                                      start a phase, run INT times (x3);
                                                       untimed: not counted (what runs before
-                                                      a benchmark starts its clock)
+                                                      a benchmark starts its clock);
+                                                      nobarrier: each rank starts it when done
+                                                      with the phase before (ordered phases
+                                                      always do)
     traffic    := ("star" | "box") SIZE               halo exchange with 2d / 3^d-1 neighbours
                | "rows" SIZE | "columns" SIZE         all-to-all along the last / first axis
                | "line" AXIS SIZE                     all-to-all along one axis
@@ -80,6 +84,7 @@ TRAFFIC_WORDS = (
     "graph",
 )
 STATEMENT_WORDS = (*GRID_WORDS, "ranks", "phase", *TRAFFIC_WORDS)
+PHASE_OPTIONS = ("untimed", "nobarrier")
 
 
 class PatternSyntaxError(ValueError):
@@ -247,7 +252,7 @@ class _Parser:
         name = f"phase {len(self.phases) + 1}"
         repeat = 1
         tok = self.peek()
-        if tok.kind == "word" and tok.text.lower() not in (*STATEMENT_WORDS, "untimed"):
+        if tok.kind == "word" and tok.text.lower() not in (*STATEMENT_WORDS, *PHASE_OPTIONS):
             if not re.fullmatch(r"x[0-9]+", tok.text):
                 name = self.next().text
                 tok = self.peek()
@@ -256,12 +261,17 @@ class _Parser:
                 repeat = int(tok.text[1:])
                 if repeat < 1:
                     self.fail(tok, "a repeat count x1 or more")
-        timed = True
-        tok = self.peek()
-        if tok.kind == "word" and tok.text.lower() == "untimed":
-            self.next()
-            timed = False
-        self.current = {"name": name, "repeat": repeat, "parts": [], "token": kw, "timed": timed}
+        options = set()
+        while self.peek().kind == "word" and self.peek().text.lower() in PHASE_OPTIONS:
+            options.add(self.next().text.lower())
+        self.current = {
+            "name": name,
+            "repeat": repeat,
+            "parts": [],
+            "token": kw,
+            "timed": "untimed" not in options,
+            "barrier": "nobarrier" not in options,
+        }
         self.phases.append(self.current)
 
     def need_grid(self, kw: Token, dims: tuple[int, ...] = (1, 2, 3)) -> pat.LogicalGrid:
@@ -309,7 +319,14 @@ class _Parser:
         elif nranks != self.nranks:
             self.fail(kw, f"traffic over {self.nranks} ranks ('{low}' has {nranks})")
         if self.current is None:
-            self.current = {"name": "main", "repeat": 1, "parts": [], "token": kw, "timed": True}
+            self.current = {
+                "name": "main",
+                "repeat": 1,
+                "parts": [],
+                "token": kw,
+                "timed": True,
+                "barrier": True,
+            }
             self.phases.append(self.current)
         self.current["parts"].append(messages)
 
@@ -433,7 +450,9 @@ class _Parser:
             # Each statement's messages (with their order when it has one, an ordered
             # all-to-all's) after the ones before: merged renumbers the order.
             parts = [
-                pat.Phase(p["name"], *m[:3], p["repeat"], *m[3:], timed=p["timed"])
+                pat.Phase(
+                    p["name"], *m[:3], p["repeat"], *m[3:], timed=p["timed"], barrier=p["barrier"]
+                )
                 for m in p["parts"]
             ]
             phases.append(functools.reduce(pat.Phase.merged, parts))
