@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from petacomm.topology.csr import csr_entries
 from petacomm.topology.network import TorusNetwork
 
 MAX_PAIR_ENTRIES = 30_000_000
@@ -426,17 +427,9 @@ def _best_in_batch(cv, cu, cx, node, loads, top, at_top, tol, hop_room, fixed: _
     return int(cv[best]), int(cu[best]), int(cx[best]), float(delta_hop[best]), delta[best]
 
 
-def _csr_entries(indptr, rows):
-    """(index into ``rows``, position in the CSR arrays) of every entry of every row listed."""
-    lengths = indptr[rows + 1] - indptr[rows]
-    owner = np.repeat(np.arange(rows.size), lengths)
-    offset = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return owner, indptr[rows][owner] + offset
-
-
 def _incident_expanded(ranks, rank_start, incident):
     """(index into ``ranks``, message) for every message of every rank listed."""
-    owner, position = _csr_entries(rank_start, ranks)
+    owner, position = csr_entries(rank_start, ranks)
     return owner, incident[position]
 
 
@@ -445,7 +438,7 @@ def _hop_delta(cv, cu, cx, a, node, graph, distance) -> np.ndarray:
     two ranks' edges at their new places, an edge between them keeping its length."""
 
     def cost(ranks, at):
-        owner, entry = _csr_entries(graph.indptr, ranks)
+        owner, entry = csr_entries(graph.indptr, ranks)
         where = node[graph.indices[entry]]
         return np.bincount(
             owner, graph.data[entry] * distance(at[owner], where), minlength=ranks.size

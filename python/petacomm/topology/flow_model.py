@@ -115,6 +115,8 @@ def finish_times(message, link, capacity, nbytes, latency, after=None):
     latency and shares the links. That is how a collective's rounds run: a rank's message
     of round k+1 leaves when its receive of round k has arrived, not when round k ends
     everywhere."""
+    from petacomm.topology.csr import csr_entries
+
     message = np.asarray(message, dtype=np.int64)
     link = np.asarray(link, dtype=np.int64)
     n = nbytes.size
@@ -150,16 +152,13 @@ def finish_times(message, link, capacity, nbytes, latency, after=None):
             continue
         step = np.inf
         if moving.size:
-            counts = route_first[moving + 1] - route_first[moving]
-            gather = np.repeat(route_first[moving] - np.cumsum(counts) + counts, counts)
-            gather += np.arange(gather.size)
+            local_message, gather = csr_entries(route_first, moving)
             crossed = route_link[gather]
             present = np.zeros(capacity.size, dtype=bool)
             present[crossed] = True
             used = np.flatnonzero(present)
             relabel[used] = np.arange(used.size)
             local_link = relabel[crossed]
-            local_message = np.repeat(np.arange(moving.size), counts)
             rate = _max_min_rates(local_message, local_link, capacity[used], weight[moving])
             step = float((remaining[moving] / rate).min())
         if waiting.size:
@@ -205,16 +204,15 @@ class _Successors:
     def release(self, ended, finish, start, latency):
         """Count the ``ended`` messages off their successors'; a successor with none left
         starts its latency at its last predecessor's end. Returns the ones released."""
+        from petacomm.topology.csr import csr_entries
+
         if self.first is None or ended.size == 0:
             return np.zeros(0, dtype=np.int64)
-        counts = self.first[ended + 1] - self.first[ended]
-        if not counts.any():
+        owner, index = csr_entries(self.first, ended)
+        if not index.size:
             return np.zeros(0, dtype=np.int64)
-        index = np.repeat(self.first[ended] - np.cumsum(counts) + counts, counts) + np.arange(
-            counts.sum()
-        )
         held = self.held[index]
-        np.maximum.at(self.released_at, held, np.repeat(finish[ended], counts))
+        np.maximum.at(self.released_at, held, finish[ended][owner])
         np.subtract.at(self.pending, held, 1)
         now_free = np.unique(held[self.pending[held] == 0])
         start[now_free] = self.released_at[now_free] + latency[now_free]

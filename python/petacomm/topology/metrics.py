@@ -371,6 +371,7 @@ def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]
     so a leading untimed barrier makes the time run from the last rank's exit, as a
     benchmark's clock does. Every message is kept: a rank's own cross its loopback."""
     from petacomm.topology import flow_model
+    from petacomm.topology.csr import csr_entries
     from petacomm.topology.schedules import EAGER_BYTES
 
     nranks = int(mapping.node.size)
@@ -392,10 +393,13 @@ def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]
             ids = count + np.arange(ph_src.size, dtype=np.int64)
             held.append(ph_after[0] + count)
             before.append(ph_after[1] + count)
+            # Each message waits for what its sender and its receiver wait for.
+            order = np.argsort(wait_rank, kind="stable")
+            first = np.searchsorted(wait_rank[order], np.arange(nranks + 1))
             for ranks in (ph_src, ph_dst):
-                h, b = _waits_of(ranks, ids, wait_rank, wait_message, nranks)
-                held.append(h)
-                before.append(b)
+                which, position = csr_entries(first, ranks)
+                held.append(ids[which])
+                before.append(wait_message[order][position])
             src.append(ph_src)
             dst.append(ph_dst)
             nbytes.append(ph_nbytes)
@@ -428,16 +432,6 @@ def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]
     reached = np.maximum.accumulate(latest)
     rise = np.diff(reached, prepend=0.0)
     return [float(r) if ph.timed else 0.0 for r, ph in zip(rise, phases, strict=True)]
-
-
-def _waits_of(ranks, ids, wait_rank, wait_message, nranks):
-    """(message, predecessor) pairs: each of ``ids`` waits for every message its rank in
-    ``ranks`` waits for (the pairs ``wait_rank``, ``wait_message``)."""
-    order = np.argsort(wait_rank, kind="stable")
-    first = np.searchsorted(wait_rank[order], np.arange(nranks + 1))
-    counts = first[ranks + 1] - first[ranks]
-    gather = np.repeat(first[ranks] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-    return np.repeat(ids, counts), wait_message[order][gather]
 
 
 def predicted_times(

@@ -1,0 +1,15 @@
+"""Rows of a compressed sparse row (CSR) layout, gathered with numpy: the one step the
+contention refinement, the flow model's routes and successors, and the rank-by-rank
+chains of ordered phases all take (a row's entries are ``indptr[row]:indptr[row + 1]``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def csr_entries(indptr, rows):
+    """(index into ``rows``, position in the CSR arrays) of every entry of every row listed."""
+    lengths = indptr[rows + 1] - indptr[rows]
+    owner = np.repeat(np.arange(rows.size), lengths)
+    offset = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return owner, indptr[rows][owner] + offset
