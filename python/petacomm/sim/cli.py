@@ -462,6 +462,7 @@ def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, lo
     from petacomm.sim.smpi import run as smpi_run
 
     network = platform.network
+    options = smpi_options(args, preset, platform)
     platform_file = work / "platform.xml"
     platform_file.write_text(platform.xml())
     records, mappings = [], []
@@ -488,7 +489,7 @@ def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, lo
             platform_file,
             hosts,
             argv,
-            smpi_options(args, preset, platform),
+            options,
             timeout=args.timeout,
         )
         if result.returncode != 0:
@@ -521,8 +522,9 @@ def _simulate(args, preset, platform, machine, size, runs, tools, tree, work, lo
                 **row,
             }
         )
-        options = (*COMMON_OPTIONS, *smpi_options(args, preset, platform))
-        pattern = records[-1].get("pattern") or preset.pattern(ranks, size, variant, options)
+        pattern = records[-1].get("pattern") or preset.pattern(
+            ranks, size, variant, (*COMMON_OPTIONS, *options)
+        )
         if pattern:
             records[-1]["pattern"] = pattern
         mappings.append(mapping)

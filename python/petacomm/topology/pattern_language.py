@@ -174,6 +174,13 @@ class _Parser:
             self.fail(tok, "a message size from 1 B to 1 PiB")
         return value
 
+    def algorithm(self, choices: tuple[str, ...], default: str) -> str:
+        """A collective's optional algorithm word (any case), else ``default``."""
+        tok = self.peek()
+        if tok.kind == "word" and tok.text.lower() in choices:
+            return self.next().text.lower()
+        return default
+
     def integer(self, expected: str) -> int:
         tok = self.word(expected)
         if not re.fullmatch(r"[0-9]+", tok.text) or int(tok.text) < 1:
@@ -374,27 +381,19 @@ class _Parser:
             nranks = self.need_ranks(kw)
             size = self.size()
             tok = self.peek()
-            if tok.kind != "word" or tok.text.lower() not in schedules.ALLTOALL_ALGORITHMS:
-                return pat.alltoall(nranks, size), nranks
-            self.next()
+            algorithm = self.algorithm(schedules.ALLTOALL_ALGORITHMS, "linear")
             try:
-                return schedules.alltoall_schedule(nranks, size, tok.text.lower()), nranks
+                return schedules.alltoall_schedule(nranks, size, algorithm), nranks
             except ValueError as err:
                 self.fail(tok, f"an algorithm that fits {nranks} ranks ({err})")
         if low == "allreduce":
             nranks = self.need_ranks(kw)
             size = self.size()
-            algorithm = "rdb"
-            tok = self.peek()
-            if tok.kind == "word" and tok.text.lower() in schedules.ALLREDUCE_ALGORITHMS:
-                algorithm = self.next().text.lower()
+            algorithm = self.algorithm(schedules.ALLREDUCE_ALGORITHMS, "rdb")
             return schedules.allreduce_schedule(nranks, size, algorithm), nranks
         if low == "barrier":
             nranks = self.need_ranks(kw)
-            algorithm = "rdb"
-            tok = self.peek()
-            if tok.kind == "word" and tok.text.lower() in schedules.BARRIER_ALGORITHMS:
-                algorithm = self.next().text.lower()
+            algorithm = self.algorithm(schedules.BARRIER_ALGORITHMS, "rdb")
             return schedules.barrier_schedule(nranks, algorithm), nranks
         if low == "ring":
             nranks = self.need_ranks(kw)
