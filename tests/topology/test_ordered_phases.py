@@ -245,6 +245,17 @@ def test_phase_time_takes_the_order():
     assert got == pytest.approx(22e-6)
 
 
+def everyone_heard_from_everyone(p: int, rounds) -> bool:
+    """Whether, after these rounds of (src, dst) messages, each carrying what its sender
+    knew before the round, every rank knows every rank's value."""
+    known = [{r} for r in range(p)]
+    for pairs in rounds:
+        sent = [(d, set(known[s])) for s, d in pairs]
+        for d, values in sent:
+            known[d] |= values
+    return all(k == set(range(p)) for k in known)
+
+
 def rdb_reference(p: int):
     """SMPI's allreduce__rdb, by loops: each round's (src, dst) pairs."""
     pof2 = 1
@@ -286,12 +297,7 @@ def redbcast_reference(p: int):
 def test_allreduce_schedules_against_loops(algorithm, p):
     rounds = (rdb_reference if algorithm == "rdb" else redbcast_reference)(p)
     # The reference is an allreduce: every rank ends knowing every rank's value.
-    known = [{r} for r in range(p)]
-    for pairs in rounds:
-        sent = [(d, set(known[s])) for s, d in pairs]
-        for d, values in sent:
-            known[d] |= values
-    assert all(k == set(range(p)) for k in known)
+    assert everyone_heard_from_everyone(p, rounds)
     src, dst, nbytes, after = allreduce_schedule(p, 24.0, algorithm)
     assert list(zip(src.tolist(), dst.tolist(), strict=True)) == [x for r in rounds for x in r]
     assert np.all(nbytes == 24.0)
@@ -354,12 +360,7 @@ def ompi_barrier_reference(p: int, algorithm: str):
 def test_barrier_schedules_against_open_mpis_loops(algorithm, p):
     rounds = ompi_barrier_reference(p, algorithm)
     # A barrier: every rank has heard, directly or not, from every rank before it leaves.
-    known = [{r} for r in range(p)]
-    for pairs in rounds:
-        sent = [(d, set(known[s])) for s, d in pairs]
-        for d, values in sent:
-            known[d] |= values
-    assert all(k == set(range(p)) for k in known)
+    assert everyone_heard_from_everyone(p, rounds)
     src, dst, nbytes, after = barrier_schedule(p, algorithm)
     assert list(zip(src.tolist(), dst.tolist(), strict=True)) == [x for r in rounds for x in r]
     assert not nbytes.any()
