@@ -325,9 +325,10 @@ def evaluate_mapping(
 
 def _flow_pattern_seconds(network, routing, pattern, mapping, links):
     """(each phase's time, the pattern's predicted time) by the flow model. A phase whose
-    messages are all in flight at once starts when everything before it has ended; a run
-    of ordered phases (a collective's rounds) runs rank by rank, each rank going on to the
-    next phase when its own part of the last one is done (see :func:`_flow_chain_seconds`).
+    messages are all in flight at once starts when everything before it has ended, unless
+    it has no barrier; a run of ordered phases (a collective's rounds) and phases without a
+    barrier runs rank by rank, each rank going on to the next phase when its own part of
+    the last one is done (see :func:`_flow_chain_seconds`).
     Untimed phases run but do not count."""
     from petacomm.topology import flow_model
 
@@ -362,10 +363,10 @@ def _flow_pattern_seconds(network, routing, pattern, mapping, links):
 
 def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]:
     """Consecutive ordered phases (and phases without a barrier) priced as one: each message
-    also waits for the last message its sender and its receiver received in the phases
-    before (each repeat of a phase is one more phase), so a rank enters a phase when it is
-    done with the last one, as the ranks of a program run collective after collective
-    without a barrier between.
+    also waits for what its sender and its receiver waited for at the end of the phase
+    before (each repeat of a phase is one more phase; see ``wait_rank`` below), so a rank
+    enters a phase when it is done with the last one, as the ranks of a program run
+    collective after collective without a barrier between.
     Returns what each phase adds to the time of the last message: the rise of the latest
     arrival over its messages (repeats included); an untimed phase's rise is not counted,
     so a leading untimed barrier makes the time run from the last rank's exit, as a
