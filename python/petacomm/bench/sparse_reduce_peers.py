@@ -17,7 +17,7 @@ holders and give every holder the result" (k components per key, MPI_SUM):
   picks the lowest holder of every key and sends (rank, index) back by MPI_Alltoallv.
   Execute: zero the roots (one per distinct local key), reduce, broadcast.
 
-Contenders run repetition by repetition in a rotating order; every figure is the max over
+Contenders run repetition by repetition in a random order drawn per repetition; every figure is the max over
 ranks of one repetition, and the parent prints medians.
 """
 
@@ -121,6 +121,14 @@ def build_holder_sf(PETSc, comm, keys: np.ndarray, key_range: int, unit) -> _Pet
     return _PetscSF(PETSc, comm, keys.size, remote, unit)
 
 
+def _order(names: list[str], rep: int) -> list[str]:
+    """The contenders in a random order drawn from ``rep`` (the same on every rank). A
+    rotating order would put each contender always after the same one, so whatever that one
+    leaves behind (a flushed cache, queued messages) would bias the same contender in every
+    repetition."""
+    return [names[i] for i in np.random.default_rng([rep, 58]).permutation(len(names))]
+
+
 def _max_over_ranks(comm, seconds: float) -> float:
     from mpi4py import MPI
 
@@ -173,12 +181,11 @@ def worker_main(config_text: str) -> int:
             builders["petscsf-holder"] = lambda: build_holder_sf(PETSc, comm, keys, key_range, unit)
     names = list(builders)
 
-    # Setup: every contender built setup_reps + 1 times in rotating order (first dropped).
+    # Setup: every contender built setup_reps + 1 times, in a random order (first dropped).
     setup = {n: [] for n in names}
     plans = {}
     for rep in range(setup_reps + 1):
-        for i in range(len(names)):
-            name = names[(i + rep) % len(names)]
+        for name in _order(names, rep):
             comm.Barrier()
             start = MPI.Wtime()
             built = builders[name]()
@@ -203,8 +210,7 @@ def worker_main(config_text: str) -> int:
     execute = {n: [] for n in names}
     values = values0.copy()
     for rep in range(config["warmup"] + reps):
-        for i in range(len(names)):
-            name = names[(i + rep) % len(names)]
+        for name in _order(names, 1000 + rep):
             values[...] = values0
             comm.Barrier()
             start = MPI.Wtime()
