@@ -11,6 +11,10 @@ step and volume factors to give the per-step parameters the planner expects.
 
 Reading a model file (JSON parse and schema validation, a few milliseconds) happens once per
 process and file version: :func:`load_model` caches by path, modification time and size.
+Deriving the planner's parameters from a model (tens of microseconds of Python, as much as
+the rest of a small plan's creation) happens once per model content and rank count:
+:func:`planner_costs` caches by the model's fitted pieces, so a model changed in place is
+seen, and a model object equal to another shares its entry.
 """
 
 from __future__ import annotations
@@ -78,15 +82,49 @@ def p2p_curve(model) -> P2PCurve:
     return curve
 
 
+def _fingerprint(model) -> tuple:
+    """What the planner's parameters depend on: every operation's name, ranks and fitted
+    pieces (frozen, hashable)."""
+    return tuple((name, op.p, tuple(op.pieces)) for name, op in model.operations.items())
+
+
+_PLANNER_COSTS: dict[tuple, tuple[CostParams, P2PCurve]] = {}
+_PLANNER_COSTS_MAX = 64
+
+
+def planner_costs(model, p: int) -> tuple[CostParams, P2PCurve]:
+    """:func:`cost_params` and :func:`p2p_curve` of ``model`` for ``p`` ranks, computed once
+    per model content and ``p`` (fresh copies: the caller may change them)."""
+    key = (_fingerprint(model), p)
+    hit = _PLANNER_COSTS.get(key)
+    if hit is None:
+        if len(_PLANNER_COSTS) >= _PLANNER_COSTS_MAX:
+            _PLANNER_COSTS.clear()
+        hit = _PLANNER_COSTS[key] = (cost_params(model, p), p2p_curve(model))
+    return CostParams.from_buffer_copy(hit[0]), P2PCurve.from_buffer_copy(hit[1])
+
+
 _LOADED: dict[tuple[str, int, int], object] = {}
+_DEFAULT_PATH: dict[str | None, Path] = {}
+
+
+def _default_model_path() -> Path:
+    """petacomm.model.default_model_path, looked up once per value of $PETACOMM_MODEL."""
+    override = os.environ.get("PETACOMM_MODEL")
+    path = _DEFAULT_PATH.get(override)
+    if path is None:
+        from petacomm.model import default_model_path
+
+        path = _DEFAULT_PATH[override] = default_model_path()
+    return path
 
 
 def load_model(path: str | os.PathLike | None = None):
     """petacomm.model.load_or_default, read once per process and file version (path,
     modification time, size); the defaults when no path is given and netbench wrote none."""
-    from petacomm.model import default_model, default_model_path, load
+    from petacomm.model import default_model, load
 
-    file = Path(path) if path is not None else default_model_path()
+    file = Path(path) if path is not None else _default_model_path()
     try:
         info = file.stat()
     except FileNotFoundError:

@@ -63,11 +63,10 @@ def _options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
     if not -(2**31) <= k < 2**31:
         raise ValueError(f"k: must be at least 1 component per key, got {k}")
     options.plan_k = k
-    from petacomm.xchg.cost import cost_params, p2p_curve, resolve_model
+    from petacomm.xchg.cost import planner_costs, resolve_model
 
-    model = resolve_model(given["model"])
-    options.cost = cost_params(model, given["size"])
-    return options, p2p_curve(model)
+    options.cost, curve = planner_costs(resolve_model(given["model"]), given["size"])
+    return options, curve
 
 
 class SparseReducePlan:
