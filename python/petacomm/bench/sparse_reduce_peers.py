@@ -17,8 +17,8 @@ holders and give every holder the result" (k components per key, MPI_SUM):
   picks the lowest holder of every key and sends (rank, index) back by MPI_Alltoallv.
   Execute: zero the roots (one per distinct local key), reduce, broadcast.
 
-Contenders run repetition by repetition in a random order drawn per repetition; every figure is the max over
-ranks of one repetition, and the parent prints medians.
+Contenders run repetition by repetition, in a random order drawn per repetition; every
+figure is the max over ranks of one repetition, and the parent prints medians.
 """
 
 from __future__ import annotations
