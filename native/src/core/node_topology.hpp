@@ -78,6 +78,8 @@ class NodeTopology {
     if (leaders_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_);
     if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
   }
+  // MPI is finalising: the communicators are left to it (the destructor frees nothing).
+  void abandon_communicators() { node_ = leaders_ = MPI_COMM_NULL; }
   NodeTopology(const NodeTopology &) = delete;
   NodeTopology &operator=(const NodeTopology &) = delete;
 

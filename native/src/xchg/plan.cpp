@@ -103,8 +103,7 @@ struct Plan::Discovered {
   SetupTraffic traffic;
   std::int64_t reply_ints = 0;
   Histogram histogram{};
-  bool needs_nodes = false;                   // the strategy, or one auto may choose
-  std::shared_ptr<const NodeTopology> nodes;  // found with the statistics when needed
+  bool needs_nodes = false;  // the strategy, or one auto may choose
 
   Sharing *sharing() {
     if (kind == Discovery::kDirectory) return &directory->sharing();
@@ -135,6 +134,17 @@ struct Plan::Choice {
         measured_execute(strategies, kNaN),
         measured_build(strategies, kNaN) {}
 };
+
+// What describe() reports, kept from creation until the description is first asked for.
+struct Plan::Described {
+  Choice choice;
+  CostModel cost;
+  petacomm_xchg_dtype plan_dtype;
+  int plan_k;
+  int autotune;
+  Transport transport;
+};
+
 
 Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
            const petacomm_xchg_options *options, const petacomm_xchg_p2p_curve *p2p,
@@ -186,16 +196,8 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     build(o, CostModel(o.cost, p2p), std::move(directory));
     clock.wall = now_seconds() - t0;
     clock.cpu = thread_cpu_seconds() - cpu0;
-    // This rank's setup times (describe() is local; stats() reduces them over ranks).
-    JsonWriter setup;
-    setup.begin_object().value("setup_seconds", clock.wall).begin_object("setup");
-    setup.value("wall_seconds", clock.wall).value("cpu_seconds", clock.cpu);
-    setup.value("compute_seconds", clock.compute()).value("mpi_seconds", clock.mpi_wall);
-    setup.value("mpi_cpu_seconds", clock.mpi_cpu);
-    setup.end_object().end_object();
-    description_.pop_back();  // append to the top-level object
-    description_ += "," + setup.str().substr(1);
   } catch (...) {
+    described_.reset();
     strategy_.reset();
     types_.clear();
     private_.release();
@@ -252,7 +254,6 @@ void Plan::build(const petacomm_xchg_options &o, const CostModel &cost,
                    found.directory.get(),
                    nullptr,
                    nullptr,
-                   found.nodes,
                    {},
                    0,
                    0};
@@ -270,7 +271,9 @@ void Plan::build(const petacomm_xchg_options &o, const CostModel &cost,
     choice.reason = decision.reason + (ctx.detail.empty() ? "" : concat("; ", ctx.detail));
   }
   if (found.directory) found.directory->release_home_table();
-  describe(o, cost, choice);
+  std::vector<std::uint64_t>().swap(choice.statistics.chunks);  // not described
+  described_.reset(new Described{std::move(choice), cost, o.plan_dtype, o.plan_k, o.autotune,
+                                 parse_transport(o.transport)});
 }
 
 Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xchg_options &o,
@@ -314,12 +317,9 @@ void Plan::plan_statistics_of(Discovered &found, const petacomm_xchg_options &o,
   choice.rank = rank_statistics(index_, sharing ? *sharing : nothing_known, rank_, found.traffic,
                                 found.reply_ints);
   if (sharing != nullptr && found.needs_nodes) {
-    {
-      MpiWait wait(&setup_);
-      found.nodes = std::make_shared<NodeTopology>(comm_, 0);
-    }
-    node_statistics(*found.nodes, *sharing, rank_,
-                    node_partials_allowed(*found.nodes, deterministic_), choice.rank, &setup_);
+    const std::shared_ptr<const NodeTopology> nodes = private_.nodes(&setup_);
+    node_statistics(*nodes, *sharing, rank_, node_partials_allowed(*nodes, deterministic_),
+                    choice.rank, &setup_);
   }
   const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
   const RankCost in{choice.rank, size_, cost, eb,
@@ -453,17 +453,37 @@ void describe_cost(JsonWriter &j, const CostModel &cost) {
 
 }  // namespace
 
-void Plan::describe(const petacomm_xchg_options &o, const CostModel &cost, const Choice &c) {
-  const double eb = static_cast<double>(dtype_size(o.plan_dtype, "plan_dtype") * o.plan_k);
+const std::string &Plan::description() const {
+  if (described_) {
+    description_ = describe(*described_);
+    // This rank's setup times (describe() is local; stats() reduces them over ranks).
+    const SetupClock &clock = setup_;
+    JsonWriter setup;
+    setup.begin_object().value("setup_seconds", clock.wall).begin_object("setup");
+    setup.value("wall_seconds", clock.wall).value("cpu_seconds", clock.cpu);
+    setup.value("compute_seconds", clock.compute()).value("mpi_seconds", clock.mpi_wall);
+    setup.value("mpi_cpu_seconds", clock.mpi_cpu);
+    setup.end_object().end_object();
+    description_.pop_back();  // append to the top-level object
+    description_ += "," + setup.str().substr(1);
+    described_.reset();
+  }
+  return description_;
+}
+
+std::string Plan::describe(const Described &d) const {
+  const Choice &c = d.choice;
+  const CostModel &cost = d.cost;
+  const double eb = static_cast<double>(dtype_size(d.plan_dtype, "plan_dtype") * d.plan_k);
   JsonWriter j;
   j.begin_object();
   j.value("schema", 1);
   j.value("ranks", size_);
   j.value("strategy", strategy_->name());
   j.value("reason", c.reason);
-  j.value("transport", transport_name(parse_transport(o.transport)));
+  j.value("transport", transport_name(d.transport));
   j.value("deterministic", deterministic_);
-  j.value("autotune", o.autotune);
+  j.value("autotune", d.autotune);
   const Traffic traffic = strategy_->traffic();
   if (traffic.inter_node_messages >= 0) {  // this rank's, per execution
     j.value("nodes", c.rank.nodes).value("node_ranks", c.rank.node_ranks);
@@ -474,7 +494,7 @@ void Plan::describe(const petacomm_xchg_options &o, const CostModel &cost, const
     j.value("hub_keys", c.hub_keys[c.chosen]);
   }
   j.begin_object("element");
-  j.value("dtype", dtype_name(o.plan_dtype)).value("k", o.plan_k).value("bytes", eb);
+  j.value("dtype", dtype_name(d.plan_dtype)).value("k", d.plan_k).value("bytes", eb);
   j.end_object();
   describe_statistics(j, c.statistics, c.have_sharing, c.complete_lists);
   describe_cost(j, cost);
@@ -503,7 +523,7 @@ void Plan::describe(const petacomm_xchg_options &o, const CostModel &cost, const
   }
   j.end_object();
   j.end_object();
-  description_ = j.str();
+  return j.str();
 }
 
 std::string Plan::check_execution(MPI_Comm comm, const void *values, std::int64_t n, int k,

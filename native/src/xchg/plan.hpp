@@ -49,12 +49,15 @@ class Plan {
 
   const char *strategy_name() const { return strategy_->name(); }
   std::int64_t positions() const { return index_.positions(); }
-  const std::string &description() const { return description_; }
+  // describe()'s JSON, written on the first call from what creation kept (most plans are
+  // never described, and writing it costs as much as a small plan's discovery).
+  const std::string &description() const;
   petacomm_xchg_stats stats(petacomm_xchg_dtype dtype, int k);
 
  private:
   struct Discovered;
   struct Choice;
+  struct Described;
   // directory: the directory after its first step (keys sent home), which every plan runs.
   void build(const petacomm_xchg_options &o, const CostModel &cost,
              std::unique_ptr<Directory> directory);
@@ -74,7 +77,7 @@ class Plan {
                               petacomm_xchg_dtype dtype, petacomm_xchg_op op,
                               const petacomm_xchg_user_op *user,
                               std::unique_ptr<ElementOp> *element) const;
-  void describe(const petacomm_xchg_options &o, const CostModel &cost, const Choice &choice);
+  std::string describe(const Described &d) const;
 
   PrivateComm private_;            // the plan's communicator and tags
   MPI_Comm comm_ = MPI_COMM_NULL;  // private_.get()
@@ -92,7 +95,8 @@ class Plan {
   bool active_ = false;
   void *values_ = nullptr, *data_ = nullptr;
   std::unique_ptr<ElementOp> op_;
-  std::string description_;
+  mutable std::unique_ptr<Described> described_;  // until description() is first called
+  mutable std::string description_;
   SetupClock setup_;  // this rank's plan creation
 };
 

@@ -14,6 +14,8 @@ struct PrivateCommShared {
   int next_tag = 0;   // first tag of the next plan's block
   int tag_limit = 0;  // MPI_TAG_UB
   int references = 0;
+  std::shared_ptr<NodeTopology> nodes;  // found by the first plan that needed it
+  int nodes_size = 0;                   // the node size it was found with (0: the machine)
 };
 
 namespace {
@@ -37,8 +39,10 @@ int note_finalize(MPI_Comm, int, void *, void *) {
 
 void drop(PrivateCommShared *shared) {
   if (--shared->references > 0) return;
-  if (shared->comm != MPI_COMM_NULL && !finalizing && !mpi_finalized())
-    MPI_Comm_free(&shared->comm);
+  const bool can_free = !finalizing && !mpi_finalized();
+  if (shared->nodes && !can_free) shared->nodes->abandon_communicators();
+  shared->nodes.reset();
+  if (shared->comm != MPI_COMM_NULL && can_free) MPI_Comm_free(&shared->comm);
   delete shared;
 }
 
@@ -114,6 +118,17 @@ PrivateComm &PrivateComm::operator=(PrivateComm &&other) noexcept {
 }
 
 MPI_Comm PrivateComm::get() const { return shared_ ? shared_->comm : MPI_COMM_NULL; }
+
+std::shared_ptr<const NodeTopology> PrivateComm::nodes(SetupClock *clock) {
+  PETACOMM_CHECK_INTERNAL(shared_ != nullptr, "node layout of a released communicator");
+  const int size = node_size_from_environment();
+  if (!shared_->nodes || shared_->nodes_size != size) {
+    MpiWait wait(clock);
+    shared_->nodes = std::make_shared<NodeTopology>(shared_->comm, size);
+    shared_->nodes_size = size;
+  }
+  return shared_->nodes;
+}
 
 void PrivateComm::release() {
   if (shared_ != nullptr) drop(std::exchange(shared_, nullptr));

@@ -3,12 +3,16 @@
 // attribute; each plan takes its own block of tags on it, so plans never receive each
 // other's messages. Only the first plan on a communicator pays MPI_Comm_dup, a collective
 // that synchronises every rank. Plans are created collectively, in the same order on every
-// rank, so every rank hands out the same blocks without talking.
+// rank, so every rank hands out the same blocks without talking. The node layout of the
+// duplicate (which ranks share a node) is found once too, for the planner's statistics.
 #pragma once
 
 #include <mpi.h>
 
+#include <memory>
+
 #include "mpi_support.hpp"
+#include "node_topology.hpp"
 
 namespace petacomm::xchg {
 
@@ -42,6 +46,11 @@ class PrivateComm {
   MPI_Comm get() const;
   int tag_base() const { return base_; }
   int tag(PlanTag which) const { return base_ + which; }
+  // Collective the first time on a duplicate (and when PETACOMM_NODE_SIZE changed): the
+  // node layout of get(), shared by the plans on it. Its communicators serve blocking
+  // collectives during plan creation only; a strategy that exchanges messages on them
+  // during execution builds its own NodeTopology, so executions of plans never meet.
+  std::shared_ptr<const NodeTopology> nodes(SetupClock *clock);
   // Releases the reference now (MPI_Comm_free when it was the last); get() is then NULL.
   void release();
 

@@ -47,7 +47,6 @@ struct BuildContext {
   Directory *directory = nullptr;                       // with discovery kDirectory
   const petacomm_xchg_prediction *predicted = nullptr;  // this strategy's, if predicted
   const PlanStatistics *statistics = nullptr;           // what the plan learnt of all ranks
-  std::shared_ptr<const NodeTopology> nodes;            // with needs_nodes
   // Out: what the build chose beyond the options (hub-split: its threshold), for reasons.
   std::string detail;
   int hub_threshold = 0;

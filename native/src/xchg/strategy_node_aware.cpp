@@ -38,10 +38,17 @@ std::int32_t index32(std::size_t i, const char *what) {
   return static_cast<std::int32_t>(to_int_count(i, what));
 }
 
+// Its own node communicators (not the plan creation's shared ones): its exchanges on them
+// must never meet another plan's.
+std::shared_ptr<const NodeTopology> node_layout(const BuildContext &ctx) {
+  MpiWait wait(ctx.clock);
+  return std::make_shared<NodeTopology>(ctx.comm, 0);
+}
+
 class NodeAware final : public Strategy {
  public:
   explicit NodeAware(const BuildContext &ctx)
-      : nodes_(ctx.nodes ? ctx.nodes : std::make_shared<NodeTopology>(ctx.comm, 0)),
+      : nodes_(node_layout(ctx)),
         partials_(node_partials_allowed(*nodes_, ctx.deterministic)) {
     check_mpi(MPI_Comm_rank(ctx.comm, &me_), "MPI_Comm_rank");
     const int me = me_;
