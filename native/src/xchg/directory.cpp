@@ -35,35 +35,60 @@ void Directory::resolve(int list_limit) {
 
 std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &keys) {
   // My keys to their homes, ascending within each home (keys are ascending in index order).
-  // (home, index) pairs packed in one integer: a counting sort by home when p <= keys
-  // (O(keys) memory either way), else an integer sort.
   const std::size_t u_count = keys.size();
-  std::vector<std::uint64_t> by_home(u_count);
-  for (std::size_t u = 0; u < u_count; ++u)
-    by_home[u] = (mix64(static_cast<std::uint64_t>(keys[u])) % static_cast<std::uint64_t>(size_))
-                     << 32 |
-                 static_cast<std::uint64_t>(u);
-  if (static_cast<std::size_t>(size_) <= u_count) {
-    std::vector<std::size_t> start(static_cast<std::size_t>(size_) + 1, 0);
-    for (std::uint64_t v : by_home) ++start[(v >> 32) + 1];
-    for (std::size_t h = 0; h < static_cast<std::size_t>(size_); ++h) start[h + 1] += start[h];
-    std::vector<std::uint64_t> sorted(u_count);
-    for (std::uint64_t v : by_home) sorted[start[v >> 32]++] = v;  // stable: u ascending
-    by_home.swap(sorted);
-  } else {
-    std::sort(by_home.begin(), by_home.end());
-  }
+  const auto p = static_cast<std::uint64_t>(size_);
   std::vector<Message> outgoing;
-  for (std::size_t j = 0; j < by_home.size(); ++j) {
-    const int home = static_cast<int>(by_home[j] >> 32);
-    const auto u = static_cast<std::int32_t>(by_home[j] & 0xffffffffU);
-    if (j == 0 || home != homes_.back()) {
-      homes_.push_back(home);
-      keys_at_home_.emplace_back();
-      outgoing.push_back(Message{home, {}});
+  if (static_cast<std::size_t>(size_) <= u_count) {
+    // A counting sort by home (O(p) <= O(keys) memory): count, size each message exactly,
+    // then fill in index order, which keeps every home's keys ascending.
+    std::vector<std::uint32_t> home_of(u_count);
+    std::vector<std::uint32_t> count(static_cast<std::size_t>(size_), 0);
+    for (std::size_t u = 0; u < u_count; ++u) {
+      const auto h = static_cast<std::uint32_t>(mix64(static_cast<std::uint64_t>(keys[u])) % p);
+      home_of[u] = h;
+      ++count[h];
     }
-    keys_at_home_.back().push_back(u);
-    outgoing.back().data.push_back(keys[static_cast<std::size_t>(u)]);
+    std::vector<std::uint32_t> slot(static_cast<std::size_t>(size_), 0);
+    for (int h = 0; h < size_; ++h) {
+      if (count[static_cast<std::size_t>(h)] == 0) continue;
+      slot[static_cast<std::size_t>(h)] = static_cast<std::uint32_t>(homes_.size());
+      homes_.push_back(h);
+    }
+    keys_at_home_.resize(homes_.size());
+    outgoing.resize(homes_.size());
+    std::vector<std::int64_t *> key_at(homes_.size());
+    std::vector<std::int32_t *> index_at(homes_.size());
+    for (std::size_t i = 0; i < homes_.size(); ++i) {
+      const std::size_t n = count[static_cast<std::size_t>(homes_[i])];
+      outgoing[i].rank = homes_[i];
+      outgoing[i].data.resize(n);
+      keys_at_home_[i].resize(n);
+      key_at[i] = outgoing[i].data.data();
+      index_at[i] = keys_at_home_[i].data();
+    }
+    for (std::size_t u = 0; u < u_count; ++u) {
+      const std::uint32_t i = slot[home_of[u]];
+      *key_at[i]++ = keys[u];
+      *index_at[i]++ = static_cast<std::int32_t>(u);
+    }
+  } else {
+    // Fewer keys than ranks: sort (home, index) pairs packed in one integer.
+    std::vector<std::uint64_t> by_home(u_count);
+    for (std::size_t u = 0; u < u_count; ++u)
+      by_home[u] = (mix64(static_cast<std::uint64_t>(keys[u])) % p) << 32 |
+                   static_cast<std::uint64_t>(u);
+    std::sort(by_home.begin(), by_home.end());
+    for (std::size_t j = 0; j < by_home.size(); ++j) {
+      const int home = static_cast<int>(by_home[j] >> 32);
+      const auto u = static_cast<std::int32_t>(by_home[j] & 0xffffffffU);
+      if (j == 0 || home != homes_.back()) {
+        homes_.push_back(home);
+        keys_at_home_.emplace_back();
+        outgoing.push_back(Message{home, {}});
+      }
+      keys_at_home_.back().push_back(u);
+      outgoing.back().data.push_back(keys[static_cast<std::size_t>(u)]);
+    }
   }
   return nbx_exchange(comm_, tag_base_ + kTagKeys, std::move(outgoing), traffic_, clock_);
 }
@@ -76,15 +101,18 @@ void Directory::build_home_table(std::vector<Message> incoming) {
             [](const Message &a, const Message &b) { return a.rank < b.rank; });
   std::size_t total = 0;
   for (const Message &m : incoming) total += m.data.size();
-  table_.reserve(total);
+  table_.resize(total);
   std::vector<std::size_t> bounds = {0};
+  HomeEntry *out = table_.data();
   for (std::size_t s = 0; s < incoming.size(); ++s) {
-    sources_.push_back(incoming[s].rank);
+    const int rank = incoming[s].rank;
+    sources_.push_back(rank);
     for (std::int64_t key : incoming[s].data)
-      table_.push_back(HomeEntry{key, incoming[s].rank, static_cast<std::int32_t>(s)});
+      *out++ = HomeEntry{key, rank, static_cast<std::int32_t>(s)};
     std::vector<std::int64_t>().swap(incoming[s].data);
-    bounds.push_back(table_.size());
+    bounds.push_back(static_cast<std::size_t>(out - table_.data()));
   }
+  if (bounds.size() <= 2) return;  // one run (or none): sorted already
   const auto by_key = [](const HomeEntry &a, const HomeEntry &b) { return a.key < b.key; };
   std::vector<HomeEntry> merged(table_.size());
   while (bounds.size() > 2) {
@@ -107,30 +135,47 @@ void Directory::build_home_table(std::vector<Message> incoming) {
 }
 
 std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
-  // Per holder, for each of its keys here (ascending): d, owner, [other holders].
+  // Per holder, for each of its keys here (ascending): d, owner, [other holders]. Sizes
+  // first, then every reply is written through a cursor into memory of its final size.
+  const auto listed = [list_limit](std::size_t d) {
+    return static_cast<std::int64_t>(d) <= list_limit;
+  };
+  const auto owner_entry = [this](std::size_t g, std::size_t d) {
+    return g + mix64(static_cast<std::uint64_t>(table_[g].key) ^ kOwnerSalt) % d;
+  };
+  std::vector<std::size_t> sizes(sources_.size(), 0);
+  for_each_key([&](std::size_t g, std::size_t end) {
+    const std::size_t d = end - g;
+    const std::size_t each = 2 + (listed(d) ? d - 1 : 0);
+    for (std::size_t j = g; j < end; ++j) sizes[static_cast<std::size_t>(table_[j].source)] += each;
+    if (!listed(d))  // the owner always gets the list
+      sizes[static_cast<std::size_t>(table_[owner_entry(g, d)].source)] += d - 1;
+  });
   std::vector<std::vector<std::int32_t>> replies(sources_.size());
-  {  // sizes first: every append below then writes into reserved memory
-    std::vector<std::size_t> sizes(sources_.size(), 0);
-    for_each_key([&](std::size_t g, std::size_t end) {
-      const std::size_t d = end - g;
-      for (std::size_t j = g; j < end; ++j)
-        sizes[static_cast<std::size_t>(table_[j].source)] +=
-            2 + (static_cast<int>(d) <= list_limit ? d - 1 : 0);
-    });
-    for (std::size_t s = 0; s < sources_.size(); ++s) replies[s].reserve(sizes[s]);
+  std::vector<std::int32_t *> at(sources_.size());
+  for (std::size_t s = 0; s < sources_.size(); ++s) {
+    replies[s].resize(sizes[s]);
+    at[s] = replies[s].data();
   }
   for_each_key([&](std::size_t g, std::size_t end) {
-    const int d = static_cast<int>(end - g);
-    const int owner =
-        table_[g + mix64(static_cast<std::uint64_t>(table_[g].key) ^ kOwnerSalt) % d].rank;
-    histogram_[multiplicity_bucket(d)] += 1;
+    const std::size_t d = end - g;
+    if (d == 1) {  // held once: its holder owns it, nobody else to list
+      ++histogram_[0];
+      std::int32_t *&out = at[static_cast<std::size_t>(table_[g].source)];
+      out[0] = 1;
+      out[1] = table_[g].rank;
+      out += 2;
+      return;
+    }
+    const int owner = table_[owner_entry(g, d)].rank;
+    histogram_[multiplicity_bucket(static_cast<std::int64_t>(d))] += 1;
     for (std::size_t j = g; j < end; ++j) {
-      std::vector<std::int32_t> &out = replies[table_[j].source];
-      out.push_back(d);
-      out.push_back(owner);
-      if (d <= list_limit || owner == table_[j].rank)
+      std::int32_t *&out = at[static_cast<std::size_t>(table_[j].source)];
+      *out++ = static_cast<std::int32_t>(d);
+      *out++ = owner;
+      if (listed(d) || owner == table_[j].rank)
         for (std::size_t q = g; q < end; ++q)
-          if (q != j) out.push_back(table_[q].rank);
+          if (q != j) *out++ = table_[q].rank;
     }
   });
   return replies;
@@ -180,23 +225,31 @@ std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
 
 void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &received,
                                std::size_t u_count, int list_limit) {
-  // In the order the keys were sent: d, owner, and the other holders when listed.
+  // In the order the keys were sent: d, owner, and the other holders when listed. The
+  // lists are copied in a second pass over the listed keys only (most keys have none).
   sharing_.multiplicity.assign(u_count, 1);
   sharing_.owner.assign(u_count, me_);
   sharing_.list_begin.assign(u_count + 1, 0);
-  std::vector<std::size_t> list_at(u_count, 0);  // offset of the list in the home's reply
+  struct Listed {
+    std::int32_t u;
+    std::int32_t home;  // index into received
+    std::size_t at;     // offset of the list in that reply
+  };
+  std::vector<Listed> lists;
+  std::int32_t *multiplicity = sharing_.multiplicity.data(), *owner = sharing_.owner.data();
+  std::int64_t *length = sharing_.list_begin.data() + 1;  // list lengths, summed below
   for (std::size_t h = 0; h < homes_.size(); ++h) {
     const std::vector<std::int32_t> &r = received[h];
     std::size_t at = 0;
     for (std::int32_t u : keys_at_home_[h]) {
       PETACOMM_CHECK_INTERNAL(at + 2 <= r.size(), "short directory reply from rank ", homes_[h]);
-      const int d = r[at], owner = r[at + 1];
+      const int d = r[at], o = r[at + 1];
       at += 2;
-      sharing_.multiplicity[u] = d;
-      sharing_.owner[u] = owner;
-      list_at[u] = at;
-      if (d <= list_limit || owner == me_) {
-        sharing_.list_begin[u + 1] = d - 1;
+      multiplicity[u] = d;
+      owner[u] = o;
+      if (d > 1 && (d <= list_limit || o == me_)) {
+        lists.push_back(Listed{u, static_cast<std::int32_t>(h), at});
+        length[u] = d - 1;
         at += static_cast<std::size_t>(d - 1);
       }
     }
@@ -205,13 +258,11 @@ void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &rec
   }
   for (std::size_t u = 0; u < u_count; ++u) sharing_.list_begin[u + 1] += sharing_.list_begin[u];
   sharing_.list_ranks.resize(static_cast<std::size_t>(sharing_.list_begin[u_count]));
-  for (std::size_t h = 0; h < homes_.size(); ++h)
-    for (std::int32_t u : keys_at_home_[h])
-      std::copy(received[h].begin() + static_cast<std::ptrdiff_t>(list_at[u]),
-                received[h].begin() +
-                    static_cast<std::ptrdiff_t>(
-                        list_at[u] + (sharing_.list_begin[u + 1] - sharing_.list_begin[u])),
-                sharing_.list_ranks.begin() + sharing_.list_begin[u]);
+  for (const Listed &l : lists) {
+    const std::int32_t *from = received[static_cast<std::size_t>(l.home)].data() + l.at;
+    std::copy(from, from + (multiplicity[l.u] - 1),
+              sharing_.list_ranks.begin() + sharing_.list_begin[static_cast<std::size_t>(l.u)]);
+  }
 }
 
 std::int64_t Directory::assign_hubs(int threshold) {
