@@ -275,6 +275,13 @@ def test_bench_peers_petscsf(tmp_path):
             faster = min(pick(rows[n]["execute_seconds"]) for n in sf)
             auto = pick(rows["petacomm:auto"]["execute_seconds"])
             assert run["ratios"][stat]["execute_vs_faster_sf"] == pytest.approx(auto / faster)
+            # The decision: auto's choice timed by name over the fastest of its candidates.
+            candidates = [f"petacomm:{n}" for n in run["auto"]["candidates"]]
+            fastest = min(pick(rows[n]["execute_seconds"]) for n in candidates)
+            chosen = pick(rows[f"petacomm:{run['auto']['choice']}"]["execute_seconds"])
+            assert run["ratios"][stat]["choice_vs_fastest_candidate"] == pytest.approx(
+                chosen / fastest
+            )
     table = [ln for ln in done.stdout.splitlines() if not ln.startswith(("building", "built"))]
     assert max(len(line) for line in table) <= 100
     assert "auto vs the faster PetscSF variant" in done.stdout

@@ -10,12 +10,6 @@ namespace {
 constexpr std::uint64_t kOwnerSalt = 0x5bd1e9955bd1e995ULL;
 }  // namespace
 
-int multiplicity_bucket(std::int64_t d) {
-  int b = 0;
-  while ((std::int64_t{1} << b) < d) ++b;
-  return std::min(b, PETACOMM_XCHG_HUB_LEVELS);
-}
-
 Directory::Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys,
                      SetupClock *clock)
     : comm_(comm), tag_base_(tag_base), clock_(clock) {

@@ -88,7 +88,11 @@ class Directory {
   std::vector<std::vector<std::int32_t>> keys_at_home_;  // my key indices per home
 };
 
-// Bucket of multiplicity d: 0 for d == 1, else ceil(log2 d).
-int multiplicity_bucket(std::int64_t d);
+// Bucket of multiplicity d: 0 for d == 1, else ceil(log2 d) (at most the hub levels).
+inline int multiplicity_bucket(std::int64_t d) {
+  if (d <= 1) return 0;
+  const int b = 64 - __builtin_clzll(static_cast<unsigned long long>(d - 1));
+  return b < PETACOMM_XCHG_HUB_LEVELS ? b : PETACOMM_XCHG_HUB_LEVELS;
+}
 
 }  // namespace petacomm::xchg

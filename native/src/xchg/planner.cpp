@@ -148,11 +148,16 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histo
     r.add(FusedReduction::kMaxD, v);
   }
   const auto chunk = static_cast<std::uint64_t>(chunk_keys);
-  std::vector<std::uint64_t> positions(keys.size());  // keys are >= 0: positions from 0
-  for (std::size_t u = 0; u < keys.size(); ++u) positions[u] = static_cast<std::uint64_t>(keys[u]);
   std::array<std::uint64_t, kFusedChunkWords> bits{};
-  for (std::uint64_t pos : positions)
-    if (pos / chunk < 64 * kFusedChunkWords) bits[pos / chunk / 64] |= 1ULL << (pos / chunk % 64);
+  // Keys are ascending and >= 0: one division per touched chunk, not per key.
+  for (std::size_t u = 0, next = 0; u < keys.size(); ++u) {
+    const auto pos = static_cast<std::uint64_t>(keys[u]);
+    if (pos < next) continue;
+    const std::uint64_t c = pos / chunk;
+    if (c >= 64 * kFusedChunkWords) break;
+    bits[c / 64] |= 1ULL << (c % 64);
+    next = (c + 1) * chunk;
+  }
   const std::size_t at_bits = r.size();
   for (std::uint64_t word : bits) r.add(FusedReduction::kOrI, static_cast<std::int64_t>(word));
   r.run(comm, clock);
@@ -180,6 +185,7 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histo
       out.chunks_known = true;
     } else if (last - static_cast<std::uint64_t>(g.key_min) / chunk < (std::uint64_t{1} << 23)) {
       MpiWait wait(clock);
+      const std::vector<std::uint64_t> positions(keys.begin(), keys.end());
       out.chunks = touched_chunks(comm, positions, chunk, space);
       out.chunks_known = true;
     }

@@ -322,6 +322,12 @@ def _measure_peers(args, generators, strategies) -> dict:
     launcher = describe_launcher(mpiexec)
     launcher.check_can_run()
     model = _load_model(args.model)
+    if model.source == "defaults":
+        print(
+            "note: no measured machine model: auto prices the strategies with the built-in\n"
+            "  cluster defaults (`petacomm netbench` measures this machine's in seconds; or "
+            "--model FILE)"
+        )
     package_root = str(Path(petacomm.__file__).resolve().parent.parent)
     env = dict(os.environ, PETACOMM_NATIVE_DIR=str(native))
     env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")  # oversubscribed: no spinning ranks
@@ -398,6 +404,14 @@ def _summarise_peers_run(run: dict) -> None:
                     auto[f"execute_{stat}"] / fastest[f"execute_{stat}"]
                 )
                 ratios["fastest_candidate"] = fastest["name"].split(":", 1)[1]
+                # The decision alone: the strategy auto chose, measured by name, against the
+                # fastest (1.00x when it chose the fastest; auto/fastest adds the noise of
+                # timing the same strategy in two plans).
+                chosen = rows.get(f"petacomm:{run['auto']['choice']}")
+                if chosen is not None:
+                    ratios["choice_vs_fastest_candidate"] = (
+                        chosen[f"execute_{stat}"] / fastest[f"execute_{stat}"]
+                    )
         run["ratios"][stat] = ratios
 
 
@@ -433,6 +447,11 @@ def _print_peers_run(run: dict) -> None:
                 f"; fastest of its candidates (best): {best['fastest_candidate']}, auto/fastest "
                 f"{best['auto_vs_fastest_candidate']:.2f}x"
             )
+            if "choice_vs_fastest_candidate" in best:
+                line += (
+                    f"\n  ({run['auto']['choice']} timed by name / {best['fastest_candidate']}: "
+                    f"{best['choice_vs_fastest_candidate']:.2f}x)"
+                )
         print(line)
     print("(setup: plan or star-forest creation, discovery included; exec: one reduce + broadcast;")
     print(" each sample the max over ranks; median and best (minimum) over builds/repetitions;")
@@ -444,8 +463,8 @@ def _print_peers_summary(runs: list[dict]) -> None:
         return
     print("\nauto vs the faster PetscSF variant, and vs the fastest strategy it could have picked")
     print(
-        f"{'keys':<8} {'ranks':>5} | {'exec/SF':>7} {'(median)':>8} | {'setup/SF':>8} "
-        f"{'(median)':>8} | {'auto/best':>9} {'(median)':>8}  fastest"
+        f"{'keys':<7} {'ranks':>5} | {'exec/SF':>7} {'(med)':>6} | {'setup/SF':>8} {'(med)':>6} | "
+        f"{'auto/best':>9} {'(med)':>6} | {'choice/best':>11} {'(med)':>6}  fastest"
     )
     for run in runs:
         best, median = run["ratios"]["best"], run["ratios"]["median"]
@@ -453,14 +472,17 @@ def _print_peers_summary(runs: list[dict]) -> None:
             continue
         nan = float("nan")
         print(
-            f"{run['generator']:<8} {run['ranks']:>5} | {best['execute_vs_faster_sf']:6.2f}x "
-            f"{median['execute_vs_faster_sf']:7.2f}x | {best['setup_vs_faster_sf']:7.2f}x "
-            f"{median['setup_vs_faster_sf']:7.2f}x | "
+            f"{run['generator']:<7} {run['ranks']:>5} | {best['execute_vs_faster_sf']:6.2f}x "
+            f"{median['execute_vs_faster_sf']:5.2f}x | {best['setup_vs_faster_sf']:7.2f}x "
+            f"{median['setup_vs_faster_sf']:5.2f}x | "
             f"{best.get('auto_vs_fastest_candidate', nan):8.2f}x "
-            f"{median.get('auto_vs_fastest_candidate', nan):7.2f}x  "
+            f"{median.get('auto_vs_fastest_candidate', nan):5.2f}x | "
+            f"{best.get('choice_vs_fastest_candidate', nan):10.2f}x "
+            f"{median.get('choice_vs_fastest_candidate', nan):5.2f}x  "
             f"{best.get('fastest_candidate', '-')}"
         )
-    print("(ratios of the best samples, and of the medians; below 1.00x petacomm is faster)")
+    print("(ratios of the best samples, and of the medians; below 1.00x petacomm is faster;")
+    print(" choice/best: the strategy auto chose, timed by name, over the fastest candidate)")
 
 
 def _load_model(path):
