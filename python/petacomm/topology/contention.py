@@ -49,6 +49,7 @@ class ContentionStats:
     stop_reason: str = "converged"
     max_link_bytes_before: float = 0.0
     max_link_bytes_after: float = 0.0
+    loads_known: bool = False  # the two figures above were computed
 
 
 class PairLinks:
@@ -193,9 +194,10 @@ def contention_stage(
     allowance: float = 0.0,
     hop_bytes_cap: float | None = None,
     pairs=None,
-) -> tuple[np.ndarray, str]:
+) -> tuple[np.ndarray, str, float | None]:
     """:func:`refine_contention` as the last stage of an optimiser: (node of every rank,
-    stop reason: ``converged``, ``time budget`` or why link loads were not refined)."""
+    stop reason: ``converged``, ``time budget`` or why link loads were not refined, the
+    busiest link's bytes at the end or None when the loads were not computed)."""
     node, stats = refine_contention(
         pattern,
         network,
@@ -207,9 +209,10 @@ def contention_stage(
         hop_slack=allowance,
         hop_bytes_cap=hop_bytes_cap,
     )
+    after = stats.max_link_bytes_after if stats.loads_known else None
     if stats.stop_reason not in ("converged", "time budget"):
-        return node, "converged"
-    return node, stats.stop_reason
+        return node, "converged", after
+    return node, stats.stop_reason, after
 
 
 def directed_messages(pattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -230,10 +233,14 @@ def link_loads(pattern, network, routing, node, pairs: PairLinks | None = None):
 
 
 def _loads(pairs: PairLinks, node, src, dst, nbytes) -> np.ndarray:
-    nn = pairs.network.num_nodes
     inter = node[src] != node[dst]
-    row = pairs.rows(node[src][inter], node[dst][inter])
-    vec = np.bincount(row, weights=nbytes[inter], minlength=nn * nn)
+    return _row_loads(pairs, pairs.rows(node[src][inter], node[dst][inter]), nbytes[inter])
+
+
+def _row_loads(pairs: PairLinks, rows, nbytes) -> np.ndarray:
+    """Bytes on every link from messages between nodes given by their pair rows."""
+    nn = pairs.network.num_nodes
+    vec = np.bincount(rows, weights=nbytes, minlength=nn * nn)
     return np.asarray(pairs.matrix.T @ vec).ravel()
 
 
@@ -271,7 +278,8 @@ def refine_contention(
     # Messages touching each rank (CSR over ranks, both ends).
     ends = np.concatenate([src, dst])
     message_of_end = np.concatenate([np.arange(src.size), np.arange(src.size)])
-    by_rank = np.argsort(ends, kind="stable")
+    # numpy's stable sort is a radix sort on 16-bit integers: O(messages) for n <= 65536.
+    by_rank = np.argsort(ends.astype(np.uint16) if n <= 1 << 16 else ends, kind="stable")
     rank_start = np.searchsorted(ends[by_rank], np.arange(n + 1))
     incident = message_of_end[by_rank]
     distance = _distances(network)
@@ -279,8 +287,10 @@ def refine_contention(
     fixed = _Messages(src, dst, nbytes, rank_start, incident, pairs, graph, distance)
 
     coo = graph.tocoo()
-    loads = _loads(pairs, node, src, dst, nbytes)
     message_rows = pairs.rows(node[src], node[dst])
+    inter = node[src] != node[dst]
+    loads = _row_loads(pairs, message_rows[inter], nbytes[inter])
+    stats.loads_known = True
     hop_now = 0.5 * float((coo.data * distance(node[coo.row], node[coo.col])).sum())
     hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
     stats.max_link_bytes_before = float(loads.max(initial=0.0))

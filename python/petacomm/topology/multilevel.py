@@ -919,7 +919,7 @@ def multilevel_mapping(
     reason = stats.stop_reason
     if routing is not None:
         left = max(0.0, time_budget - (time.perf_counter() - start))
-        node, reason2 = contention_stage(
+        node, reason2, _ = contention_stage(
             pattern, network, routing, node, graph, left, allowance=HOP_BYTES_ALLOWANCE
         )
         reason = "time budget" if "time budget" in (reason, reason2) else reason

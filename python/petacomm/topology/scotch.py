@@ -377,7 +377,7 @@ def scotch_mapping(
     reason = stats.stop_reason
     if routing is not None:
         rest = max(0.0, left - (time.perf_counter() - refine_start))
-        node, reason2 = contention_stage(
+        node, reason2, after = contention_stage(
             pattern, network, routing, node, graph, rest, hop_bytes_cap=scotch_hop_bytes
         )
         reason = "time budget" if "time budget" in (reason, reason2) else reason
@@ -385,11 +385,11 @@ def scotch_mapping(
         # contention stage, stopped early, not undo it: then Scotch's placement stays.
         if not np.array_equal(node, scotch_node):
             before = link_loads(pattern, network, routing, scotch_node)
-            after = link_loads(pattern, network, routing, node)
-            if before is not None and after.max(initial=0.0) > before.max(initial=0.0) * (
-                1 + 1e-12
-            ):
-                node = scotch_node
+            if before is not None:
+                if after is None:  # the contention stage had no time to compute them
+                    after = link_loads(pattern, network, routing, node).max(initial=0.0)
+                if after > before.max(initial=0.0) * (1 + 1e-12):
+                    node = scotch_node
     if limited and reason == "time budget":
         reason = "refinement limit"
     name = "scotch" + (" (budget hit)" if reason == "time budget" else "")
