@@ -521,8 +521,14 @@ class _Refiner:
         k = min(_TARGETS_PER_VERTEX, ngroups - 1)
         dense_costs = None
         if self.dense is not None and n * ngroups <= 8_000_000:
-            onehot = sp.csr_matrix((np.ones(n), (np.arange(n), self.group)), shape=(n, ngroups))
-            dense_costs = (self.graph @ onehot).toarray() @ self.dense
+            # graph @ onehot(group) @ dense: as a sparse times dense product (nnz x groups
+            # operations) when the graph is sparser than the groups are many, else as a
+            # dense product (n x groups x groups, by BLAS).
+            if self.graph.nnz < n * ngroups:
+                dense_costs = np.asarray(self.graph @ self.dense[self.group])
+            else:
+                onehot = sp.csr_matrix((np.ones(n), (np.arange(n), self.group)), shape=(n, ngroups))
+                dense_costs = (self.graph @ onehot).toarray() @ self.dense
             cost = dense_costs.copy()
             current = cost[np.arange(n), self.group]
             cost[np.arange(n), self.group] = np.inf

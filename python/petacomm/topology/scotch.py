@@ -53,7 +53,7 @@ GMAP_COMMANDS = ("scotch_gmap", "gmap")
 # petacomm's refinement of Scotch's mapping runs for at most this many times the seconds
 # Scotch took (scotch_mapping), so the ``scotch`` candidate, with its fixed costs (the
 # hop-bytes and link-load checks, the machine hierarchy), stays within twice Scotch's time.
-REFINE_FACTOR = 0.6
+REFINE_FACTOR = 0.5
 
 
 class ScotchError(RuntimeError):
