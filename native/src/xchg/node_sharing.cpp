@@ -65,22 +65,21 @@ void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, 
     sums[kMembers] = 1;
     sums[kMemberValues] = shared;
   }
-  std::int64_t total[kSums] = {0, 0, 0, 0, 0};
-  std::vector<std::uint64_t> all(partners.size(), 0);
-  {
-    MpiWait wait(clock);
-    check_mpi(MPI_Reduce(sums, total, kSums, MPI_INT64_T, MPI_SUM, 0, nodes.node()), "MPI_Reduce");
-    check_mpi(MPI_Reduce(partners.data(), all.data(), static_cast<int>(partners.size()),
-                         MPI_UINT64_T, MPI_BOR, 0, nodes.node()),
-              "MPI_Reduce");
-  }
+  // One reduction on the node (sums and the partner-node bitmap together): each waits for
+  // every rank of the node, so two would cost two synchronisations.
+  FusedReduction fused;
+  for (std::int64_t v : sums) fused.add(FusedReduction::kSumI, v);
+  for (std::uint64_t w : partners) fused.add(FusedReduction::kOrI, static_cast<std::int64_t>(w));
+  fused.run(nodes.node(), clock);
   if (nodes.node_rank() != 0) return;
-  r.node_union_keys = total[kUnion];
-  r.node_send_values = total[kSend];
-  r.node_recv_values = total[kRecv];
-  r.node_members = total[kMembers];
-  r.node_member_values = total[kMemberValues];
-  for (std::uint64_t w : all) r.node_partners += __builtin_popcountll(w);
+  r.node_union_keys = fused.integer(kUnion);
+  r.node_send_values = fused.integer(kSend);
+  r.node_recv_values = fused.integer(kRecv);
+  r.node_members = fused.integer(kMembers);
+  r.node_member_values = fused.integer(kMemberValues);
+  for (std::size_t j = 0; j < partners.size(); ++j)
+    r.node_partners +=
+        __builtin_popcountll(static_cast<std::uint64_t>(fused.integer(kSums + j)));
 }
 
 }  // namespace petacomm::xchg
