@@ -69,8 +69,8 @@ std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &
     // Fewer keys than ranks: sort (home, index) pairs packed in one integer.
     std::vector<std::uint64_t> by_home(u_count);
     for (std::size_t u = 0; u < u_count; ++u)
-      by_home[u] = (mix64(static_cast<std::uint64_t>(keys[u])) % p) << 32 |
-                   static_cast<std::uint64_t>(u);
+      by_home[u] =
+          (mix64(static_cast<std::uint64_t>(keys[u])) % p) << 32 | static_cast<std::uint64_t>(u);
     std::sort(by_home.begin(), by_home.end());
     for (std::size_t j = 0; j < by_home.size(); ++j) {
       const int home = static_cast<int>(by_home[j] >> 32);

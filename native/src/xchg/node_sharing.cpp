@@ -78,8 +78,7 @@ void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, 
   r.node_members = fused.integer(kMembers);
   r.node_member_values = fused.integer(kMemberValues);
   for (std::size_t j = 0; j < partners.size(); ++j)
-    r.node_partners +=
-        __builtin_popcountll(static_cast<std::uint64_t>(fused.integer(kSums + j)));
+    r.node_partners += __builtin_popcountll(static_cast<std::uint64_t>(fused.integer(kSums + j)));
 }
 
 }  // namespace petacomm::xchg

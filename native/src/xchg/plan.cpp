@@ -145,7 +145,6 @@ struct Plan::Described {
   Transport transport;
 };
 
-
 Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
            const petacomm_xchg_options *options, const petacomm_xchg_p2p_curve *p2p,
            const char *caller_error) {

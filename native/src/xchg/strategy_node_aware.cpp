@@ -48,8 +48,7 @@ std::shared_ptr<const NodeTopology> node_layout(const BuildContext &ctx) {
 class NodeAware final : public Strategy {
  public:
   explicit NodeAware(const BuildContext &ctx)
-      : nodes_(node_layout(ctx)),
-        partials_(node_partials_allowed(*nodes_, ctx.deterministic)) {
+      : nodes_(node_layout(ctx)), partials_(node_partials_allowed(*nodes_, ctx.deterministic)) {
     check_mpi(MPI_Comm_rank(ctx.comm, &me_), "MPI_Comm_rank");
     const int me = me_;
     const Sharing &sharing = *ctx.sharing;
