@@ -47,9 +47,8 @@ class ContentionStats:
 
     steps: int = 0
     stop_reason: str = "converged"
-    max_link_bytes_before: float = 0.0
-    max_link_bytes_after: float = 0.0
-    loads_known: bool = False  # the two figures above were computed
+    max_link_bytes_before: float | None = None  # None: the loads were not computed
+    max_link_bytes_after: float | None = None
 
 
 class PairLinks:
@@ -209,7 +208,7 @@ def contention_stage(
         hop_slack=allowance,
         hop_bytes_cap=hop_bytes_cap,
     )
-    after = stats.max_link_bytes_after if stats.loads_known else None
+    after = stats.max_link_bytes_after
     if stats.stop_reason not in ("converged", "time budget"):
         return node, "converged", after
     return node, stats.stop_reason, after
@@ -229,12 +228,10 @@ def link_loads(pattern, network, routing, node, pairs: PairLinks | None = None):
     if pairs is None:
         return None
     src, dst, nbytes = directed_messages(pattern)
-    return _loads(pairs, np.asarray(node), src, dst, nbytes)
-
-
-def _loads(pairs: PairLinks, node, src, dst, nbytes) -> np.ndarray:
-    inter = node[src] != node[dst]
-    return _row_loads(pairs, pairs.rows(node[src][inter], node[dst][inter]), nbytes[inter])
+    node = np.asarray(node)
+    node_src, node_dst = node[src], node[dst]
+    inter = node_src != node_dst
+    return _row_loads(pairs, pairs.rows(node_src[inter], node_dst[inter]), nbytes[inter])
 
 
 def _row_loads(pairs: PairLinks, rows, nbytes) -> np.ndarray:
@@ -272,7 +269,8 @@ def refine_contention(
         stats.stop_reason = "network too large for exact link loads"
         return node, stats
     src, dst, nbytes = directed_messages(pattern)
-    if src.size == 0:
+    if src.size == 0:  # no link carries anything
+        stats.max_link_bytes_before = stats.max_link_bytes_after = 0.0
         return node, stats
     n = node.size
     # Messages touching each rank (CSR over ranks, both ends).
@@ -287,10 +285,10 @@ def refine_contention(
     fixed = _Messages(src, dst, nbytes, rank_start, incident, pairs, graph, distance)
 
     coo = graph.tocoo()
-    message_rows = pairs.rows(node[src], node[dst])
-    inter = node[src] != node[dst]
+    node_src, node_dst = node[src], node[dst]
+    message_rows = pairs.rows(node_src, node_dst)
+    inter = node_src != node_dst
     loads = _row_loads(pairs, message_rows[inter], nbytes[inter])
-    stats.loads_known = True
     hop_now = 0.5 * float((coo.data * distance(node[coo.row], node[coo.col])).sum())
     hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
     stats.max_link_bytes_before = float(loads.max(initial=0.0))
