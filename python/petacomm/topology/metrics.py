@@ -397,10 +397,11 @@ def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]
             # Each message waits for what its sender and its receiver wait for.
             order = np.argsort(wait_rank, kind="stable")
             first = np.searchsorted(wait_rank[order], np.arange(nranks + 1))
+            waited = wait_message[order]
             for ranks in (ph_src, ph_dst):
                 which, position = csr_entries(first, ranks)
                 held.append(ids[which])
-                before.append(wait_message[order][position])
+                before.append(waited[position])
             src.append(ph_src)
             dst.append(ph_dst)
             nbytes.append(ph_nbytes)
@@ -408,8 +409,6 @@ def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]
             count += ph_src.size
             # The ranks that took part in this phase wait for its messages from now on.
             large = ph_nbytes >= EAGER_BYTES
-            rank = np.concatenate([ph_dst, ph_src[large]])
-            message = np.concatenate([ids, ids[large]])
             if ordered:  # the latest listed of each rank's: its last round's
                 latest = np.full(nranks, -1, dtype=np.int64)
                 np.maximum.at(latest, ph_dst, ids)
@@ -417,6 +416,9 @@ def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]
                 np.maximum.at(sent, ph_src[large], ids[large])
                 rank = np.concatenate([np.flatnonzero(latest >= 0), np.flatnonzero(sent >= 0)])
                 message = np.concatenate([latest[latest >= 0], sent[sent >= 0]])
+            else:  # every receive, every send that was not eager
+                rank = np.concatenate([ph_dst, ph_src[large]])
+                message = np.concatenate([ids, ids[large]])
             took_part = np.zeros(nranks, dtype=bool)
             took_part[rank] = True
             keep = ~took_part[wait_rank]
