@@ -22,6 +22,31 @@ EAGER_BYTES = 65536
 ALLTOALL_ALGORITHMS = ("linear", "bruck", "xor", "pairwise")
 
 
+def _rounds(rounds: list, nranks: int) -> np.ndarray:
+    """A list of rounds (each a destination per rank, -1 for none) as the (rounds, nranks)
+    array :func:`sendrecv_rounds` takes, also when there is no round."""
+    return np.array(rounds, dtype=np.int64).reshape(len(rounds), nranks)
+
+
+def _binomial_rounds(nranks: int) -> list:
+    """A binomial fan-in to rank 0 (in round k the ranks whose lowest set bit is k send to
+    r - 2^k), then the fan-out back (multiples of 2^(k+1) send to r + 2^k)."""
+    ranks = np.arange(nranks, dtype=np.int64)
+    bits = max(int(nranks - 1).bit_length(), 0)
+    rounds = []
+    for k in range(bits):
+        rounds.append(np.where((ranks & ((2 << k) - 1)) == (1 << k), ranks - (1 << k), -1))
+    for k in reversed(range(bits)):
+        sends = (ranks % (2 << k) == 0) & (ranks + (1 << k) < nranks)
+        rounds.append(np.where(sends, ranks + (1 << k), -1))
+    return rounds
+
+
+def _power_of_two_below(nranks: int) -> int:
+    """The largest power of two <= nranks (1 for no rank)."""
+    return 1 << (int(nranks).bit_length() - 1) if nranks > 0 else 1
+
+
 def sendrecv_rounds(
     send_to: np.ndarray,
     nbytes: np.ndarray,
@@ -132,19 +157,11 @@ def allreduce_schedule(nranks: int, nbytes: float, algorithm: str, eager_bytes=E
             f"allreduce algorithm: expected one of {', '.join(ALLREDUCE_ALGORITHMS)}, "
             f"got {algorithm!r}"
         )
-    ranks = np.arange(nranks, dtype=np.int64)
-    bits = max(int(nranks - 1).bit_length(), 0)
-    if algorithm == "redbcast":
-        rounds = []
-        for k in range(bits):  # reduce: the ranks whose lowest set bit is k send
-            low = (ranks & ((2 << k) - 1)) == (1 << k)
-            rounds.append(np.where(low, ranks - (1 << k), -1))
-        for k in reversed(range(bits)):  # broadcast: multiples of 2^(k+1) send to + 2^k
-            sends = (ranks % (2 << k) == 0) & (ranks + (1 << k) < nranks)
-            rounds.append(np.where(sends, ranks + (1 << k), -1))
-        send_to = np.array(rounds, dtype=np.int64).reshape(len(rounds), nranks)
+    if algorithm == "redbcast":  # the reduce's and the broadcast's rounds
+        send_to = _rounds(_binomial_rounds(nranks), nranks)
         return sendrecv_rounds(send_to, float(nbytes), eager_bytes, receiver_waits=False)
-    pof2 = 1 << (int(nranks).bit_length() - 1) if nranks > 0 else 1
+    ranks = np.arange(nranks, dtype=np.int64)
+    pof2 = _power_of_two_below(nranks)
     rem = nranks - pof2
     folded = (ranks < 2 * rem) & (ranks % 2 == 0)  # sit the doubling out
     newrank = np.where(ranks < 2 * rem, ranks // 2, ranks - rem)
@@ -159,10 +176,7 @@ def allreduce_schedule(nranks: int, nbytes: float, algorithm: str, eager_bytes=E
         mask <<= 1
     if rem:
         rounds.append(np.where((ranks < 2 * rem) & (ranks % 2 == 1), ranks - 1, -1))
-    if not rounds:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, np.zeros(0), (empty, empty)
-    return sendrecv_rounds(np.array(rounds, dtype=np.int64), float(nbytes), eager_bytes)
+    return sendrecv_rounds(_rounds(rounds, nranks), float(nbytes), eager_bytes)
 
 
 BARRIER_ALGORITHMS = ("rdb", "bruck", "tree")
@@ -186,16 +200,11 @@ def barrier_schedule(nranks: int, algorithm: str):
     ranks = np.arange(nranks, dtype=np.int64)
     if algorithm == "bruck" and nranks > 1:
         return alltoall_schedule(nranks, 0.0, "bruck")
-    rounds = []
     if algorithm == "tree":
-        bits = max(int(nranks - 1).bit_length(), 0)
-        for k in range(bits):  # fan-in: the ranks whose lowest set bit is k signal their parent
-            rounds.append(np.where((ranks & ((2 << k) - 1)) == (1 << k), ranks - (1 << k), -1))
-        for k in reversed(range(bits)):  # fan-out
-            sends = (ranks % (2 << k) == 0) & (ranks + (1 << k) < nranks)
-            rounds.append(np.where(sends, ranks + (1 << k), -1))
+        rounds = _binomial_rounds(nranks)
     else:
-        pof2 = 1 << (int(nranks).bit_length() - 1) if nranks > 0 else 1
+        rounds = []
+        pof2 = _power_of_two_below(nranks)
         if pof2 < nranks:
             rounds.append(np.where(ranks >= pof2, ranks - pof2, -1))
         mask = 1
@@ -204,7 +213,4 @@ def barrier_schedule(nranks: int, algorithm: str):
             mask <<= 1
         if pof2 < nranks:
             rounds.append(np.where(ranks < nranks - pof2, ranks + pof2, -1))
-    if not rounds:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, np.zeros(0), (empty, empty)
-    return sendrecv_rounds(np.array(rounds, dtype=np.int64), 0.0)
+    return sendrecv_rounds(_rounds(rounds, nranks), 0.0)
