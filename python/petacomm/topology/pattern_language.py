@@ -271,13 +271,19 @@ class _Parser:
         options = set()
         while self.peek().kind == "word" and self.peek().text.lower() in PHASE_OPTIONS:
             options.add(self.next().text.lower())
+        self.open_phase(
+            name, repeat, kw, timed="untimed" not in options, barrier="nobarrier" not in options
+        )
+
+    def open_phase(self, name: str, repeat: int, kw, timed: bool = True, barrier: bool = True):
+        """Start collecting the traffic of a phase."""
         self.current = {
             "name": name,
             "repeat": repeat,
             "parts": [],
             "token": kw,
-            "timed": "untimed" not in options,
-            "barrier": "nobarrier" not in options,
+            "timed": timed,
+            "barrier": barrier,
         }
         self.phases.append(self.current)
 
@@ -326,15 +332,7 @@ class _Parser:
         elif nranks != self.nranks:
             self.fail(kw, f"traffic over {self.nranks} ranks ('{low}' has {nranks})")
         if self.current is None:
-            self.current = {
-                "name": "main",
-                "repeat": 1,
-                "parts": [],
-                "token": kw,
-                "timed": True,
-                "barrier": True,
-            }
-            self.phases.append(self.current)
+            self.open_phase("main", 1, kw)
         self.current["parts"].append(messages)
 
     def _traffic(self, kw: Token, low: str):
