@@ -121,12 +121,15 @@ def build_holder_sf(PETSc, comm, keys: np.ndarray, key_range: int, unit) -> _Pet
     return _PetscSF(PETSc, comm, keys.size, remote, unit)
 
 
-def _order(names: list[str], rep: int) -> list[str]:
-    """The contenders in a random order drawn from ``rep`` (the same on every rank). A
-    rotating order would put each contender always after the same one, so whatever that one
-    leaves behind (a flushed cache, queued messages) would bias the same contender in every
-    repetition."""
-    return [names[i] for i in np.random.default_rng([rep, 58]).permutation(len(names))]
+_SETUP, _EXECUTE = 0, 1
+
+
+def _order(names: list[str], phase: int, rep: int) -> list[str]:
+    """The contenders in a random order drawn from the phase and repetition (the same on
+    every rank). A rotating order would put each contender always after the same one, so
+    whatever that one leaves behind (a flushed cache, queued messages) would bias the same
+    contender in every repetition."""
+    return [names[i] for i in np.random.default_rng([phase, rep]).permutation(len(names))]
 
 
 def _max_over_ranks(comm, seconds: float) -> float:
@@ -185,7 +188,7 @@ def worker_main(config_text: str) -> int:
     setup = {n: [] for n in names}
     plans = {}
     for rep in range(setup_reps + 1):
-        for name in _order(names, rep):
+        for name in _order(names, _SETUP, rep):
             comm.Barrier()
             start = MPI.Wtime()
             built = builders[name]()
@@ -210,7 +213,7 @@ def worker_main(config_text: str) -> int:
     execute = {n: [] for n in names}
     values = values0.copy()
     for rep in range(config["warmup"] + reps):
-        for name in _order(names, 1000 + rep):
+        for name in _order(names, _EXECUTE, rep):
             values[...] = values0
             comm.Barrier()
             start = MPI.Wtime()

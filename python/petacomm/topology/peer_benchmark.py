@@ -14,13 +14,13 @@ ranks on ``torus:4x8x8`` with 4 cores per node, the network's default routing), 
 Every mapping is scored by the same routed evaluation (``metrics.evaluate_mapping``):
 hop-bytes, the most and the mean loaded link (the mean in the JSON only), and the wall-clock
 and CPU seconds its optimiser took in this process; the ratio columns divide by Scotch's.
-The CPU seconds are the figure to compare on a shared machine (every mapper here runs on
-one core). ``scotch`` and ``scotch+petacomm`` take a fraction of a second: each runs
-``TIMED_RUNS`` times, the two alternately, and the fastest run of each is shown (its
-figures: the refinement's limit follows Scotch's time, so runs can differ); ``multilevel``
-runs once. The pair-link matrix
-the contention refinement uses is built once per network and routing before the graphs,
-and its time printed on its own line.
+The CPU seconds are the figure to compare on a shared machine (every mapper runs on one
+core, except that OpenBLAS's threads may spin on the others after a dense product, which
+adds CPU seconds, not wall time). ``scotch`` and ``scotch+petacomm`` take a fraction of a
+second: each runs ``TIMED_RUNS`` times, the two alternately, and the fastest run of each is
+shown (its figures: the refinement's limit follows Scotch's time, so runs can differ);
+``multilevel`` runs once. The pair-link matrix the contention refinement uses is built once
+per network and routing before the graphs, and its time printed on its own line.
 
 Then, as a user runs them, the two commands are timed end to end on the same graph as
 files: ``gmap -b0 GRAPH TARGET MAP`` and ``petacomm map --matrix GRAPH.csv --candidates
