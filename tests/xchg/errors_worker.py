@@ -75,6 +75,7 @@ def one_rank_bad_creation(keys):
         ({"dtype": np.float16}, ["dtype", "float16"], other),
         ({"chunk_keys": "many"}, ["chunk_keys", "many"], other),
         ({"model": "/nonexistent/model.json"}, ["machine model", "not found"], other),
+        ({"model": 42}, ["model", "MachineModel", "int"], other),
         (
             {"strategy": "owner"},
             ["strategy", "'owner'", f"rank {bad}", "differs from rank 0's"],

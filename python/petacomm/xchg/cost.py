@@ -149,4 +149,11 @@ def resolve_model(model):
     netbench wrote one, else the defaults (cached)."""
     if model is None or isinstance(model, str | os.PathLike):
         return load_model(model)
+    from petacomm.model import MachineModel
+
+    if not isinstance(model, MachineModel):
+        raise ValueError(
+            f"model: expected a petacomm.model.MachineModel or a model file path, got "
+            f"{type(model).__name__}"
+        )
     return model
