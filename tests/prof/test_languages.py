@@ -38,25 +38,32 @@ def check_fortran_profile(profile, ranks: int) -> None:
         assert peers[key] == value, key
 
 
-@pytest.fixture(scope="module")
-def fortran_program(tmp_path_factory) -> Path:
+# The same communication through `use mpi` and through `use mpi_f08` (other symbols:
+# mpi_send_f08_, ierror optional).
+FORTRAN_SOURCES = ["fortran_pattern.f90", "fortran_pattern_f08.f90"]
+
+
+@pytest.fixture(scope="module", params=FORTRAN_SOURCES)
+def fortran_program(request, tmp_path_factory) -> Path:
     require(
         DEBIAN_MPIF90.exists() and shutil.which("gfortran"),
         "gfortran / Debian's mpif90 not installed (apt-get install gfortran)",
     )
-    out = tmp_path_factory.mktemp("fortran") / "fortran_pattern"
-    return compile_program(DEBIAN_MPIF90, HERE / "programs" / "fortran_pattern.f90", out, "-O1")
+    source = HERE / "programs" / request.param
+    out = tmp_path_factory.mktemp("fortran") / source.stem
+    return compile_program(DEBIAN_MPIF90, source, out, "-O1")
 
 
 @pytest.mark.parametrize("ranks", [1, 3, 4])
 def test_fortran_calls_counted_exactly_once(ranks, fortran_program, debian_profiler, tmp_path):
     log = tmp_path / "fortran.json"
-    petacomm(
+    done = petacomm(
         "profile", "-o", str(log), "--no-banner", "--",
         str(DEBIAN_MPIEXEC), "-n", str(ranks), "--oversubscribe", str(fortran_program),
         env=debian_profiler,
     )  # fmt: skip
     check_fortran_profile(load(log), ranks)
+    assert f"{fortran_program.name}: ranks {ranks} failures 0" in done.stdout
 
 
 def test_fortran_program_needs_a_matching_profiler(fortran_program, tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from expected import pattern
 from test_exact_counts import call_table, peer_table
-from test_languages import check_fortran_profile
+from test_languages import FORTRAN_SOURCES, check_fortran_profile
 
 from conftest import (
     MPICH_MPICC,
@@ -38,16 +38,18 @@ def mpich_pattern(tmp_path_factory) -> Path:
     return compile_program(MPICH_MPICC, source, out, "-O1")
 
 
-@pytest.fixture(scope="module")
-def mpich_fortran(tmp_path_factory) -> Path:
-    """tests/prof/programs/fortran_pattern.f90 built with MPICH's mpif90 (`use mpi`)."""
+@pytest.fixture(scope="module", params=FORTRAN_SOURCES)
+def mpich_fortran(request, tmp_path_factory) -> Path:
+    """tests/prof/programs/fortran_pattern*.f90 built with MPICH's mpif90 (`use mpi` and
+    `use mpi_f08`: MPICH's f08 bindings without a buffer have the names Open MPI's have, and
+    its MPI_STATUSES_IGNORE is an object of its own)."""
     need_mpich()
     require(
         MPICH_MPIF90.exists() and shutil.which("gfortran"),
         f"{MPICH_MPIF90} or gfortran missing (apt-get install gfortran mpich)",
     )
-    out = tmp_path_factory.mktemp("mpich") / "fortran_pattern"
-    source = HERE / "programs" / "fortran_pattern.f90"
+    source = HERE / "programs" / request.param
+    out = tmp_path_factory.mktemp("mpich") / source.stem
     return compile_program(MPICH_MPIF90, source, out, "-O1")
 
 
@@ -86,7 +88,8 @@ def test_fortran_calls_counted_exactly_once_with_mpich(
 ):
     """MPICH's Fortran bindings call the C MPI_ functions: each call is still counted once."""
     log = tmp_path / "fortran.json"
-    profile_mpich(log, ranks, mpich_fortran, mpich_profiler)
+    done = profile_mpich(log, ranks, mpich_fortran, mpich_profiler)
+    assert f"{mpich_fortran.name}: ranks {ranks} failures 0" in done.stdout
     profile = load(log)
     assert profile.mpi_library.startswith("MPICH")
     check_fortran_profile(profile, ranks)

@@ -37,8 +37,28 @@ void *fortran_lookup(void **cache, const char *symbol) {
   return fn;
 }
 
-MPI_Fint *fortran_status_ignore() { return MPI_F_STATUS_IGNORE; }
-MPI_Fint *fortran_statuses_ignore() { return MPI_F_STATUSES_IGNORE; }
+namespace {
+// The `use mpi_f08` sentinel SYMBOL names, when the MPI library defines it: MPICH's object
+// MPIR_F08_MPI_STATUS(ES)_IGNORE_OBJ; the MPI-3 C pointer MPI_F08_STATUS(ES)_IGNORE to it.
+const void *f08_sentinel(const char *object, const char *pointer) {
+  if (const void *obj = dlsym(RTLD_DEFAULT, object)) return obj;
+  auto *ptr = static_cast<const void *const *>(dlsym(RTLD_DEFAULT, pointer));
+  return ptr ? *ptr : nullptr;
+}
+}  // namespace
+
+bool fortran_status_ignored(const MPI_Fint *status) {
+  if (status == MPI_F_STATUS_IGNORE) return true;
+  static const void *f08 = f08_sentinel("MPIR_F08_MPI_STATUS_IGNORE_OBJ", "MPI_F08_STATUS_IGNORE");
+  return f08 && status == f08;
+}
+
+bool fortran_statuses_ignored(const MPI_Fint *statuses) {
+  if (statuses == MPI_F_STATUSES_IGNORE) return true;
+  static const void *f08 =
+      f08_sentinel("MPIR_F08_MPI_STATUSES_IGNORE_OBJ", "MPI_F08_STATUSES_IGNORE");
+  return f08 && statuses == f08;
+}
 
 const void *fortran_buffer(const void *buffer) {
   struct Sentinels {

@@ -26,9 +26,11 @@ Fn fortran_next(void **cache, const char *symbol) {
 // Maps the Fortran MPI_IN_PLACE / MPI_BOTTOM addresses to the C ones.
 const void *fortran_buffer(const void *buffer);
 
-// MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE (MPICH sets them on its first Fortran call).
-MPI_Fint *fortran_status_ignore();
-MPI_Fint *fortran_statuses_ignore();
+// Whether a Fortran status (array) argument is MPI_STATUS(ES)_IGNORE: mpif.h's
+// MPI_F_STATUS(ES)_IGNORE (MPICH sets them on its first Fortran call) or `use mpi_f08`'s
+// (MPICH's is an object of its own; Open MPI 4 shares mpif.h's).
+bool fortran_status_ignored(const MPI_Fint *status);
+bool fortran_statuses_ignored(const MPI_Fint *statuses);
 
 // C handles of an array of Fortran requests (converted when constructed).
 class FRequestArray {
@@ -60,7 +62,7 @@ class FRequestArray {
 class FStatusOut {
  public:
   explicit FStatusOut(MPI_Fint *user) : user_(user) {}
-  MPI_Fint *arg() { return user_ == fortran_status_ignore() ? own_ : user_; }
+  MPI_Fint *arg() { return fortran_status_ignored(user_) ? own_ : user_; }
   const MPI_Status *get() {
     return PMPI_Status_f2c(arg(), &status_) == MPI_SUCCESS ? &status_ : nullptr;
   }
@@ -80,9 +82,10 @@ class FCompletions {
         claims_(requests_.size(), requests_.data()),
         user_(statuses),
         array_(array) {
-    MPI_Fint *ignore = array ? fortran_statuses_ignore() : fortran_status_ignore();
+    const bool ignore =
+        array ? fortran_statuses_ignored(statuses) : fortran_status_ignored(statuses);
     pass_ = statuses;
-    if (statuses == ignore && claims_.needs_status() && requests_.size() > 0) {
+    if (ignore && claims_.needs_status() && requests_.size() > 0) {
       if (!array) {
         pass_ = one_;
       } else {
@@ -91,7 +94,7 @@ class FCompletions {
         if (own_) pass_ = own_;
       }
     }
-    ignored_ = pass_ == ignore;
+    ignored_ = pass_ == statuses && ignore;
   }
   ~FCompletions() { std::free(own_); }
   FCompletions(const FCompletions &) = delete;

@@ -16,7 +16,8 @@ Outputs (into --out-dir, never committed):
   prof_calls.hpp         call ids and kinds, which calls create/free/complete objects
   prof_calls.cpp         call names and kinds, indexed by id; every MPI call of the spec
   prof_wrappers_c.cpp    the C wrappers (MPI_X -> PMPI_X)
-  prof_wrappers_f.cpp    the Fortran wrappers (mpi_x_, mpi_x__, mpi_x, MPI_X -> next definition)
+  prof_wrappers_f.cpp    the Fortran wrappers (mpi_x_, mpi_x__, mpi_x, MPI_X and their `use
+                         mpi_f08` twins mpi_x_f08_, ... -> next definition)
   prof_wrappers_posix.cpp  the POSIX I/O wrappers (open, read, fwrite, ... -> the C library)
   prof_calls.txt         which spec calls were generated and which mpi.h lacks
 
@@ -555,7 +556,8 @@ def fortran_wrapper(call: Call) -> str:
         return f"// {call.name}: no Fortran wrapper ({reason})\n"
     lang = FortranLang(call)
     fparams = ", ".join([f"{fortran_type(p)}{p.name}_f" for p in call.params] + ["MPI_Fint *ierr"])
-    fargs = ", ".join([f"{p.name}_f" for p in call.params] + ["ierr"])
+    pointers = [f"{p.name}_f" for p in call.params]
+    fargs = ", ".join(pointers + ["ierr"])
     ftypes = ", ".join([fortran_type(p) for p in call.params] + ["MPI_Fint *"])
     convert_before, convert_after = fortran_conversions(call)
     b = body(call, lang)
@@ -583,17 +585,27 @@ def fortran_wrapper(call: Call) -> str:
     ]
     out += ["  " + line for line in convert_after + b.after]
     out += ["  pp::leave();", "}"]
-    for symbol in (call.name.lower() + "_", call.name.lower() + "__", call.name.lower()):
+    for symbol in fortran_symbols(call.name):
         out.append(
             f'extern "C" PETACOMM_PROF_EXPORT void {symbol}({fparams}) '
             f'{{ static void *cache; {impl}(&cache, "{symbol}", {fargs}); }}'
         )
-    out.append(
-        f'extern "C" PETACOMM_PROF_EXPORT void {call.name.upper()}({fparams}) '
-        f'{{ static void *cache; {impl}(&cache, "{call.name.upper()}", {fargs}); }}'
-    )
+    # `use mpi_f08` (Open MPI: mpi_x_f08_ -> ompi_x_f -> PMPI_X): the same arguments (a handle
+    # type holds one integer) but `ierror` is optional, a null pointer when left out.
+    f08_args = ", ".join(pointers + ["ierr ? ierr : &prof_ierr"])
+    for symbol in fortran_symbols(call.name + "_f08"):
+        out.append(
+            f'extern "C" PETACOMM_PROF_EXPORT void {symbol}({fparams}) '
+            f'{{ static void *cache; MPI_Fint prof_ierr; {impl}(&cache, "{symbol}", {f08_args}); }}'
+        )
     out.append("")
     return "\n".join(out)
+
+
+def fortran_symbols(name: str) -> list[str]:
+    """The names Fortran compilers give the procedure NAME: mpi_x_, mpi_x__, mpi_x, MPI_X."""
+    lower = name.lower()
+    return [lower + "_", lower + "__", lower, lower.upper()]
 
 
 # ---------------------------------------------------------------------------------------

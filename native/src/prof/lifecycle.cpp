@@ -518,6 +518,8 @@ Fn next_fortran(void **cache, const char *symbol) {
 
 void f_init(void **cache, const char *symbol, MPI_Fint *ierr) {
   auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol);
+  MPI_Fint own_ierr;
+  if (!ierr) ierr = &own_ierr;  // `use mpi_f08`: ierror left out
   if (!fn) {
     *ierr = MPI_ERR_INTERN;
     return;
@@ -532,6 +534,8 @@ void f_init(void **cache, const char *symbol, MPI_Fint *ierr) {
 void f_init_thread(void **cache, const char *symbol, MPI_Fint *required, MPI_Fint *provided,
                    MPI_Fint *ierr) {
   auto fn = next_fortran<void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *)>(cache, symbol);
+  MPI_Fint own_ierr;
+  if (!ierr) ierr = &own_ierr;  // `use mpi_f08`: ierror left out
   if (!fn) {
     *ierr = MPI_ERR_INTERN;
     return;
@@ -545,6 +549,8 @@ void f_init_thread(void **cache, const char *symbol, MPI_Fint *required, MPI_Fin
 
 void f_finalize(void **cache, const char *symbol, MPI_Fint *ierr) {
   auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol);
+  MPI_Fint own_ierr;
+  if (!ierr) ierr = &own_ierr;  // `use mpi_f08`: ierror left out
   if (!fn) {
     *ierr = MPI_ERR_INTERN;
     return;
@@ -558,6 +564,8 @@ void f_finalize(void **cache, const char *symbol, MPI_Fint *ierr) {
 void f_abort(void **cache, const char *symbol, MPI_Fint *comm, MPI_Fint *errorcode,
              MPI_Fint *ierr) {
   auto fn = next_fortran<void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *)>(cache, symbol);
+  MPI_Fint own_ierr;
+  if (!ierr) ierr = &own_ierr;  // `use mpi_f08`: ierror left out
   if (!fn) {
     *ierr = MPI_ERR_INTERN;
     return;
@@ -581,33 +589,39 @@ void f_pcontrol(void **cache, const char *symbol, MPI_Fint *level) {
 }
 }  // namespace
 
-#define PETACOMM_PROF_FORTRAN4(lower, upper, params, impl, args) \
-  extern "C" PETACOMM_PROF_EXPORT void lower##_ params {         \
-    static void *cache;                                          \
-    impl(&cache, #lower "_", args);                              \
-  }                                                              \
-  extern "C" PETACOMM_PROF_EXPORT void lower##__ params {        \
-    static void *cache;                                          \
-    impl(&cache, #lower "__", args);                             \
-  }                                                              \
-  extern "C" PETACOMM_PROF_EXPORT void lower params {            \
-    static void *cache;                                          \
-    impl(&cache, #lower, args);                                  \
-  }                                                              \
-  extern "C" PETACOMM_PROF_EXPORT void upper params {            \
-    static void *cache;                                          \
-    impl(&cache, #upper, args);                                  \
+// The arguments forwarded to IMPL come last (variadic: there may be several).
+#define PETACOMM_PROF_FORTRAN4(lower, upper, params, impl, ...) \
+  extern "C" PETACOMM_PROF_EXPORT void lower##_ params {        \
+    static void *cache;                                         \
+    impl(&cache, #lower "_", __VA_ARGS__);                      \
+  }                                                             \
+  extern "C" PETACOMM_PROF_EXPORT void lower##__ params {       \
+    static void *cache;                                         \
+    impl(&cache, #lower "__", __VA_ARGS__);                     \
+  }                                                             \
+  extern "C" PETACOMM_PROF_EXPORT void lower params {           \
+    static void *cache;                                         \
+    impl(&cache, #lower, __VA_ARGS__);                          \
+  }                                                             \
+  extern "C" PETACOMM_PROF_EXPORT void upper params {           \
+    static void *cache;                                         \
+    impl(&cache, #upper, __VA_ARGS__);                          \
   }
 
-#define PETACOMM_ARGS(...) __VA_ARGS__
-PETACOMM_PROF_FORTRAN4(mpi_init, MPI_INIT, (MPI_Fint * ierr), f_init, ierr)
-PETACOMM_PROF_FORTRAN4(mpi_init_thread, MPI_INIT_THREAD,
+// mpif.h / `use mpi` (mpi_init_, ...) and `use mpi_f08` (mpi_init_f08_, ...: the same
+// arguments, ierror optional).
+#define PETACOMM_PROF_FORTRAN8(lower, upper, params, impl, ...)   \
+  PETACOMM_PROF_FORTRAN4(lower, upper, params, impl, __VA_ARGS__) \
+  PETACOMM_PROF_FORTRAN4(lower##_f08, upper##_F08, params, impl, __VA_ARGS__)
+
+PETACOMM_PROF_FORTRAN8(mpi_init, MPI_INIT, (MPI_Fint * ierr), f_init, ierr)
+PETACOMM_PROF_FORTRAN8(mpi_init_thread, MPI_INIT_THREAD,
                        (MPI_Fint * required, MPI_Fint *provided, MPI_Fint *ierr), f_init_thread,
-                       PETACOMM_ARGS(required, provided, ierr))
-PETACOMM_PROF_FORTRAN4(mpi_finalize, MPI_FINALIZE, (MPI_Fint * ierr), f_finalize, ierr)
-PETACOMM_PROF_FORTRAN4(mpi_abort, MPI_ABORT, (MPI_Fint * comm, MPI_Fint *errorcode, MPI_Fint *ierr),
-                       f_abort, PETACOMM_ARGS(comm, errorcode, ierr))
-PETACOMM_PROF_FORTRAN4(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint * level), f_pcontrol, level)
+                       required, provided, ierr)
+PETACOMM_PROF_FORTRAN8(mpi_finalize, MPI_FINALIZE, (MPI_Fint * ierr), f_finalize, ierr)
+PETACOMM_PROF_FORTRAN8(mpi_abort, MPI_ABORT, (MPI_Fint * comm, MPI_Fint *errorcode, MPI_Fint *ierr),
+                       f_abort, comm, errorcode, ierr)
+PETACOMM_PROF_FORTRAN8(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint * level), f_pcontrol, level)
 
 // ---- the region API (for programs that link the profiler, Python's ctypes, Fortran) ------
 
