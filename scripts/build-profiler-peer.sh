@@ -27,6 +27,7 @@ done
 case $name in ipm|mpip) ;; *) echo "build-profiler-peer: NAME must be ipm or mpip, got '$name'" >&2; exit 2 ;; esac
 [ -e "$source" ] || { echo "build-profiler-peer: SOURCE '$source' does not exist" >&2; exit 2; }
 mpicc=$(command -v "$mpicc") || { echo "build-profiler-peer: --mpicc not found" >&2; exit 2; }
+mpicc=$(realpath -s "$mpicc")  # the build runs in another directory
 mpicxx=${mpicc%mpicc}mpicxx
 [ -x "$mpicxx" ] || mpicxx=$mpicc
 key=$(printf '%s' "$mpicc" | sha256sum | cut -c1-12)
@@ -53,13 +54,23 @@ if [ "$name" = ipm ]; then
   built=src/.libs/libipm.so
   lib=libipm.so
 else
-  ./configure --with-cc="$mpicc" --with-cxx="$mpicxx" --with-f77=gfortran CFLAGS="-O2 -fPIC" \
-    >"$log" 2>&1 || fail "mpiP configure"
+  # mpiP's helper that reads the Fortran MPI_IN_PLACE/MPI_BOTTOM addresses includes mpif.h:
+  # compiled with this MPI's own Fortran wrapper when it has one that finds mpif.h.
+  mpifort=
+  for f in "${mpicc%mpicc}mpifort" "${mpicc%mpicc}mpif90"; do
+    if [ -x "$f" ] && printf "      program t\n      include 'mpif.h'\n      end\n" >"$work/t.f" &&
+      "$f" -c "$work/t.f" -o "$work/t.o" >/dev/null 2>&1; then
+      mpifort=$f
+      break
+    fi
+  done
+  ./configure --with-cc="$mpicc" --with-cxx="$mpicxx" --with-f77="${mpifort:-gfortran}" \
+    CFLAGS="-O2 -fPIC" >"$log" 2>&1 || fail "mpiP configure"
   fortran_vars=fortran_vars.o
-  if [ -z "$(find "$(dirname "$(dirname "$mpicc")")" -name mpif.h 2>/dev/null | head -1)" ]; then
-    # An MPI without Fortran bindings (no mpif.h, as the PyPI Open MPI): mpiP's helper that
-    # reads the Fortran MPI_IN_PLACE/MPI_BOTTOM addresses cannot be compiled; no Fortran
-    # call can happen, so it reports none. mpiP's C profiling is unchanged.
+  if [ -z "$mpifort" ]; then
+    # An MPI without Fortran bindings (no Fortran wrapper, as the PyPI Open MPI): the helper
+    # cannot be compiled; no Fortran call can happen, so it reports none. mpiP's C profiling
+    # is unchanged.
     printf '#include <stddef.h>\nvoid fortran_vars(size_t *a, size_t *b, size_t *c, size_t *d) { *a = *b = *c = *d = 0; }\n' >fortran_vars_none.c
     fortran_vars=fortran_vars_none.o
   fi
