@@ -221,6 +221,22 @@ def _adaptive_template(offset: tuple[int, ...], tie: tuple[bool, ...], split: st
     """Fractional use of every link by one unit flow with this displacement, as arrays
     (disp (E, ndim) of the link's tail relative to the source, dim (E,), sign (E,), frac (E,)).
 
+    A displacement is the mirror image of its magnitudes': the same shares, on the links of
+    the other direction in every negative dimension. So the template is built once per
+    magnitudes (a third of a 3-D torus's displacements) and mirrored here."""
+    negative = np.asarray(offset) < 0
+    disp, dim, sign, frac = _adaptive_template_of_magnitudes(
+        tuple(abs(v) for v in offset), tie, split
+    )
+    if not negative.any():
+        return disp, dim, sign, frac
+    return disp * np.where(negative, -1, 1), dim, np.where(negative[dim], 1 - sign, sign), frac
+
+
+@functools.lru_cache(maxsize=4096)
+def _adaptive_template_of_magnitudes(offset: tuple[int, ...], tie: tuple[bool, ...], split: str):
+    """:func:`_adaptive_template` of a displacement without negative components.
+
     States are progress vectors p (p_d in 0..|o_d|, or -a..a for a half-ring dimension whose
     direction is still open). Mass flows from the source state layer by layer (layer = hops
     taken); ``split='hop'`` divides a state's mass evenly over its productive moves,
@@ -229,7 +245,6 @@ def _adaptive_template(offset: tuple[int, ...], tie: tuple[bool, ...], split: st
     """
     ndim = len(offset)
     mag = np.abs(np.asarray(offset, dtype=np.int64))
-    sgn = np.where(np.asarray(offset) < 0, -1, 1)
     lo = np.where(tie, -mag, 0)
     shape = tuple(int(v) for v in mag - lo + 1)
     grid = np.indices(shape).reshape(ndim, -1).T + lo  # progress vectors
@@ -246,8 +261,7 @@ def _adaptive_template(offset: tuple[int, ...], tie: tuple[bool, ...], split: st
             moves.append((d, +1, 0, (grid[:, d] >= 0) & (grid[:, d] < mag[d])))
             moves.append((d, -1, 1, (grid[:, d] <= 0) & (grid[:, d] > -mag[d])))
         else:
-            link_sign = 0 if sgn[d] > 0 else 1
-            moves.append((d, +1, link_sign, grid[:, d] < mag[d]))
+            moves.append((d, +1, 0, grid[:, d] < mag[d]))  # the + link
     strides = np.cumprod((1,) + shape[::-1])[:-1][::-1]  # C-order strides of the state grid
     state_index = ((grid - lo) * strides).sum(axis=1)
     assert np.array_equal(state_index, np.arange(nstate))
@@ -280,8 +294,7 @@ def _adaptive_template(offset: tuple[int, ...], tie: tuple[bool, ...], split: st
                 continue
             flow = mass[sel] * prob[sel]
             np.add.at(mass, sel + step * strides[d], flow)
-            disp = grid[sel] * np.where(tie_arr, 1, sgn)  # physical displacement of the tail
-            disp_parts.append(disp)
+            disp_parts.append(grid[sel])  # the tail's displacement from the source
             dim_parts.append(np.full(sel.size, d))
             sign_parts.append(np.full(sel.size, link_sign))
             frac_parts.append(flow)
