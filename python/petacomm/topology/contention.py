@@ -146,14 +146,9 @@ def _build_pair_links(network, routing) -> PairLinks | None:
         disp, link, frac = (np.concatenate(p) for p in zip(*parts, strict=True))
         kind, tail = np.divmod(link, nn)  # link id = kind * num_nodes + tail node
         tail_coords = network.coordinates(tail)
-        dims = np.asarray(network.dims)
         per_disp = np.bincount(disp + 1, minlength=nn)  # displacement 0 has no entry
         indptr = np.r_[0, np.cumsum(np.tile(per_disp, nn))]
-        cols = np.empty(frac.size * nn, dtype=np.int64)
-        src_coords = network.coordinates(np.arange(nn))
-        for s in range(nn):
-            shifted = network.node_ids(np.mod(tail_coords + src_coords[s], dims))
-            cols[s * frac.size : (s + 1) * frac.size] = kind * nn + shifted
+        cols = _shifted_links(network, kind, tail_coords)
         matrix = sp.csr_matrix(
             (np.tile(frac, nn), cols, indptr), shape=(nn * nn, network.num_links)
         )
@@ -181,6 +176,32 @@ def _build_pair_links(network, routing) -> PairLinks | None:
         shape=(nn * nn, network.num_links),
     )
     return PairLinks(network, matrix)
+
+
+def _shifted_links(network, kind, tail_coords) -> np.ndarray:
+    """Link ids of the template entries (link ``kind``, tail node at ``tail_coords``) moved
+    to every source node in turn: source-major, ``num_nodes * len(kind)`` ids. A node id is
+    a sum over dimensions of (coordinate shifted by the source's, wrapped) times the
+    dimension's stride; each term comes from a table of dims**2 entries, and the sources are
+    taken in blocks so that no temporary exceeds a few million entries."""
+    nn, e = network.num_nodes, kind.size
+    dims = [int(d) for d in network.dims]
+    src_coords = network.coordinates(np.arange(nn))
+    stride, tables = 1, []
+    for d, size in enumerate(dims):
+        shift = np.arange(size)
+        tables.append((np.add.outer(shift, shift) % size * stride, d))  # [source c, tail c]
+        stride *= size
+    base = kind * nn
+    cols = np.empty(nn * e, dtype=np.int64)
+    block = max(1, 4_000_000 // max(e, 1))
+    for first in range(0, nn, block):
+        src = src_coords[first : first + block]
+        ids = np.broadcast_to(base, (src.shape[0], e)).copy()
+        for table, d in tables:
+            ids += table[src[:, d][:, None], tail_coords[:, d][None, :]]
+        cols[first * e : (first + src.shape[0]) * e] = ids.ravel()
+    return cols
 
 
 def contention_stage(
