@@ -65,12 +65,8 @@ def _library():
     """The loaded libscotch (its error printer, libscotcherr, is a dependency of the
     Debian build, so Scotch reports errors on stderr and returns instead of exiting)."""
     for name in _LIBRARY_NAMES:
-        path = ctypes.util.find_library(name)
-        if path is None:
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
+        lib, path = _open(name)
+        if lib is None:
             continue
         if lib.SCOTCH_numSizeof() != 4:
             raise ScotchError(
@@ -80,6 +76,24 @@ def _library():
         _declare(lib)
         return lib
     raise ScotchError("Scotch library not found (install the Debian package libscotch-dev)")
+
+
+def _open(name: str):
+    """(library, path) of lib<name>, or (None, None): dlopen finds ``lib<name>.so`` through
+    the loader's cache at once; ``find_library`` (which runs ldconfig or the compiler, 20-25
+    ms) is asked only when it does not."""
+    path = f"lib{name}.so"
+    try:
+        return ctypes.CDLL(path), path
+    except OSError:
+        pass
+    path = ctypes.util.find_library(name)
+    if path is None:
+        return None, None
+    try:
+        return ctypes.CDLL(path), path
+    except OSError:
+        return None, None
 
 
 def _declare(lib) -> None:
