@@ -30,7 +30,8 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'petacomm.model' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = globals()[name] = getattr(importlib.import_module(module), name)  # once per name
+    return value
 
 
 def __dir__() -> list[str]:
