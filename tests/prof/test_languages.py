@@ -3,6 +3,7 @@ counted exactly once, regions from both languages."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from expected import fortran_pattern
 
 from conftest import DEBIAN_MPICC, DEBIAN_MPIEXEC, DEBIAN_MPIF90, compile_program, petacomm
-from petacomm.profile import analysis, load
+from petacomm.profile import analysis, callsites, load
 from prerequisites import require
 
 pytestmark = pytest.mark.mpi
@@ -43,6 +44,24 @@ def check_fortran_profile(profile, ranks: int) -> None:
 FORTRAN_SOURCES = ["fortran_pattern.f90", "fortran_pattern_f08.f90"]
 
 
+F08_SOURCE = HERE / "programs" / "fortran_pattern_f08.f90"
+
+
+def check_call_sites_are_source_lines(profile, source: Path) -> None:
+    """Every recorded call's one-frame site is a line of SOURCE that makes that call (the
+    reference: the source's `call MPI_X(` lines)."""
+    lines: dict[str, set[int]] = {}
+    for number, text in enumerate(source.read_text().splitlines(), start=1):
+        for name in re.findall(r"\bcall (MPI_\w+)\(", text, flags=re.IGNORECASE):
+            lines.setdefault(name.upper(), set()).add(number)
+    sites = callsites.sites(profile)
+    assert {s.call for s in sites} >= {"MPI_Send", "MPI_Recv", "MPI_Allreduce", "MPI_Irecv"}
+    for site in sites:
+        (frame,) = site.frames
+        assert Path(frame.file).name == source.name, (site.call, frame)
+        assert frame.line in lines[site.call.upper()], (site.call, frame.line)
+
+
 @pytest.fixture(scope="module", params=FORTRAN_SOURCES)
 def fortran_program(request, tmp_path_factory) -> Path:
     require(
@@ -64,6 +83,22 @@ def test_fortran_calls_counted_exactly_once(ranks, fortran_program, debian_profi
     )  # fmt: skip
     check_fortran_profile(load(log), ranks)
     assert f"{fortran_program.name}: ranks {ranks} failures 0" in done.stdout
+
+
+def test_fortran_f08_call_sites(debian_profiler, tmp_path):
+    """`use mpi_f08` calls are attributed to the program's lines (-g -O0)."""
+    require(
+        DEBIAN_MPIF90.exists() and shutil.which("gfortran"),
+        "gfortran / Debian's mpif90 not installed (apt-get install gfortran)",
+    )
+    program = compile_program(DEBIAN_MPIF90, F08_SOURCE, tmp_path / "f08", "-g", "-O0")
+    log = tmp_path / "sites.json"
+    petacomm(
+        "profile", "-o", str(log), "--no-banner", "--callsites", "1", "--",
+        str(DEBIAN_MPIEXEC), "-n", "2", "--oversubscribe", str(program),
+        env=debian_profiler,
+    )  # fmt: skip
+    check_call_sites_are_source_lines(load(log), F08_SOURCE)
 
 
 def test_fortran_program_needs_a_matching_profiler(fortran_program, tmp_path):

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 from expected import pattern
 from test_exact_counts import call_table, peer_table
-from test_languages import FORTRAN_SOURCES, check_fortran_profile
+from test_languages import (
+    F08_SOURCE,
+    FORTRAN_SOURCES,
+    check_call_sites_are_source_lines,
+    check_fortran_profile,
+)
 
 from conftest import (
     MPICH_MPICC,
@@ -93,6 +98,20 @@ def test_fortran_calls_counted_exactly_once_with_mpich(
     profile = load(log)
     assert profile.mpi_library.startswith("MPICH")
     check_fortran_profile(profile, ranks)
+
+
+def test_fortran_f08_call_sites_with_mpich(mpich_profiler, tmp_path):
+    """MPICH's `use mpi_f08` procedures with a buffer (mpi_send_f08ts_) call the C MPI_
+    functions from inside libmpichfort: the site is still the program's line, not MPICH's."""
+    need_mpich()
+    require(
+        MPICH_MPIF90.exists() and shutil.which("gfortran"),
+        f"{MPICH_MPIF90} or gfortran missing (apt-get install gfortran mpich)",
+    )
+    program = compile_program(MPICH_MPIF90, F08_SOURCE, tmp_path / "f08", "-g", "-O0")
+    log = tmp_path / "sites.json"
+    profile_mpich(log, 2, program, mpich_profiler, "--callsites", "1")
+    check_call_sites_are_source_lines(load(log), F08_SOURCE)
 
 
 def test_mpich_program_with_only_open_mpi_profilers(mpich_pattern, tmp_path):

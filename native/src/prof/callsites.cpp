@@ -1,10 +1,10 @@
 // Call sites (PETACOMM_PROF_CALLSITES=DEPTH): each recorded MPI call is also counted under its
 // call site, the return addresses of the program's DEPTH innermost stack frames (the frames
-// of this library are skipped, so a site is where the program called MPI, whether through
-// the C or the Fortran bindings). Addresses are kept as they are while the program runs and
-// turned into (module, offset) pairs at the end, so that `petacomm report` can resolve them to
-// file:line:function offline with the modules' debug information (addr2line), as mpiP does
-// online. Non-blocking calls are counted under the site that posted them.
+// of this library and of the MPI library's own modules are skipped, so a site is where the
+// program called MPI, whether through the C or the Fortran bindings). Addresses are kept as they
+// are while the program runs and turned into (module, offset) pairs at the end, so that `petacomm
+// report` can resolve them to file:line:function offline with the modules' debug information
+// (addr2line), as mpiP does online. Non-blocking calls are counted under the site that posted them.
 //
 // Two fixed-size tables in private memory: the distinct stacks (sites) and the statistics per
 // (site, call). A site beyond kMaxSites is counted under site 0, "(other)".
@@ -64,9 +64,39 @@ int find_self(dl_phdr_info *info, size_t, void *data) {
   return 0;
 }
 
+// Code of the MPI library's own modules (libmpi*, libmpich*: the C library and its Fortran
+// bindings). A call that reaches the profiler through them started in the program: MPICH's
+// `use mpi_f08` procedures with a buffer (mpi_send_f08ts_) call the C MPI_Send, whose caller
+// is then inside libmpichfort, not where the program called MPI.
+struct CodeRange {
+  uintptr_t lo, hi;
+};
+constexpr int kMaxMpiRanges = 32;
+CodeRange g_mpi_code[kMaxMpiRanges];
+int g_mpi_ranges = 0;
+
+int find_mpi_modules(dl_phdr_info *info, size_t, void *) {
+  const char *name = info->dlpi_name;
+  if (!name || !name[0]) return 0;
+  const char *base = std::strrchr(name, '/');
+  base = base ? base + 1 : name;
+  if (std::strncmp(base, "libmpi", 6) != 0) return 0;
+  for (int i = 0; i < info->dlpi_phnum && g_mpi_ranges < kMaxMpiRanges; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    g_mpi_code[g_mpi_ranges++] = {lo, lo + ph.p_memsz};
+  }
+  return 0;
+}
+
+// Frames skipped before the call site: this library's and the MPI library's.
 inline bool ours(void *pc) {
   const auto a = reinterpret_cast<uintptr_t>(pc);
-  return a >= g_self_lo && a < g_self_hi;
+  if (a >= g_self_lo && a < g_self_hi) return true;
+  for (int i = 0; i < g_mpi_ranges; ++i)
+    if (a >= g_mpi_code[i].lo && a < g_mpi_code[i].hi) return true;
+  return false;
 }
 
 }  // namespace
@@ -79,6 +109,8 @@ bool callsites_init(char *error, size_t cap) {
                   "the static archive");
     return false;
   }
+  g_mpi_ranges = 0;
+  dl_iterate_phdr(find_mpi_modules, nullptr);
   void *prime[4];
   backtrace(prime, 4);  // loads the unwinder now, not inside the first MPI call
   g_nsites = 0;
