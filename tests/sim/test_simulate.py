@@ -338,26 +338,36 @@ def test_simgrid_prefix_runs_its_own_smpirun(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "simgrid, ranks, measured_s",
-    # Wall seconds of `petacomm simulate sparse-reduce --variants owner --ranks N` measured
-    # on the 2-core development machine (docs/simulate.md, experiment 1).
+    "preset_name, variant, size, simgrid, ranks, measured_s",
+    # Wall seconds of `petacomm simulate PRESET --variants VARIANT --ranks N [--size SIZE]`
+    # measured on the 2-core development machine (docs/simulate.md and petacomm.sim.cli).
     [
-        ("system", 128, 33.1),
-        ("system", 256, 536.5),
-        ("activity sets", 128, 10.8),
-        ("activity sets", 256, 58.6),
-        ("activity sets", 64, 1.2),
-        ("activity sets", 512, 192.9),
+        ("sparse-reduce", "owner", None, "system", 128, 33.1),
+        ("sparse-reduce", "owner", None, "system", 256, 536.5),
+        ("sparse-reduce", "owner", None, "activity sets", 128, 10.8),
+        ("sparse-reduce", "owner", None, "activity sets", 256, 58.6),
+        ("sparse-reduce", "owner", None, "activity sets", 64, 1.2),
+        ("sparse-reduce", "owner", None, "activity sets", 512, 192.9),
+        ("sparse-reduce", "directory", None, "activity sets", 32, 0.38),
+        ("sparse-reduce", "directory", None, "activity sets", 64, 2.4),
+        ("sparse-reduce", "directory", None, "activity sets", 128, 180.4),
+        ("transpose", "alltoall", "8192x8192", "system", 64, 10.7),
+        ("transpose", "alltoall", "8192x8192", "system", 128, 52.8),
+        ("transpose", "alltoall", "8192x8192", "system", 256, 1133.4),
+        ("transpose", "pairwise", "8192x8192", "system", 128, 6.8),
     ],
 )
-def test_sparse_estimate_follows_measured_simulations(simgrid, ranks, measured_s):
+def test_estimate_follows_measured_simulations(
+    preset_name, variant, size, simgrid, ranks, measured_s
+):
     from petacomm.sim.cli import estimated_seconds
     from petacomm.sim.presets import PRESETS
 
-    preset = PRESETS["sparse-reduce"]
-    estimate = estimated_seconds(preset, ranks, preset.parse_size(preset.size), "owner", 1, simgrid)
+    preset = PRESETS[preset_name]
+    sizes = preset.parse_size(size or preset.size)
+    estimate = estimated_seconds(preset, ranks, sizes, variant, 1, simgrid)
     # A warning threshold, not a prediction: within 3x of what was seen (a linear estimate
-    # said 4 s for the 537 s run).
+    # said 4 s for the 537 s run; the sparse growth said 10 s for directory's 180 s).
     assert measured_s / 3 <= estimate <= measured_s * 3, estimate
 
 

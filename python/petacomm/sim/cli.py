@@ -39,6 +39,17 @@ SECONDS_PER_BYTE = 10e-9
 RANKS_DOUBLING_MESSAGE_COST = 724
 FLOWS_DOUBLING_MESSAGE_COST = 1000.0  # SimGrid 3.32 as Debian ships it
 FLOWS_HALF_LEVEL = 10_000.0  # the set-based build: growth half-way to its level of 4
+# Flows that stay in SimGrid's max-min system together (``Preset.dense_variants``: the blocks
+# of MPI_Alltoall's linear algorithm, all in flight at once) are re-shared at every message's
+# end, so a message costs more than in proportion to the flows: (flows / 1016) ** 1.5 more,
+# fitted to 8192x8192 transposes on torus:4x8x8 with SimGrid 3.32 (one repetition): 10.7 s
+# at 64 ranks (4,032 flows of 128 KiB), 52.8 s at 128 (16,256 of 32 KiB), 1133 s at 256
+# (65,280 of 8 KiB; the sparse exchanges' growth estimated 14 s, this 1347 s). The directory
+# strategy's sparse reductions grow alike (0.38, 2.4 and 180 s at 32, 64 and 128 ranks with
+# the set build; estimated 0.31, 5.7 and 169 s; owner's, with the same partners, took 0.3,
+# 1.6 and 16.6 s).
+DENSE_FLOWS_SCALE = 1016.0
+DENSE_FLOWS_EXPONENT = 1.5
 
 
 def _flow_growth(flows: float, simgrid: str) -> float:
@@ -54,10 +65,13 @@ def estimated_seconds(
     """Seconds the simulation should take here; ``simgrid``: "system" (SimGrid 3.32 as
     Debian ships it) or "activity sets" (--simgrid, built by scripts/build-simgrid.sh)."""
     messages, nbytes = preset.work(ranks, size, variant, reps)
-    if preset.flows is None:
+    flows = None if preset.flows is None else preset.flows(ranks, size, variant)
+    if flows is None:
         growth = (ranks / RANKS_DOUBLING_MESSAGE_COST) ** 2
     else:
-        growth = _flow_growth(preset.flows(ranks, size, variant), simgrid)
+        growth = _flow_growth(flows, simgrid)
+        if variant in preset.dense_variants:
+            growth = max(growth, (flows / DENSE_FLOWS_SCALE) ** DENSE_FLOWS_EXPONENT)
     return messages * SECONDS_PER_MESSAGE * (1 + growth) + nbytes * SECONDS_PER_BYTE
 
 

@@ -58,8 +58,13 @@ class Preset:
     # SMPI options of its own, after the network model's (and before --smpi-option).
     smpi_options: tuple[str, ...] = ()
     # Messages one round of the run puts in flight at once, when that (not the rank count)
-    # sets a simulated message's cost (see petacomm.sim.cli.estimated_seconds).
-    flows: Callable[[int, dict, str], float] | None = None
+    # sets a simulated message's cost (see petacomm.sim.cli.estimated_seconds); None from
+    # the function: the rank count sets it for that variant.
+    flows: Callable[[int, dict, str], float | None] | None = None
+    # Variants whose flows stay in SimGrid's max-min system together (an all-to-all's blocks
+    # all in flight), so that every message's end re-solves their sharing, rather than
+    # ending about as they start (see petacomm.sim.cli.DENSE_FLOWS_SCALE).
+    dense_variants: tuple[str, ...] = ()
 
 
 def _result_line(stdout: str, mark: str) -> dict:
@@ -240,6 +245,17 @@ def _transpose_parse(stdout: str, work: Path) -> dict:
             f"transpose {row['strategy']}: {row['errors']} wrong elements in the result"
         )
     return {"chosen": row["chosen"], "simulated_time_s": row["seconds"], "bytes": row["bytes"]}
+
+
+def _transpose_flows(ranks: int, size: dict, variant: str) -> float | None:
+    """Blocks in flight at once when SMPI's MPI_Alltoall (default selector) sends them all
+    together (its linear algorithm); None for the round-by-round exchanges."""
+    if variant != "alltoall" or ranks < 2:
+        return None
+    block = (size["n0"] // ranks) * (size["n1"] // ranks) * 8
+    if smpi_alltoall_algorithm(ranks, block) != "linear":
+        return None
+    return float(ranks * (ranks - 1))
 
 
 def _transpose_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
@@ -595,6 +611,9 @@ PRESETS = {
         parse=_sparse_parse,
         work=_sparse_work,
         flows=_sparse_flows,
+        # Measured: directory's runs grow as an all-to-all's do; owner's, with the same
+        # discovery and partners, as a sparse exchange (petacomm.sim.cli).
+        dense_variants=("directory",),
     ),
     "mapmaker": Preset(
         name="mapmaker",
@@ -637,6 +656,8 @@ PRESETS = {
         parse=_transpose_parse,
         work=_transpose_work,
         pattern=_transpose_pattern,
+        flows=_transpose_flows,
+        dense_variants=("alltoall",),
     ),
     "halo": Preset(
         name="halo",
