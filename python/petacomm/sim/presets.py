@@ -611,8 +611,9 @@ PRESETS = {
         parse=_sparse_parse,
         work=_sparse_work,
         flows=_sparse_flows,
-        # Measured: directory's runs grow as an all-to-all's do; owner's, with the same
-        # discovery and partners, as a sparse exchange (petacomm.sim.cli).
+        # directory's executions exchange every pair of a key's holders (d(d-1) values per
+        # key: an all-to-all among them) and its runs grow as an all-to-all's do; owner's,
+        # with the same discovery, as a sparse exchange (measured: petacomm.sim.cli).
         dense_variants=("directory",),
     ),
     "mapmaker": Preset(
