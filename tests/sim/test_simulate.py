@@ -355,6 +355,11 @@ def test_simgrid_prefix_runs_its_own_smpirun(tmp_path):
         ("transpose", "alltoall", "8192x8192", "system", 128, 52.8),
         ("transpose", "alltoall", "8192x8192", "system", 256, 1133.4),
         ("transpose", "pairwise", "8192x8192", "system", 128, 6.8),
+        ("transpose", "xor", "8192x8192", "system", 256, 9.7),
+        ("transpose", "xor", "8192x8192", "system", 1024, 70.1),
+        ("sweep3d", "nonblocking", "16x16x64:8", "system", 256, 3.0),
+        ("sweep3d", "nonblocking", "16x16x64:8", "system", 1024, 15.1),
+        ("sweep3d", "nonblocking", "16x16x64:8", "system", 4096, 102.9),
     ],
 )
 def test_estimate_follows_measured_simulations(

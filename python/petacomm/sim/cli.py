@@ -24,9 +24,11 @@ JSON_SCHEMA = "petacomm.simulate/1"
 # the ranks compute on it) on one core, fitted to the presets' runs (docs/simulate.md); the
 # estimate only decides whether to warn. A message costs more the more ranks run: SimGrid
 # shares the links among all flows in progress, so every message start or end re-solves a
-# system that grows with the rank count. Sweep3D's default size took 2-3, 27-37 and 1458 s
-# at 256, 1024 and 4096 ranks (32-46, 108-149 and 1418 us per face); this estimates 5.5, 51
-# and 2060 s (the linear estimate said 28 s at 4096).
+# system that grows with the rank count. Sweep3D's --full size took 3.0, 15.1 and 102.9 s at
+# 256, 1024 and 4096 ranks (nonblocking; 2026-11-27, the block compute charged, not run), the
+# 8192x8192 xor transpose 9.7 and 70.1 s at 256 and 1024: this estimates 3.1, 14.1, 138.4,
+# 13.4 and 63.6 s (before, with 724 ranks doubling the cost, fitted to Sweep3D runs that
+# timed the host's compute: 710 s at 4096).
 # Presets that say how many messages a round puts in flight at once (``Preset.flows``: the
 # sparse exchanges, whose ranks all talk to hundreds of partners at once) grow with that
 # instead. SimGrid 3.32 walks its list of every detached send in flight at every send's end:
@@ -36,7 +38,7 @@ JSON_SCHEMA = "petacomm.simulate/1"
 # 37 to 112 us per message; what remains is SimGrid's max-min sharing).
 SECONDS_PER_MESSAGE = 20e-6
 SECONDS_PER_BYTE = 10e-9
-RANKS_DOUBLING_MESSAGE_COST = 724
+RANKS_DOUBLING_MESSAGE_COST = 2000
 FLOWS_DOUBLING_MESSAGE_COST = 1000.0  # SimGrid 3.32 as Debian ships it
 FLOWS_HALF_LEVEL = 10_000.0  # the set-based build: growth half-way to its level of 4
 # Flows that stay in SimGrid's max-min system together (``Preset.dense_variants``: the blocks
