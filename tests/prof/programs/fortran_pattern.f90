@@ -8,13 +8,7 @@ program fortran_pattern
   use mpi
   use iso_c_binding
   implicit none
-  interface
-    integer(c_int) function pcontrol(level, name) bind(C, name="MPI_Pcontrol")
-      import :: c_int, c_char
-      integer(c_int), value :: level
-      character(kind=c_char), dimension(*) :: name
-    end function pcontrol
-  end interface
+  include 'pcontrol_interface.inc'
   integer :: ierr, rank, nranks, right, left, it, value, ten(10), reqs(2), failures
   double precision :: out(100), in(100), a(2), b(2)
 

@@ -1,20 +1,11 @@
-! The communication of fortran_pattern.f90 through the `use mpi_f08` bindings, the optional
-! `ierror` given on some calls and left out on others: every call counted exactly once.
-! Per rank r of P (right = r+1, left = r-1, cyclic):
-!   region "fortran_ring": 3 x MPI_Send of 100 doubles (800 B) to right, 3 x MPI_Recv from left
-!   MPI_Allreduce in place of 1 integer, twice; MPI_Bcast of 10 integers from rank 0
-!   MPI_Irecv (MPI_ANY_SOURCE) + MPI_Isend of 2 doubles (16 B), one MPI_Waitall; MPI_Barrier
+! The communication of fortran_pattern.f90 (its header lists it per rank) through the
+! `use mpi_f08` bindings, the optional `ierror` given on some calls and left out on others,
+! MPI_STATUS_IGNORE and a status: every call counted exactly once.
 program fortran_pattern_f08
   use mpi_f08
   use iso_c_binding
   implicit none
-  interface
-    integer(c_int) function pcontrol(level, name) bind(C, name="MPI_Pcontrol")
-      import :: c_int, c_char
-      integer(c_int), value :: level
-      character(kind=c_char), dimension(*) :: name
-    end function pcontrol
-  end interface
+  include 'pcontrol_interface.inc'
   integer :: ierr, rank, nranks, right, left, it, value, ten(10), failures
   type(MPI_Request) :: reqs(2)
   type(MPI_Status) :: status
