@@ -247,13 +247,17 @@ def _transpose_parse(stdout: str, work: Path) -> dict:
     return {"chosen": row["chosen"], "simulated_time_s": row["seconds"], "bytes": row["bytes"]}
 
 
+def _transpose_block_bytes(ranks: int, size: dict) -> int:
+    """Bytes of the block every rank sends every other (float64 elements)."""
+    return (size["n0"] // ranks) * (size["n1"] // ranks) * 8
+
+
 def _transpose_flows(ranks: int, size: dict, variant: str) -> float | None:
     """Blocks in flight at once when SMPI's MPI_Alltoall (default selector) sends them all
     together (its linear algorithm); None for the round-by-round exchanges."""
     if variant != "alltoall" or ranks < 2:
         return None
-    block = (size["n0"] // ranks) * (size["n1"] // ranks) * 8
-    if smpi_alltoall_algorithm(ranks, block) != "linear":
+    if smpi_alltoall_algorithm(ranks, _transpose_block_bytes(ranks, size)) != "linear":
         return None
     return float(ranks * (ranks - 1))
 
@@ -570,7 +574,7 @@ def _transpose_pattern(ranks: int, size: dict, variant: str, options) -> str | N
     pairwise schedules, and for MPI_Alltoall the algorithm SMPI runs."""
     if ranks < 2 or size["n0"] % ranks or size["n1"] % ranks:
         return None
-    block = (size["n0"] // ranks) * (size["n1"] // ranks) * 8
+    block = _transpose_block_bytes(ranks, size)
     if variant == "xor" and ranks & (ranks - 1):
         return None  # the strategy refuses such counts
     algorithm = {"xor": "xor", "pairwise": "pairwise"}.get(variant)
