@@ -100,6 +100,30 @@ def fortran_pattern(size: int) -> tuple[dict, dict]:
     return calls, peers
 
 
+def fortran_large_count(size: int) -> tuple[dict, dict]:
+    """What the profile of tests/prof/programs/fortran_large_count_f08.f90 must contain (its
+    header lists the calls per rank), in the form of fortran_pattern's."""
+    p = size
+    calls = {
+        ("fortran_ring", "MPI_Isend_c", 800): (2 * p, 1600 * p),
+        ("fortran_ring", "MPI_Recv_c", 800): (2 * p, 1600 * p),
+        ("fortran_ring", "MPI_Wait", 0): (2 * p, 0),
+        ("(program)", "MPI_Allreduce_c", 24): (p, 24 * p),
+        ("(program)", "MPI_Bcast_c", 20): (p, 20 * p),
+        ("(program)", "MPI_Irecv_c", 16): (p, 16 * p),
+        ("(program)", "MPI_Isend_c", 16): (p, 16 * p),
+        ("(program)", "MPI_Waitall", 0): (p, 0),
+    }
+    peers = {}
+    for r in range(p):
+        right, left = (r + 1) % p, (r - 1) % p
+        peers[(r, "MPI_Isend_c", right)] = (3, 1616)
+        peers[(r, "MPI_Recv_c", left)] = (2, 1600)
+        peers[(r, "MPI_Irecv_c", left)] = (1, 16)  # MPI_ANY_SOURCE resolved at completion
+        peers[(r, "MPI_Bcast_c", 0)] = (1, 20)
+    return calls, peers
+
+
 def requests_pattern(
     size: int, tests: dict[int, dict[str, int]], io: bool = False
 ) -> tuple[dict, dict]:

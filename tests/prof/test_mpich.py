@@ -9,11 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from expected import pattern
+from expected import fortran_large_count, pattern
 from test_exact_counts import call_table, peer_table
 from test_languages import (
     F08_SOURCE,
     FORTRAN_SOURCES,
+    calls_by_region,
     check_call_sites_are_source_lines,
     check_fortran_profile,
 )
@@ -112,6 +113,39 @@ def test_fortran_f08_call_sites_with_mpich(mpich_profiler, tmp_path):
     log = tmp_path / "sites.json"
     profile_mpich(log, 2, program, mpich_profiler, "--callsites", "1")
     check_call_sites_are_source_lines(load(log), F08_SOURCE)
+
+
+LARGE_COUNT_SOURCE = HERE / "programs" / "fortran_large_count_f08.f90"
+
+
+@pytest.fixture(scope="module")
+def mpich_large_count(tmp_path_factory) -> Path:
+    """fortran_large_count_f08.f90 built with MPICH's mpif90, with debug lines."""
+    need_mpich()
+    require(
+        MPICH_MPIF90.exists() and shutil.which("gfortran"),
+        f"{MPICH_MPIF90} or gfortran missing (apt-get install gfortran mpich)",
+    )
+    out = tmp_path_factory.mktemp("mpich") / LARGE_COUNT_SOURCE.stem
+    return compile_program(MPICH_MPIF90, LARGE_COUNT_SOURCE, out, "-g", "-O0")
+
+
+@pytest.mark.parametrize("ranks", [1, 3, 4])
+def test_fortran_f08_large_counts_with_mpich(ranks, mpich_large_count, mpich_profiler, tmp_path):
+    """MPI-4 large counts from `use mpi_f08` (MPICH's mpi_isend_f08ts_large_ calls the C
+    MPI_Isend_c): recorded once each as the _c call, with its bytes, partners and region,
+    and attributed to the program's lines."""
+    log = tmp_path / "large.json"
+    done = profile_mpich(log, ranks, mpich_large_count, mpich_profiler, "--callsites", "1")
+    assert f"fortran_large_count_f08: ranks {ranks} failures 0" in done.stdout
+    profile = load(log)
+    assert profile.complete and profile.mpi_library.startswith("MPICH")
+    want_calls, want_peers = fortran_large_count(ranks)
+    assert calls_by_region(profile) == want_calls
+    assert analysis.peer_totals(profile) == want_peers
+    check_call_sites_are_source_lines(
+        profile, LARGE_COUNT_SOURCE, {"MPI_Isend_c", "MPI_Recv_c", "MPI_Allreduce_c"}
+    )
 
 
 def test_mpich_program_with_only_open_mpi_profilers(mpich_pattern, tmp_path):
