@@ -511,19 +511,20 @@ extern "C" PETACOMM_PROF_EXPORT int MPI_Pcontrol(const int level, ...) {
 // ---- Fortran lifecycle wrappers --------------------------------------------------------
 
 namespace {
+// The next definition of SYMBOL, or null after setting the ierror to MPI_ERR_INTERN. IERR
+// becomes OWN when the caller left ierror out (`use mpi_f08`: it is optional there).
 template <typename Fn>
-Fn next_fortran(void **cache, const char *symbol) {
-  return pp::fortran_next<Fn>(cache, symbol);
+Fn next_fortran(void **cache, const char *symbol, MPI_Fint *&ierr, MPI_Fint *own) {
+  if (!ierr) ierr = own;
+  const Fn fn = pp::fortran_next<Fn>(cache, symbol);
+  if (!fn) *ierr = MPI_ERR_INTERN;
+  return fn;
 }
 
 void f_init(void **cache, const char *symbol, MPI_Fint *ierr) {
-  auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol);
   MPI_Fint own_ierr;
-  if (!ierr) ierr = &own_ierr;  // `use mpi_f08`: ierror left out
-  if (!fn) {
-    *ierr = MPI_ERR_INTERN;
-    return;
-  }
+  auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol, ierr, &own_ierr);
+  if (!fn) return;
   const uint64_t t0 = pp::now_ns();
   ++pp::t_depth;
   fn(ierr);
@@ -533,13 +534,10 @@ void f_init(void **cache, const char *symbol, MPI_Fint *ierr) {
 
 void f_init_thread(void **cache, const char *symbol, MPI_Fint *required, MPI_Fint *provided,
                    MPI_Fint *ierr) {
-  auto fn = next_fortran<void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *)>(cache, symbol);
   MPI_Fint own_ierr;
-  if (!ierr) ierr = &own_ierr;  // `use mpi_f08`: ierror left out
-  if (!fn) {
-    *ierr = MPI_ERR_INTERN;
-    return;
-  }
+  auto fn =
+      next_fortran<void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *)>(cache, symbol, ierr, &own_ierr);
+  if (!fn) return;
   const uint64_t t0 = pp::now_ns();
   ++pp::t_depth;
   fn(required, provided, ierr);
@@ -548,13 +546,9 @@ void f_init_thread(void **cache, const char *symbol, MPI_Fint *required, MPI_Fin
 }
 
 void f_finalize(void **cache, const char *symbol, MPI_Fint *ierr) {
-  auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol);
   MPI_Fint own_ierr;
-  if (!ierr) ierr = &own_ierr;  // `use mpi_f08`: ierror left out
-  if (!fn) {
-    *ierr = MPI_ERR_INTERN;
-    return;
-  }
+  auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol, ierr, &own_ierr);
+  if (!fn) return;
   ++pp::t_depth;
   if (pp::t_depth == 1) pp::shutdown();
   fn(ierr);
@@ -563,13 +557,10 @@ void f_finalize(void **cache, const char *symbol, MPI_Fint *ierr) {
 
 void f_abort(void **cache, const char *symbol, MPI_Fint *comm, MPI_Fint *errorcode,
              MPI_Fint *ierr) {
-  auto fn = next_fortran<void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *)>(cache, symbol);
   MPI_Fint own_ierr;
-  if (!ierr) ierr = &own_ierr;  // `use mpi_f08`: ierror left out
-  if (!fn) {
-    *ierr = MPI_ERR_INTERN;
-    return;
-  }
+  auto fn =
+      next_fortran<void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *)>(cache, symbol, ierr, &own_ierr);
+  if (!fn) return;
   note_abort(static_cast<int>(*errorcode));
   ++pp::t_depth;
   fn(comm, errorcode, ierr);
@@ -579,7 +570,7 @@ void f_abort(void **cache, const char *symbol, MPI_Fint *comm, MPI_Fint *errorco
 void f_pcontrol(void **cache, const char *symbol, MPI_Fint *level) {
   // The Fortran binding takes the level only: 0 pauses recording, 3 and 4 snapshot and reset,
   // other levels resume it.
-  auto fn = next_fortran<void (*)(MPI_Fint *)>(cache, symbol);
+  auto fn = pp::fortran_next<void (*)(MPI_Fint *)>(cache, symbol);
   if (pp::t_depth == 0) pcontrol(*level == 0 || *level == 3 || *level == 4 ? *level : 2, nullptr);
   if (fn) {
     ++pp::t_depth;
