@@ -383,6 +383,25 @@ def test_p2p_curve_follows_the_model_pieces():
     assert cost_params(model, 4).p2p_alpha == pytest.approx(0.44 * US)  # not the 1 MiB piece
 
 
+def test_allreduce_is_priced_with_its_arithmetic_unless_measured():
+    """Derived from the ping-pong, an allreduce costs the network's 2 (p-1)/p n beta plus the
+    reduction's 3 (p-1)/p n local passes (1.5 local_beta per byte of that volume); a
+    measured allreduce already includes its arithmetic and is taken as fitted."""
+    from petacomm.model import MachineModel, OperationModel, Piece, default_model
+    from petacomm.xchg.cost import cost_params
+
+    derived = cost_params(default_model(), 4)
+    assert derived.local_beta == pytest.approx(1 / 10e9)
+    assert derived.allreduce_beta == pytest.approx(1 / 10e9 + 1.5 / 10e9)  # defaults: 10 GB/s
+    measured = _two_piece_model()
+    measured.operations["allreduce"] = OperationModel(
+        "allreduce", 4, [Piece(0, 1 << 30, 9 * US, 3e-10, 1.0, 5)]
+    )
+    params = cost_params(measured, 4)
+    assert params.allreduce_beta == pytest.approx(3e-10 / (2 * 3 / 4))
+    assert params.allreduce_alpha == pytest.approx(9 * US / (2 * 2))
+
+
 def test_model_file_is_read_once_per_version(tmp_path, monkeypatch):
     import petacomm.model as machine
     from petacomm.xchg import cost

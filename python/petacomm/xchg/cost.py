@@ -49,6 +49,12 @@ def cost_params(model, p: int) -> CostParams:
     alpha, beta = _line(model, "allreduce", p)
     params.allreduce_alpha = alpha / (2 * steps)
     params.allreduce_beta = beta / (2 * (p - 1) / p)
+    if model.operations.get("allreduce") is None:
+        # Derived from the ping-pong, the allreduce has no arithmetic; a measured one
+        # includes it. Rabenseifner's reduce-scatter combines (p-1)/p of the vector per rank,
+        # reading two operands and writing one: 3 (p-1)/p local passes per byte, which is
+        # 1.5 local_beta per byte of the formula's 2 (p-1)/p volume.
+        params.allreduce_beta += 1.5 * params.local_beta
     alpha, beta = _line(model, "allgather", p)
     params.allgather_alpha = alpha / steps
     params.allgather_beta = beta / (p - 1)
