@@ -238,15 +238,20 @@ def test_other_networks_and_inputs(capsys, tmp_path):
         (
             ["--network", "torus:8x8x8:t=4", "--pattern", "ranks 2048 alltoall 8B"]
             + ["--routing", "dor", "--time-model", "flows"],
-            "--time-model flows: a phase of the pattern (or a run of ordered phases) has "
-            "4,192,256 messages",
+            "--time-model flows: the flow model takes at most 100,000 messages in flight at "
+            "once, this phase has 4,192,256 (use --time-model links)",
         ),
         (
-            # Two ordered all-to-alls of 256 ranks in a row: 2 x 65,280 messages priced as one.
-            ["--network", "torus:4x4x4:t=4", "--routing", "dor", "--time-model", "flows"]
-            + ["--pattern", "ranks 256; phase a; alltoall 8B xor; phase b; alltoall 8B xor"],
-            "--time-model flows: a phase of the pattern (or a run of ordered phases) has "
-            "130,560 messages",
+            # Three ordered all-to-alls of 1024 ranks in a row: 3 x 1,047,552 messages priced
+            # as one run (1,024 in flight at a time; two would be taken).
+            ["--network", "torus:4x8x8:t=4", "--routing", "dor", "--time-model", "flows"]
+            + [
+                "--pattern",
+                "ranks 1024; phase a; alltoall 8B xor; phase b; alltoall 8B xor; "
+                "phase c; alltoall 8B xor",
+            ],  # fmt: skip
+            "--time-model flows: the flow model takes at most 2,097,152 messages in a run of "
+            "ordered phases, this one has 3,142,656 (use --time-model links)",
         ),
     ],
 )

@@ -130,8 +130,29 @@ def test_route_links_walk_the_network_from_source_to_destination(text, routing_t
 def test_phases_beyond_the_message_limit_are_refused():
     net, routing = ring(4)
     n = flow_model.MAX_MESSAGES + 1
-    with pytest.raises(flow_model.TooManyMessages, match="at most 100,000 messages"):
+    with pytest.raises(flow_model.TooManyMessages, match="at most 100,000 messages in flight"):
         phase_time(net, routing, np.zeros(n, int), np.ones(n, int), np.ones(n), LINKS)
+    # Ordered, as many again are refused beyond the run's limit (2,097,152 messages).
+    n = flow_model.MAX_ORDERED_MESSAGES + 1
+    chain = (np.arange(1, n), np.arange(n - 1))  # each message after the one before
+    with pytest.raises(flow_model.TooManyMessages, match="at most 2,097,152 messages in a run"):
+        phase_time(net, routing, np.zeros(n, int), np.ones(n, int), np.ones(n), LINKS, chain)
+
+
+def test_ordered_rounds_beyond_the_in_flight_limit_are_priced():
+    """101 rounds of 1,000 one-hop messages 0 -> 1 (101,000 in all, 1,000 in flight at a
+    time), message i of round k+1 after message i of round k: by hand every round is the
+    link's latency then 1,000 x 100 B shared on one 1 GB/s link, 1 us + 100 us."""
+    net, routing = ring(4)
+    rounds, width = 101, 1000
+    n = rounds * width
+    assert n > flow_model.MAX_MESSAGES
+    held = np.arange(width, n)
+    order = (held, held - width)
+    assert flow_model.released_at_once(n, order) == width
+    seconds = phase_time(net, routing, np.zeros(n, int), np.ones(n, int), np.full(n, 100.0),
+                         LINKS, order)  # fmt: skip
+    assert seconds == pytest.approx(rounds * (L + width * 100 / C))
 
 
 @pytest.mark.parametrize(

@@ -387,7 +387,7 @@ def test_allreduce_is_priced_with_its_arithmetic_unless_measured():
     """Derived from the ping-pong, an allreduce costs the network's 2 (p-1)/p n beta plus the
     reduction's 3 (p-1)/p n local passes (1.5 local_beta per byte of that volume); a
     measured allreduce already includes its arithmetic and is taken as fitted."""
-    from petacomm.model import MachineModel, OperationModel, Piece, default_model
+    from petacomm.model import OperationModel, Piece, default_model
     from petacomm.xchg.cost import cost_params
 
     derived = cost_params(default_model(), 4)

@@ -291,8 +291,9 @@ def build_cost(args):
 
 
 def check_time_model(cost, routing, network, pattern=None) -> None:
-    """--time-model flows needs a routing that lists each message's links, and phases of
-    at most flow_model.MAX_MESSAGES messages."""
+    """--time-model flows needs a routing that lists each message's links, and phases the
+    flow model takes (flow_model.check_size: messages in flight at once, messages of a run
+    of ordered phases)."""
     from petacomm.topology import flow_model
 
     if cost.flow_links is None:
@@ -306,21 +307,22 @@ def check_time_model(cost, routing, network, pattern=None) -> None:
     if pattern is None:
         return
     # A phase all in flight at once is priced alone; a run of ordered phases as one, every
-    # repeat included (metrics' chains).
-    largest, chain = 0, 0
-    for ph in pattern.phases:
-        if ph.after is None and ph.barrier:
-            chain = 0
-            largest = max(largest, int((ph.src != ph.dst).sum()))
-        else:
-            chain += ph.num_messages * ph.repeat
-            largest = max(largest, chain)
-    if largest > flow_model.MAX_MESSAGES:
-        raise PetacommError(
-            f"--time-model flows: a phase of the pattern (or a run of ordered phases) has "
-            f"{largest:,} messages; the flow model takes at most {flow_model.MAX_MESSAGES:,} "
-            "(use --time-model links)"
-        )
+    # repeat included (metrics' chains), its first phase's unordered messages starting
+    # together (later phases wait for their ranks' earlier ones).
+    chain, hint = 0, "use --time-model links"
+    try:
+        for ph in pattern.phases:
+            if ph.after is None and ph.barrier:
+                chain = 0
+                real = int((ph.src != ph.dst).sum())
+                flow_model.check_size(real, real, hint)
+                continue
+            n = ph.num_messages
+            at_once = flow_model.released_at_once(n, ph.after) if chain == 0 else 0
+            chain += n * ph.repeat
+            flow_model.check_size(chain, at_once, hint)
+    except flow_model.TooManyMessages as err:
+        raise PetacommError(f"--time-model flows: {err}") from None
 
 
 def describe_cost(cost, sizes) -> str:
