@@ -239,7 +239,17 @@ def test_other_networks_and_inputs(capsys, tmp_path):
             ["--network", "torus:8x8x8:t=4", "--pattern", "ranks 2048 alltoall 8B"]
             + ["--routing", "dor", "--time-model", "flows"],
             "--time-model flows: the flow model takes at most 100,000 messages in flight at "
-            "once, this phase has 4,192,256 (use --time-model links)",
+            "once, phase 'main' has 4,192,256 (use --time-model links)",
+        ),
+        (
+            # After a barrier, an all-to-all without one: every block released together.
+            ["--network", "torus:4x8x8:t=4", "--routing", "dor", "--time-model", "flows"]
+            + [
+                "--pattern",
+                "ranks 1024; phase a untimed; barrier; phase b nobarrier; alltoall 8B",
+            ],  # fmt: skip
+            "--time-model flows: the flow model takes at most 100,000 messages in flight at "
+            "once, phase 'b' has 1,047,552 (use --time-model links)",
         ),
         (
             # Three ordered all-to-alls of 1024 ranks in a row: 3 x 1,047,552 messages priced
@@ -251,7 +261,7 @@ def test_other_networks_and_inputs(capsys, tmp_path):
                 "phase c; alltoall 8B xor",
             ],  # fmt: skip
             "--time-model flows: the flow model takes at most 2,097,152 messages in a run of "
-            "ordered phases, this one has 3,142,656 (use --time-model links)",
+            "ordered phases, the run ending at phase 'c' has 3,142,656 (use --time-model links)",
         ),
     ],
 )

@@ -150,6 +150,8 @@ def test_ordered_rounds_beyond_the_in_flight_limit_are_priced():
     held = np.arange(width, n)
     order = (held, held - width)
     assert flow_model.released_at_once(n, order) == width
+    with pytest.raises(ValueError, match="after: message index out of range"):
+        flow_model.released_at_once(n, (np.array([n]), np.array([0])))
     seconds = phase_time(net, routing, np.zeros(n, int), np.ones(n, int), np.full(n, 100.0),
                          LINKS, order)  # fmt: skip
     assert seconds == pytest.approx(rounds * (L + width * 100 / C))

@@ -306,21 +306,10 @@ def check_time_model(cost, routing, network, pattern=None) -> None:
         )
     if pattern is None:
         return
-    # A phase all in flight at once is priced alone; a run of ordered phases as one, every
-    # repeat included (metrics' chains), its first phase's unordered messages starting
-    # together (later phases wait for their ranks' earlier ones).
-    chain, hint = 0, "use --time-model links"
+    from petacomm.topology.metrics import check_flow_sizes
+
     try:
-        for ph in pattern.phases:
-            if ph.after is None and ph.barrier:
-                chain = 0
-                real = int((ph.src != ph.dst).sum())
-                flow_model.check_size(real, real, hint)
-                continue
-            n = ph.num_messages
-            at_once = flow_model.released_at_once(n, ph.after) if chain == 0 else 0
-            chain += n * ph.repeat
-            flow_model.check_size(chain, at_once, hint)
+        check_flow_sizes(pattern, "use --time-model links")
     except flow_model.TooManyMessages as err:
         raise PetacommError(f"--time-model flows: {err}") from None
 

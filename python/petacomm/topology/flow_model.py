@@ -82,25 +82,31 @@ def phase_time(
 
 
 def released_at_once(messages: int, after=None) -> int:
-    """How many of ``messages`` start together: those no ``after`` pair holds back."""
+    """How many of ``messages`` start together: those no ``after`` pair holds back (``after``
+    validated as :func:`finish_times` takes it)."""
     if after is None:
         return messages
-    held = np.asarray(after[0], dtype=np.int64).ravel()
-    return messages - int(np.count_nonzero(np.bincount(held, minlength=messages)))
+    return int(np.count_nonzero(_Successors(messages, after).pending == 0))
 
 
-def check_size(messages: int, at_once: int, hint: str = "use the link-load time model") -> None:
-    """TooManyMessages (ending with ``hint``) unless the model takes ``messages`` messages
-    of which ``at_once`` start together (MAX_MESSAGES, MAX_ORDERED_MESSAGES)."""
+def check_size(
+    messages: int,
+    at_once: int,
+    hint: str = "use the link-load time model",
+    what: str = "this phase",
+) -> None:
+    """TooManyMessages (naming ``what``, ending with ``hint``) unless the model takes
+    ``messages`` messages of which ``at_once`` start together (MAX_MESSAGES,
+    MAX_ORDERED_MESSAGES)."""
     if at_once > MAX_MESSAGES:
         raise TooManyMessages(
             f"the flow model takes at most {MAX_MESSAGES:,} messages in flight at once, "
-            f"this phase has {at_once:,} ({hint})"
+            f"{what} has {at_once:,} ({hint})"
         )
     if messages > MAX_ORDERED_MESSAGES:
         raise TooManyMessages(
             f"the flow model takes at most {MAX_ORDERED_MESSAGES:,} messages in a run of "
-            f"ordered phases, this one has {messages:,} ({hint})"
+            f"ordered phases, {what} has {messages:,} ({hint})"
         )
 
 
@@ -111,7 +117,8 @@ def message_times(network, routing, src_nodes, dst_nodes, nbytes, links: FlowLin
     nbytes = np.asarray(nbytes, dtype=np.float64)
     if src_nodes.size == 0:
         return np.zeros(0)
-    check_size(src_nodes.size, released_at_once(src_nodes.size, after))
+    if after is None:  # before the routing's work (with an order: finish_times checks)
+        check_size(src_nodes.size, src_nodes.size)
     inter = np.flatnonzero(src_nodes != dst_nodes)
     intra = np.flatnonzero(src_nodes == dst_nodes)
     message, link = routing.route_links(network, src_nodes[inter], dst_nodes[inter])
@@ -155,6 +162,9 @@ def finish_times(message, link, capacity, nbytes, latency, after=None):
     weight = np.maximum(latency, positive.min() if positive.size else 1.0)
     capacity = np.asarray(capacity, dtype=np.float64)
     successors = _Successors(n, after)
+    # Released at once is exact for a phase, a bound from below for a run of them, whose
+    # callers check each phase (metrics.check_flow_sizes).
+    check_size(n, int(np.count_nonzero(successors.pending == 0)))
     # When each message's transfer starts: its latency after its release (inf: not released).
     start = np.where(successors.pending == 0, latency, np.inf)
     remaining = nbytes.astype(np.float64)

@@ -338,27 +338,58 @@ def _flow_pattern_seconds(network, routing, pattern, mapping, links):
             f"{routing.describe(network)!r} gives link loads only (use dor or dor-simgrid "
             "on a torus, dmodk on a fat tree)"
         )
-    times, total, chain = [], 0.0, []
-
-    def flush():
-        nonlocal total
-        if chain:
-            attributed = _flow_chain_seconds(network, routing, chain, mapping, links)
+    check_flow_sizes(pattern)
+    times, total = [], 0.0
+    for phases, chained in flow_groups(pattern):
+        if chained:
+            attributed = _flow_chain_seconds(network, routing, phases, mapping, links)
             times.extend(attributed)
             total += sum(attributed)
-            chain.clear()
-
-    for ph in pattern.phases:
-        if ph.after is not None or not ph.barrier:
-            chain.append(ph)
             continue
-        flush()
+        (ph,) = phases
         real = ph.src != ph.dst
         src, dst = mapping.node[ph.src[real]], mapping.node[ph.dst[real]]
         times.append(flow_model.phase_time(network, routing, src, dst, ph.nbytes[real], links))
         total += times[-1] * ph.repeat if ph.timed else 0.0
-    flush()
     return times, total
+
+
+def flow_groups(pattern):
+    """The pattern's phases as the flow model prices them, in order: (phases, chained) with
+    a lone phase after a barrier, all in flight at once (chained False), or a run of ordered
+    phases (a collective's rounds) and phases without a barrier, priced as one (True)."""
+    chain = []
+    for ph in pattern.phases:
+        if ph.after is not None or not ph.barrier:
+            chain.append(ph)
+            continue
+        if chain:
+            yield chain, True
+            chain = []
+        yield [ph], False
+    if chain:
+        yield chain, True
+
+
+def check_flow_sizes(pattern, hint: str = "use the link-load time model") -> None:
+    """flow_model.TooManyMessages unless the flow model takes every group of
+    :func:`flow_groups`: the messages each phase releases together (a phase without order:
+    all its messages but a rank's to itself, which the model leaves out; an ordered phase:
+    those no pair of its order holds back), and a run's messages in all, every repeat
+    included."""
+    from petacomm.topology import flow_model
+
+    for phases, chained in flow_groups(pattern):
+        total = 0
+        for ph in phases:
+            ordered = ph.after is not None
+            n = ph.num_messages if ordered else int((ph.src != ph.dst).sum())
+            at_once = flow_model.released_at_once(n, ph.after) if ordered else n
+            what = f"phase {ph.name!r}"
+            flow_model.check_size(n, at_once, hint, what)
+            total += n * ph.repeat if chained else n
+            if chained:
+                flow_model.check_size(total, 0, hint, f"the run ending at {what}")
 
 
 def _flow_chain_seconds(network, routing, phases, mapping, links) -> list[float]:
