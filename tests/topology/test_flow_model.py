@@ -130,8 +130,12 @@ def test_route_links_walk_the_network_from_source_to_destination(text, routing_t
 def test_phases_beyond_the_message_limit_are_refused():
     net, routing = ring(4)
     n = flow_model.MAX_MESSAGES + 1
-    with pytest.raises(flow_model.TooManyMessages, match="at most 100,000 messages in flight"):
+    with pytest.raises(flow_model.TooManyMessages) as refused:
         phase_time(net, routing, np.zeros(n, int), np.ones(n, int), np.ones(n), LINKS)
+    # The limit (which `simulate --predict` records beside its fallback), then what to do.
+    reason = "the flow model takes at most 100,000 messages in flight at once, this phase has "
+    assert refused.value.reason == reason + "100,001"
+    assert str(refused.value) == reason + "100,001 (use the link-load time model)"
     # Ordered, as many again are refused beyond the run's limit (2,097,152 messages).
     n = flow_model.MAX_ORDERED_MESSAGES + 1
     chain = (np.arange(1, n), np.arange(n - 1))  # each message after the one before

@@ -63,7 +63,7 @@ def predict(
                 metrics = evaluate_mapping(
                     network, routing, pattern, mapping, cost_of(platform, False)
                 )
-                record["prediction_model"] = f"link loads ({too_many})"
+                record["prediction_model"] = f"link loads ({too_many.reason})"
             record["predicted_time_s"] = metrics.predicted_time_s
             models.add(record["prediction_model"].split(" (")[0])
     return routing.describe(network), " and ".join(sorted(models)) or "none"

@@ -46,7 +46,12 @@ _DONE_TOLERANCE = 1e-9
 
 
 class TooManyMessages(ValueError):
-    """A phase too large for the flow model (MAX_MESSAGES)."""
+    """A phase too large for the flow model (MAX_MESSAGES, MAX_ORDERED_MESSAGES): ``reason``
+    says which limit, the message adds what to do instead."""
+
+    def __init__(self, reason: str, hint: str):
+        super().__init__(f"{reason} ({hint})")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -101,12 +106,14 @@ def check_size(
     if at_once > MAX_MESSAGES:
         raise TooManyMessages(
             f"the flow model takes at most {MAX_MESSAGES:,} messages in flight at once, "
-            f"{what} has {at_once:,} ({hint})"
+            f"{what} has {at_once:,}",
+            hint,
         )
     if messages > MAX_ORDERED_MESSAGES:
         raise TooManyMessages(
             f"the flow model takes at most {MAX_ORDERED_MESSAGES:,} messages in a run of "
-            f"ordered phases, {what} has {messages:,} ({hint})"
+            f"ordered phases, {what} has {messages:,}",
+            hint,
         )
 
 
