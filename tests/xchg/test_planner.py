@@ -420,3 +420,42 @@ def test_model_file_is_read_once_per_version(tmp_path, monkeypatch):
     second = cost.resolve_model(None)
     assert second is not first and len(reads) == 2
     assert cost.p2p_curve(second).alpha[0] == pytest.approx(0.44 * US)
+
+
+def test_plan_options_follow_the_arguments_and_the_model_file(tmp_path, monkeypatch):
+    """The Python binding derives a plan's options once per arguments and model version:
+    a model file rewritten in place changes them, a refused argument stays refused when an
+    equal one (1 == True) was accepted before, and every call gets a copy of its own."""
+    import petacomm.model as machine
+    from petacomm.model import MachineModel, OperationModel, Piece
+    from petacomm.xchg.plan import _options
+
+    def model(alpha_us):
+        piece = Piece(0, 1 << 30, alpha_us * US, 1 / 5e9, 1.0, 5)
+        return MachineModel({"pingpong": OperationModel("pingpong", 2, [piece])}, source="test")
+
+    path = tmp_path / "model.json"
+    machine.save(model(0.5), path)
+    given = dict(strategy="auto", transport="p2p", chunk_keys=1, allgather_keys=65536,
+                 hub_threshold=0, deterministic=False, autotune=0, dtype=np.float64, k=3,
+                 model=str(path), size=4)  # fmt: skip
+    first, curve = _options(**given)
+    assert (
+        first.cost.p2p_alpha == pytest.approx(0.5 * US) and curve.alpha[0] == first.cost.p2p_alpha
+    )
+    assert (first.strategy, first.transport, first.plan_k, first.chunk_keys) == (
+        b"auto",
+        b"p2p",
+        3,
+        1,
+    )
+    first.cost.p2p_alpha = 99.0  # a copy: the next call does not see it
+    assert _options(**given)[0].cost.p2p_alpha == pytest.approx(0.5 * US)
+    machine.save(model(2.0), path)  # rewritten in place: a new version
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert _options(**given)[0].cost.p2p_alpha == pytest.approx(2.0 * US)
+    with pytest.raises(ValueError, match="chunk_keys: expected an integer, got True"):
+        _options(**{**given, "chunk_keys": True})
+    # Another dtype: other options.
+    assert _options(**{**given, "dtype": np.float32})[0].plan_dtype != first.plan_dtype

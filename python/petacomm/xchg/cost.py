@@ -10,11 +10,11 @@ the effective latency and per-byte cost at that ``p``, which are divided by the 
 step and volume factors to give the per-step parameters the planner expects.
 
 Reading a model file (JSON parse and schema validation, a few milliseconds) happens once per
-process and file version: :func:`load_model` caches by path, modification time and size.
-Deriving the planner's parameters from a model (tens of microseconds of Python, as much as
-the rest of a small plan's creation) happens once per model content and rank count:
-:func:`planner_costs` caches by the model's fitted pieces, so a model changed in place is
-seen, and a model object equal to another shares its entry.
+process and file version: :func:`load_model` caches by file (device, inode), modification
+time and size. Deriving the planner's parameters from a model (tens of microseconds of
+Python, as much as the rest of a small plan's creation) happens once per model content and
+rank count: :func:`planner_costs` caches by the model's fitted pieces, so a model changed in
+place is seen, and a model object equal to another shares its entry.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def planner_costs(model, p: int) -> tuple[CostParams, P2PCurve]:
     return CostParams.from_buffer_copy(hit[0]), P2PCurve.from_buffer_copy(hit[1])
 
 
-_LOADED: dict[tuple[str, int, int], object] = {}
+_LOADED: dict[tuple, object] = {}
 _DEFAULT_PATH: dict[str | None, Path] = {}
 
 
@@ -125,29 +125,51 @@ def _default_model_path() -> Path:
     return path
 
 
+def _file_version(file) -> tuple | None:
+    """(device, inode, modification time, size) of a model file, from one stat: the file
+    (whatever path names it) and its version. None when it does not exist."""
+    try:
+        info = os.stat(file)
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+
+
 def load_model(path: str | os.PathLike | None = None):
-    """petacomm.model.load_or_default, read once per process and file version (path,
-    modification time, size); the defaults when no path is given and netbench wrote none."""
+    """petacomm.model.load_or_default, read once per process and file version (device,
+    inode, modification time, size); the defaults when no path is given and netbench wrote
+    none."""
     from petacomm.model import default_model, load
 
-    file = Path(path) if path is not None else _default_model_path()
-    try:
-        info = file.stat()
-    except FileNotFoundError:
+    file = path if path is not None else _default_model_path()
+    key = _file_version(file)
+    if key is None:
         if path is not None:
-            return load(file)  # raises the model package's "not found" error
-        key = ("", 0, 0)
+            return load(Path(file))  # raises the model package's "not found" error
+        key = ("",)
         if key not in _LOADED:
             _LOADED[key] = default_model()
         return _LOADED[key]
-    key = (str(file.resolve()), info.st_mtime_ns, info.st_size)
     model = _LOADED.get(key)
     if model is None:
-        model = load(file)
-        for stale in [k for k in _LOADED if k[0] == key[0]]:
+        model = load(Path(file))
+        for stale in [k for k in _LOADED if k[:2] == key[:2]]:  # the file's older versions
             del _LOADED[stale]
         _LOADED[key] = model
     return model
+
+
+def model_version(model) -> tuple | None:
+    """What the planner's parameters depend on, hashable: for a path or None, the file's
+    version (one stat; the defaults when netbench wrote none), for a MachineModel its fitted
+    content; None when that cannot be told (a missing file, another object)."""
+    if model is None or isinstance(model, str | os.PathLike):
+        file = model if model is not None else _default_model_path()
+        version = _file_version(file)
+        return version if version is not None or model is not None else ("defaults", str(file))
+    from petacomm.model import MachineModel
+
+    return ("model", _fingerprint(model)) if isinstance(model, MachineModel) else None
 
 
 def resolve_model(model):

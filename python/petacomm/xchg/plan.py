@@ -42,8 +42,41 @@ def _keys_array(keys) -> np.ndarray:
     return np.ascontiguousarray(array.astype(np.int64, copy=False))
 
 
+# _options' results by arguments and model version: deriving them (type checks, the model
+# file's cache, the planner's parameters) took 15-36 us of Python per plan, a third of a
+# small plan's whole creation.
+_OPTIONS: dict[tuple, tuple] = {}
+_OPTIONS_MAX = 64
+
+
 def _options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
-    """The C options and p2p curve; ValueError/PetacommError naming a bad argument."""
+    """The C options and p2p curve (fresh copies); ValueError/PetacommError naming a bad
+    argument. Computed once per arguments and model version."""
+    from petacomm.xchg.cost import model_version
+
+    key = None
+    version = model_version(given["model"])
+    if version is not None:
+        # Types are part of the key: True == 1, but chunk_keys=True is refused.
+        key = (version, *((type(v), v) for n, v in given.items() if n != "model"))
+        try:
+            hash(key)
+        except TypeError:  # an unhashable argument: checked (and refused) below
+            key = None
+    hit = _OPTIONS.get(key) if key is not None else None
+    if hit is None:
+        hit = _derive_options(**given)
+        if key is not None:
+            if len(_OPTIONS) >= _OPTIONS_MAX:
+                _OPTIONS.clear()
+            _OPTIONS[key] = hit
+    options = _capi.Options.from_buffer_copy(hit[0])
+    # The copy's strings point into the cached object's: give it its own.
+    options.strategy, options.transport = hit[0].strategy, hit[0].transport
+    return options, _capi.P2PCurve.from_buffer_copy(hit[1])
+
+
+def _derive_options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
     options = _capi.default_options()
     for name in ("strategy", "transport"):
         if not isinstance(given[name], str):
