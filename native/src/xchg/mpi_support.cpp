@@ -100,13 +100,13 @@ void ArgumentCheck::fail(const char *consequence) {
                           "fingerprints differ but every value equals rank 0's");
   const AgreedValue &v = values_[at_value];
   if (at_rank == static_cast<std::uint64_t>(rank_))
-    fail_arg(v.name, ": ", v.shown, " on rank ", rank_,
+    fail_arg(v.name, ": ", v.shown(), " on rank ", rank_,
              " differs from rank 0's (arguments of collective calls must be the same on every "
              "rank); ",
              consequence);
   fail_arg("arguments differ between ranks: ", v.name, " on rank ", at_rank,
-           " differs from rank 0's", rank_ == 0 ? concat(" (", v.shown, ")") : std::string(), "; ",
-           consequence);
+           " differs from rank 0's", rank_ == 0 ? concat(" (", v.shown(), ")") : std::string(),
+           "; ", consequence);
 }
 
 int to_int_count(std::size_t count, const char *what) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,9 @@ class MpiWait {
 struct AgreedValue {
   std::string name;    // as the caller spells it: "strategy", "cost.p2p_alpha"
   std::uint64_t hash;  // of the value
-  std::string shown;   // the value as text, for this rank's message
+  // The value as text, for this rank's message: made only when there is one (formatting
+  // every value of every check cost more than the check's own work).
+  std::function<std::string()> shown;
 };
 
 // Collective over comm: keeps a collective call from hanging or corrupting memory when one

@@ -51,28 +51,30 @@ std::string validate_options(const petacomm_xchg_options &o, const petacomm_xchg
 // What every rank must pass alike to plan creation.
 std::vector<AgreedValue> option_values(const petacomm_xchg_options &o,
                                        const petacomm_xchg_p2p_curve *p2p) {
-  auto quoted = [](const char *s) { return concat("'", s ? s : "", "'"); };
+  // The option strings live as long as the caller's options, which outlive the check.
+  auto quoted = [](const char *s) { return [s] { return concat("'", s ? s : "", "'"); }; };
+  auto number = [](auto value) { return [value] { return concat(value); }; };
   std::vector<AgreedValue> v = {
       {"strategy", hash_text(o.strategy), quoted(o.strategy)},
       {"transport", hash_text(o.transport), quoted(o.transport)},
-      {"chunk_keys", hash_number(o.chunk_keys), concat(o.chunk_keys)},
-      {"allgather_keys", hash_number(o.allgather_keys), concat(o.allgather_keys)},
-      {"hub_threshold", hash_number(std::int64_t{o.hub_threshold}), concat(o.hub_threshold)},
-      {"deterministic", hash_number(std::int64_t{o.deterministic}), concat(o.deterministic)},
-      {"autotune", hash_number(std::int64_t{o.autotune}), concat(o.autotune)},
-      {"plan_dtype", hash_number(std::int64_t{o.plan_dtype}), concat(o.plan_dtype)},
-      {"plan_k", hash_number(std::int64_t{o.plan_k}), concat(o.plan_k)},
+      {"chunk_keys", hash_number(o.chunk_keys), number(o.chunk_keys)},
+      {"allgather_keys", hash_number(o.allgather_keys), number(o.allgather_keys)},
+      {"hub_threshold", hash_number(std::int64_t{o.hub_threshold}), number(o.hub_threshold)},
+      {"deterministic", hash_number(std::int64_t{o.deterministic}), number(o.deterministic)},
+      {"autotune", hash_number(std::int64_t{o.autotune}), number(o.autotune)},
+      {"plan_dtype", hash_number(std::int64_t{o.plan_dtype}), number(o.plan_dtype)},
+      {"plan_k", hash_number(std::int64_t{o.plan_k}), number(o.plan_k)},
   };
   for (int i = 0; i < kCostParams; ++i) {
     const double value = cost_param(o.cost, i);
-    v.push_back({concat("cost.", cost_param_name(i)), hash_number(value), concat(value)});
+    v.push_back({concat("cost.", cost_param_name(i)), hash_number(value), number(value)});
   }
   const int pieces = p2p ? p2p->pieces : 0;
   std::uint64_t curve = hash_number(std::int64_t{pieces});
   for (int i = 0; i < pieces && i < PETACOMM_XCHG_P2P_PIECES; ++i)
     for (double x : {p2p->from_bytes[i], p2p->alpha[i], p2p->beta[i]})
       curve = mix64(curve ^ hash_number(x));
-  v.push_back({"p2p", curve, concat(pieces, " pieces")});
+  v.push_back({"p2p", curve, [pieces] { return concat(pieces, " pieces"); }});
   return v;
 }
 
@@ -575,10 +577,15 @@ void Plan::begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xc
     const bool ahead = problem.empty() && dtype == plan_dtype_ && k == plan_k_;
     check_.start(comm_, problem,
                  {{"dtype", hash_number(std::int64_t{dtype}),
-                   element ? std::string(dtype_name(dtype)) : concat(static_cast<int>(dtype))},
-                  {"k", hash_number(std::int64_t{k}), concat(k)},
+                   [known = element != nullptr, dtype] {
+                     return known ? std::string(dtype_name(dtype))
+                                  : concat(static_cast<int>(dtype));
+                   }},
+                  {"k", hash_number(std::int64_t{k}), [k] { return concat(k); }},
                   {"op", hash_number(std::int64_t{op}),
-                   element ? std::string(op_name(op)) : concat(static_cast<int>(op))}},
+                   [known = element != nullptr, op] {
+                     return known ? std::string(op_name(op)) : concat(static_cast<int>(op));
+                   }}},
                  ahead);
     if (ahead) {
       data = distinct_values(*element, values);
