@@ -30,8 +30,9 @@ def test_overhead_command_checks_arguments():
 
 def test_end_to_end_runs_do_the_same_work(tmp_path):
     # --peers with no peer built (an empty cache): the peers are skipped with a note and the
-    # many-keys program runs plain and under `petacomm profile`, every run with the one
-    # calibration's compute units (each run calibrating its own once did half the work).
+    # many-keys program runs plain, under `petacomm profile` and as the job that command
+    # launches, every run with the one calibration's compute units (each run calibrating its
+    # own once did half the work).
     out = tmp_path / "overhead.json"
     done = petacomm(
         "bench", "profiler-overhead", "--iterations", "20", "--calls", "2000", "--reps", "1",
@@ -44,7 +45,11 @@ def test_end_to_end_runs_do_the_same_work(tmp_path):
     e2e = figures["end_to_end"]
     assert e2e["compute_units"] > 0
     tools = [name for name, f in e2e.items() if isinstance(f, dict)]
-    assert tools == ["plain", "petacomm (normal)", "petacomm (summary)"], tools
+    preload = "petacomm (summary, preload)"  # the command's job, launched directly
+    assert tools == ["plain", "petacomm (normal)", "petacomm (summary)", preload], tools
+    # The preloaded job profiles as the command does: a summary log of the same size.
+    summary = e2e["petacomm (summary)"]["log_bytes"]
+    assert summary > 0 and 0.9 * summary <= e2e[preload]["log_bytes"] <= 1.1 * summary
     # 2 ranks: 4096 sizes x 3 calls to the one partner, plus the allreduce and finalize keys.
     assert all(e2e[t]["keys_per_rank"] == 3 * 4096 + 2 for t in tools)
     assert all(e2e[t]["best_wall_s"] > 0 for t in tools)

@@ -282,6 +282,10 @@ def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
             petacomm, "profile", "--no-banner", "--detail", detail, "-o", str(d / "log.json"),
             "--", *plain,
         ]  # fmt: skip
+    if peers:
+        # The job `petacomm profile` launches, launched directly, as the peers are: the
+        # same profiler and settings without the command's own start (Python, its checks).
+        tools["petacomm (summary, preload)"] = lambda d: _preloaded_job(args, plain, d)
     for name in peers:
         lib, _ = find_peer(name, libmpi)
         if lib is not None:
@@ -294,11 +298,11 @@ def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
         for name in order:
             work = tmp / f"e2e-{rep}-{name.replace(' ', '_').strip('()')}"
             work.mkdir()
+            made = tools[name](work)
+            argv, env = made if isinstance(made, tuple) else (made, dict(os.environ))
             t0 = time.monotonic()
             # In its own directory: the peers write their logs in the working directory.
-            raw = _run_json(
-                tools[name](work), dict(os.environ), f"many-keys program ({name})", cwd=work
-            )
+            raw = _run_json(argv, env, f"many-keys program ({name})", cwd=work)
             figures[name]["wall_s"].append(time.monotonic() - t0)
             figures[name]["finalize_s"] = min(
                 figures[name].get("finalize_s", float("inf")), raw["finalize_s"]
@@ -315,6 +319,22 @@ def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
         "compute_units": units,
         **figures,
     }
+
+
+def _preloaded_job(args, command: list[str], directory: Path) -> tuple[list[str], dict]:
+    """What `petacomm profile --detail summary -o DIR/log.json -- COMMAND` runs, prepared
+    without running it: (argv, environment)."""
+    from petacomm.profile import run as profile_run
+    from petacomm.profile import settings
+
+    options = argparse.Namespace(
+        **settings.namespace_defaults(), profiler_lib=args.profiler_lib, mpicc=None, timeout=None
+    )
+    options.detail = "summary"
+    options.output = str(directory / "log.json")
+    options.no_banner = True
+    plan = profile_run.prepare(command, options)
+    return plan.argv, plan.env
 
 
 def run(args) -> int:
@@ -388,12 +408,12 @@ def _print_peers(r: dict) -> None:
         f"rank, {e['compute_us']:g} us compute per iteration; best of the runs, wall of the "
         "whole command):"
     )
-    print(f"  {'tool':<20} {'wall':>10} {'slowdown':>10} {'finalize':>10} {'log':>12}")
+    print(f"  {'tool':<28} {'wall':>10} {'slowdown':>10} {'finalize':>10} {'log':>12}")
     for name in tools:
         f = e[name]
         log = "-" if name == "plain" else f"{f['log_bytes'] / 1024:.1f} KiB"
         print(
-            f"  {name:<20} {f['best_wall_s']:>8.3f} s {f['slowdown_percent']:>+8.2f} % "
+            f"  {name:<28} {f['best_wall_s']:>8.3f} s {f['slowdown_percent']:>+8.2f} % "
             f"{1e3 * f['finalize_s']:>7.1f} ms {log:>12}"
         )
     print(
