@@ -427,6 +427,7 @@ def test_plan_options_follow_the_arguments_and_the_model_file(tmp_path, monkeypa
     a model file rewritten in place changes them, a refused argument stays refused when an
     equal one (1 == True) was accepted before, and every call gets a copy of its own."""
     import petacomm.model as machine
+    from petacomm.errors import PetacommError
     from petacomm.model import MachineModel, OperationModel, Piece
     from petacomm.xchg.plan import _options
 
@@ -457,5 +458,11 @@ def test_plan_options_follow_the_arguments_and_the_model_file(tmp_path, monkeypa
     assert _options(**given)[0].cost.p2p_alpha == pytest.approx(2.0 * US)
     with pytest.raises(ValueError, match="chunk_keys: expected an integer, got True"):
         _options(**{**given, "chunk_keys": True})
-    # Another dtype: other options.
+    # Another dtype: other options; the same values for other arguments: other options.
     assert _options(**{**given, "dtype": np.float32})[0].plan_dtype != first.plan_dtype
+    swapped = _options(**{**given, "chunk_keys": 65536, "allgather_keys": 1})[0]
+    assert (swapped.chunk_keys, swapped.allgather_keys) == (65536, 1)
+    # A model path that cannot be read is the model package's error (which the plan hands to
+    # every rank), not an OSError of this rank's alone.
+    with pytest.raises(PetacommError, match="machine model"):
+        _options(**{**given, "model": str(path / "under-a-file.json")})

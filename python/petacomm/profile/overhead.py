@@ -277,10 +277,11 @@ def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
     plain = launcher.command(args.end_to_end_ranks, body)
     petacomm = shutil.which("petacomm") or str(Path(sys.executable).parent / "petacomm")
     tools: dict[str, callable] = {"plain": lambda d: plain}
+    chosen = ["--profiler-lib", args.profiler_lib] if args.profiler_lib else []
     for detail in ("normal", "summary"):
         tools[f"petacomm ({detail})"] = lambda d, detail=detail: [
             petacomm, "profile", "--no-banner", "--detail", detail, "-o", str(d / "log.json"),
-            "--", *plain,
+            *chosen, "--", *plain,
         ]  # fmt: skip
     if peers:
         # The job `petacomm profile` launches, launched directly, as the peers are: the

@@ -111,6 +111,7 @@ def planner_costs(model, p: int) -> tuple[CostParams, P2PCurve]:
 
 
 _LOADED: dict[tuple, object] = {}
+_LOADED_MAX = 64
 _DEFAULT_PATH: dict[str | None, Path] = {}
 
 
@@ -130,7 +131,7 @@ def _file_version(file) -> tuple | None:
     (whatever path names it) and its version. None when it does not exist."""
     try:
         info = os.stat(file)
-    except FileNotFoundError:
+    except (OSError, ValueError):  # load() names what is wrong (missing, unreadable, ...)
         return None
     return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
 
@@ -144,8 +145,8 @@ def load_model(path: str | os.PathLike | None = None):
     file = path if path is not None else _default_model_path()
     key = _file_version(file)
     if key is None:
-        if path is not None:
-            return load(Path(file))  # raises the model package's "not found" error
+        if path is not None or os.path.lexists(file):
+            return load(Path(file))  # raises the model package's error: not found, unreadable
         key = ("",)
         if key not in _LOADED:
             _LOADED[key] = default_model()
@@ -155,6 +156,8 @@ def load_model(path: str | os.PathLike | None = None):
         model = load(Path(file))
         for stale in [k for k in _LOADED if k[:2] == key[:2]]:  # the file's older versions
             del _LOADED[stale]
+        if len(_LOADED) >= _LOADED_MAX:  # files replaced by rename leave their old inodes'
+            _LOADED.clear()
         _LOADED[key] = model
     return model
 

@@ -58,7 +58,7 @@ def _options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
     version = model_version(given["model"])
     if version is not None:
         # Types are part of the key: True == 1, but chunk_keys=True is refused.
-        key = (version, *((type(v), v) for n, v in given.items() if n != "model"))
+        key = (version, *((n, type(v), v) for n, v in sorted(given.items()) if n != "model"))
         try:
             hash(key)
         except TypeError:  # an unhashable argument: checked (and refused) below
