@@ -9,7 +9,9 @@ import numpy as np
 
 def csr_entries(indptr, rows):
     """(index into ``rows``, position in the CSR arrays) of every entry of every row listed."""
-    lengths = indptr[rows + 1] - indptr[rows]
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    ends = np.cumsum(lengths)
     owner = np.repeat(np.arange(rows.size), lengths)
-    offset = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return owner, indptr[rows][owner] + offset
+    # Entry j of the result is entry j - (ends - lengths)[owner] of its row.
+    return owner, np.arange(int(ends[-1]) if ends.size else 0) + (starts - ends + lengths)[owner]
