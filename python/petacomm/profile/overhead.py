@@ -195,8 +195,6 @@ def _run_json(argv: list[str], env: dict, what: str, cwd: Path | None = None) ->
 def measure(args) -> dict:
     from petacomm.launch import find_mpiexec
     from petacomm.native import program_path
-    from petacomm.profile import run as profile_run
-    from petacomm.profile import settings
 
     _check(args)
     program = program_path("petacomm-prof-overhead")
@@ -204,16 +202,7 @@ def measure(args) -> dict:
     launcher.check_can_run()
     command = launcher.command(args.ranks, [str(program), *_overhead_args(args)])
     with tempfile.TemporaryDirectory() as tmp:
-        # Every profiler setting at its default (prof-settings.json), no banner.
-        options = argparse.Namespace(
-            **settings.namespace_defaults(),
-            profiler_lib=args.profiler_lib,
-            mpicc=None,
-            timeout=None,
-        )
-        options.output = str(Path(tmp) / "overhead.json")
-        options.no_banner = True
-        plan = profile_run.prepare(command, options)
+        plan = _prepared_run(args, command, Path(tmp) / "overhead.json")
         raw = _run_json(plan.argv, plan.env, "petacomm-prof-overhead")
         if not raw["profiler_active"]:
             raise PetacommError("the profiler was not active in the benchmark run (not preloaded?)")
@@ -276,22 +265,29 @@ def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
     body = [str(program), "--compute-units", str(units)]
     plain = launcher.command(args.end_to_end_ranks, body)
     petacomm = shutil.which("petacomm") or str(Path(sys.executable).parent / "petacomm")
-    tools: dict[str, callable] = {"plain": lambda d: plain}
+    # Each tool: its work directory -> (argv, environment) of one run.
+    env = dict(os.environ)
+    tools: dict[str, callable] = {"plain": lambda d: (plain, env)}
     chosen = ["--profiler-lib", args.profiler_lib] if args.profiler_lib else []
     for detail in ("normal", "summary"):
-        tools[f"petacomm ({detail})"] = lambda d, detail=detail: [
+        tools[f"petacomm ({detail})"] = lambda d, detail=detail: ([
             petacomm, "profile", "--no-banner", "--detail", detail, "-o", str(d / "log.json"),
             *chosen, "--", *plain,
-        ]  # fmt: skip
+        ], env)  # fmt: skip
     if peers:
         # The job `petacomm profile` launches, launched directly, as the peers are: the
         # same profiler and settings without the command's own start (Python, its checks).
-        tools["petacomm (summary, preload)"] = lambda d: _preloaded_job(args, plain, d)
+        def preloaded(d):
+            plan = _prepared_run(args, plain, d / "log.json", detail="summary")
+            return plan.argv, plan.env
+
+        tools["petacomm (summary, preload)"] = preloaded
     for name in peers:
         lib, _ = find_peer(name, libmpi)
         if lib is not None:
-            tools[name] = lambda d, lib=lib: launcher.command(
-                args.end_to_end_ranks, body, ["-x", f"LD_PRELOAD={lib}"]
+            tools[name] = lambda d, lib=lib: (
+                launcher.command(args.end_to_end_ranks, body, ["-x", f"LD_PRELOAD={lib}"]),
+                env,
             )
     figures: dict[str, dict] = {name: {"wall_s": [], "log_bytes": 0} for name in tools}
     for rep in range(args.end_to_end_reps):
@@ -299,11 +295,10 @@ def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
         for name in order:
             work = tmp / f"e2e-{rep}-{name.replace(' ', '_').strip('()')}"
             work.mkdir()
-            made = tools[name](work)
-            argv, env = made if isinstance(made, tuple) else (made, dict(os.environ))
+            argv, run_env = tools[name](work)
             t0 = time.monotonic()
             # In its own directory: the peers write their logs in the working directory.
-            raw = _run_json(argv, env, f"many-keys program ({name})", cwd=work)
+            raw = _run_json(argv, run_env, f"many-keys program ({name})", cwd=work)
             figures[name]["wall_s"].append(time.monotonic() - t0)
             figures[name]["finalize_s"] = min(
                 figures[name].get("finalize_s", float("inf")), raw["finalize_s"]
@@ -322,20 +317,18 @@ def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
     }
 
 
-def _preloaded_job(args, command: list[str], directory: Path) -> tuple[list[str], dict]:
-    """What `petacomm profile --detail summary -o DIR/log.json -- COMMAND` runs, prepared
-    without running it: (argv, environment)."""
+def _prepared_run(args, command: list[str], output: Path, **settings_given):
+    """What `petacomm profile -o OUTPUT [--SETTING VALUE ...] -- COMMAND` would run, prepared
+    without running it (petacomm.profile.run.ProfileRun): every other profiler setting at
+    its default (prof-settings.json), no banner, the profiler --profiler-lib names."""
     from petacomm.profile import run as profile_run
     from petacomm.profile import settings
 
     options = argparse.Namespace(
         **settings.namespace_defaults(), profiler_lib=args.profiler_lib, mpicc=None, timeout=None
     )
-    options.detail = "summary"
-    options.output = str(directory / "log.json")
-    options.no_banner = True
-    plan = profile_run.prepare(command, options)
-    return plan.argv, plan.env
+    vars(options).update(settings_given, output=str(output), no_banner=True)
+    return profile_run.prepare(command, options)
 
 
 def run(args) -> int:
