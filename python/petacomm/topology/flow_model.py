@@ -169,11 +169,12 @@ def finish_times(message, link, capacity, nbytes, latency, after=None):
     weight = np.maximum(latency, positive.min() if positive.size else 1.0)
     capacity = np.asarray(capacity, dtype=np.float64)
     successors = _Successors(n, after)
+    released = successors.pending == 0
     # Released at once is exact for a phase, a bound from below for a run of them, whose
     # callers check each phase (metrics.check_flow_sizes).
-    check_size(n, int(np.count_nonzero(successors.pending == 0)))
+    check_size(n, int(np.count_nonzero(released)))
     # When each message's transfer starts: its latency after its release (inf: not released).
-    start = np.where(successors.pending == 0, latency, np.inf)
+    start = np.where(released, latency, np.inf)
     remaining = nbytes.astype(np.float64)
     finish = np.full(n, np.inf)
     # The messages released and not ended, the only ones each event looks at (an ordered

@@ -387,8 +387,8 @@ def check_flow_sizes(pattern, hint: str = "use the link-load time model") -> Non
             at_once = flow_model.released_at_once(n, ph.after) if ordered else n
             what = f"phase {ph.name!r}"
             flow_model.check_size(n, at_once, hint, what)
-            total += n * ph.repeat if chained else n
-            if chained:
+            if chained:  # the run's messages so far, none of them counted as in flight
+                total += n * ph.repeat
                 flow_model.check_size(total, 0, hint, f"the run ending at {what}")
 
 
