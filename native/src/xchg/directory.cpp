@@ -4,6 +4,7 @@
 
 #include "error.hpp"
 #include "mpi_support.hpp"
+#include "sorted_runs.hpp"
 
 namespace petacomm::xchg {
 namespace {
@@ -106,26 +107,9 @@ void Directory::build_home_table(std::vector<Message> incoming) {
     std::vector<std::int64_t>().swap(incoming[s].data);
     bounds.push_back(static_cast<std::size_t>(out - table_.data()));
   }
-  if (bounds.size() <= 2) return;  // one run (or none): sorted already
-  const auto by_key = [](const HomeEntry &a, const HomeEntry &b) { return a.key < b.key; };
-  std::vector<HomeEntry> merged(table_.size());
-  while (bounds.size() > 2) {
-    const std::size_t runs = bounds.size() - 1;
-    std::vector<std::size_t> next = {0};
-    for (std::size_t r = 0; r < runs; r += 2) {
-      const std::size_t lo = bounds[r], mid = bounds[r + 1];
-      const std::size_t hi = r + 2 <= runs ? bounds[r + 2] : mid;
-      // std::merge takes equal keys from the first (lower-ranked) run first.
-      std::merge(table_.begin() + static_cast<std::ptrdiff_t>(lo),
-                 table_.begin() + static_cast<std::ptrdiff_t>(mid),
-                 table_.begin() + static_cast<std::ptrdiff_t>(mid),
-                 table_.begin() + static_cast<std::ptrdiff_t>(hi),
-                 merged.begin() + static_cast<std::ptrdiff_t>(lo), by_key);
-      next.push_back(hi);
-    }
-    table_.swap(merged);
-    bounds.swap(next);
-  }
+  // std::merge takes equal keys from the first (lower-ranked) run first.
+  merge_sorted_runs(table_, std::move(bounds),
+                    [](const HomeEntry &a, const HomeEntry &b) { return a.key < b.key; });
 }
 
 std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {

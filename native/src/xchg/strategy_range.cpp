@@ -5,12 +5,14 @@
 // per rank in two rounds, against the directory's one reply round and the fused statistics
 // at setup.
 #include <algorithm>
+#include <functional>
 
 #include "element_op.hpp"
 #include "error.hpp"
 #include "nbx.hpp"
 #include "planner.hpp"
 #include "registry.hpp"
+#include "sorted_runs.hpp"
 #include "two_rounds.hpp"
 
 namespace petacomm::xchg {
@@ -50,68 +52,97 @@ RangeSplit split_of(MPI_Comm comm, const KeyIndex &index, const PlanStatistics *
   return split;
 }
 
+struct OwnerRun {
+  int owner;
+  std::size_t begin, end;  // keys[begin, end) are this owner's
+};
+
+// Ascending keys have non-decreasing owners, so each owner's keys are one run. Its end is
+// found by galloping from its first key: O(log run) owner evaluations per run, not a
+// division per key.
+std::vector<OwnerRun> owner_runs(const std::vector<std::int64_t> &keys, const RangeSplit &split) {
+  std::vector<OwnerRun> runs;
+  const std::size_t n = keys.size();
+  for (std::size_t b = 0; b < n;) {
+    const int owner = split.owner(keys[b]);
+    const auto same = [&](std::int64_t key) { return split.owner(key) == owner; };
+    std::size_t lo = b + 1, hi = b + 1;  // keys[b, lo) are the owner's; keys[hi] is not
+    for (std::size_t step = 1; hi < n && same(keys[hi]); step *= 2) {
+      lo = hi + 1;
+      hi = b + 2 * step;
+    }
+    hi = std::min(hi, n);
+    const auto end = std::partition_point(keys.begin() + static_cast<std::ptrdiff_t>(lo),
+                                          keys.begin() + static_cast<std::ptrdiff_t>(hi), same);
+    runs.push_back({owner, b, static_cast<std::size_t>(end - keys.begin())});
+    b = runs.back().end;
+  }
+  return runs;
+}
+
 class Range final : public TwoRoundStrategy {
  public:
   explicit Range(const BuildContext &ctx) {
-    int me = 0, p = 1;
+    int me = 0;
     check_mpi(MPI_Comm_rank(ctx.comm, &me), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(ctx.comm, &p), "MPI_Comm_size");
     const RangeSplit split = split_of(ctx.comm, ctx.index, ctx.statistics, ctx.clock);
     const std::vector<std::int64_t> &keys = ctx.index.keys();  // distinct, ascending
-    // My keys by owner: ascending keys have non-decreasing owners, so each owner's keys are
-    // one run. Keys I own myself stay here.
+    // My keys by owner, one run each; keys I own myself stay here.
     std::vector<Message> outgoing;
-    std::vector<std::pair<int, std::int32_t>> to_owner;
-    std::vector<std::int64_t> own_keys;
-    for (std::size_t u = 0; u < keys.size(); ++u) {
-      const int owner = split.owner(keys[u]);
-      if (owner == me) {
-        own_keys.push_back(keys[u]);
-        own_local_.push_back(static_cast<std::int32_t>(u));
+    PeerList to_owners;
+    to_owners.begin.push_back(0);
+    std::size_t own_begin = 0, own_end = 0;
+    for (const OwnerRun &run : owner_runs(keys, split)) {
+      if (run.owner == me) {
+        own_begin = run.begin;
+        own_end = run.end;
         continue;
       }
-      if (outgoing.empty() || outgoing.back().rank != owner) outgoing.push_back({owner, {}});
-      outgoing.back().data.push_back(keys[u]);
-      to_owner.emplace_back(owner, static_cast<std::int32_t>(u));
+      outgoing.push_back({run.owner, {keys.begin() + static_cast<std::ptrdiff_t>(run.begin),
+                                      keys.begin() + static_cast<std::ptrdiff_t>(run.end)}});
+      to_owners.ranks.push_back(run.owner);
+      for (std::size_t u = run.begin; u < run.end; ++u)
+        to_owners.index.push_back(static_cast<std::int32_t>(u));
+      to_owners.begin.push_back(static_cast<std::int64_t>(to_owners.index.size()));
     }
     std::vector<Message> incoming =
         nbx_exchange(ctx.comm, ctx.tag(kTagRange), std::move(outgoing), setup_traffic_, ctx.clock);
-    // The keys of my part that any rank holds, ascending: the root slots.
-    // Every run is ascending: merged pairwise, ceil(log2 runs) linear passes.
-    std::vector<std::int64_t> slots = own_keys;
+    std::sort(incoming.begin(), incoming.end(),
+              [](const Message &a, const Message &b) { return a.rank < b.rank; });
+    // The keys of my part that any rank holds, ascending: the root slots. Every run (mine,
+    // each message) is ascending, so merging them sorts the slots.
+    std::vector<std::int64_t> slots(keys.begin() + static_cast<std::ptrdiff_t>(own_begin),
+                                    keys.begin() + static_cast<std::ptrdiff_t>(own_end));
     std::vector<std::size_t> bounds = {0, slots.size()};
     for (const Message &m : incoming) {
       slots.insert(slots.end(), m.data.begin(), m.data.end());
       bounds.push_back(slots.size());
     }
-    while (bounds.size() > 2) {
-      std::vector<std::size_t> next = {0};
-      for (std::size_t r = 0; r + 1 < bounds.size(); r += 2) {
-        const std::size_t hi = r + 2 < bounds.size() ? bounds[r + 2] : bounds[r + 1];
-        std::inplace_merge(slots.begin() + static_cast<std::ptrdiff_t>(bounds[r]),
-                           slots.begin() + static_cast<std::ptrdiff_t>(bounds[r + 1]),
-                           slots.begin() + static_cast<std::ptrdiff_t>(hi));
-        next.push_back(hi);
-      }
-      bounds.swap(next);
-    }
+    merge_sorted_runs(slots, std::move(bounds), std::less<std::int64_t>());
     slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-    // Each run of keys (mine, each message) is ascending, so its slots are found by one
-    // forward walk over the slots, not a binary search per key.
-    const auto slots_of = [&slots](const std::vector<std::int64_t> &run, auto emit) {
+    // Each run's slots are found by one forward walk over the slots, not a search per key.
+    const auto slots_of = [&slots](auto first, auto last, auto emit) {
       std::size_t at = 0;
-      for (std::int64_t key : run) {
-        while (slots[at] < key) ++at;
+      for (; first != last; ++first) {
+        while (slots[at] < *first) ++at;
         emit(static_cast<std::int32_t>(at));
       }
     };
     slot_count_ = slots.size();
-    slots_of(own_keys, [this](std::int32_t slot) { own_slot_.push_back(slot); });
-    std::vector<std::pair<int, std::int32_t>> from_holders;
-    for (const Message &m : incoming)
-      slots_of(m.data, [&](std::int32_t slot) { from_holders.emplace_back(m.rank, slot); });
-    build_rounds(ctx, group_by_peer(std::move(to_owner), p),
-                 group_by_peer(std::move(from_holders), p), me);
+    for (std::size_t u = own_begin; u < own_end; ++u)
+      own_local_.push_back(static_cast<std::int32_t>(u));
+    slots_of(keys.begin() + static_cast<std::ptrdiff_t>(own_begin),
+             keys.begin() + static_cast<std::ptrdiff_t>(own_end),
+             [this](std::int32_t slot) { own_slot_.push_back(slot); });
+    PeerList from_holders;  // in rank order, as the fold needs them
+    from_holders.begin.push_back(0);
+    for (const Message &m : incoming) {
+      from_holders.ranks.push_back(m.rank);
+      slots_of(m.data.begin(), m.data.end(),
+               [&](std::int32_t slot) { from_holders.index.push_back(slot); });
+      from_holders.begin.push_back(static_cast<std::int64_t>(from_holders.index.size()));
+    }
+    build_rounds(ctx, std::move(to_owners), std::move(from_holders), me);
   }
   const char *name() const override { return "range"; }
   void end(const ExecContext &ctx, void *data) override {
