@@ -87,6 +87,27 @@ def one_rank_bad_creation(keys):
     for arguments, mine, theirs in cases:
         given = {"keys": keys, "strategy": "directory", **(arguments if rank == bad else {})}
         expect(ValueError, mine if rank == bad else theirs, lambda g=given: make_plan(**g))
+    # Ranks asking for the directory send their keys home while the check is in flight;
+    # those whose strategy needs none skip that step, and must join it late when the check
+    # fails, or the others' exchange never ends (a hang, not an error).
+    for base, odd in (("range", "directory"), ("directory", "range"), ("allgather", "auto")):
+        cases = [
+            (
+                {"strategy": odd},
+                ["strategy", f"'{odd}'", f"rank {bad}", "differs from rank 0's"],
+                ["arguments differ between ranks: strategy on rank", f"{bad}"],
+            ),
+            ({"keys": np.array([1.5, 2.0])}, ["keys", "float64"], other),
+        ]
+        for arguments, mine, theirs in cases:
+            given = {"keys": keys, "strategy": base, **(arguments if rank == bad else {})}
+            expect(ValueError, mine if rank == bad else theirs, lambda g=given: make_plan(**g))
+    plan = make_plan(keys, strategy="range")  # and a good plan after the failures
+    values = np.ones((keys.size, 1))
+    plan.execute(values)
+    # keys 9 (twice per rank), 4, 500 + rank (this rank only), 2**62: counted by hand.
+    assert values[:, 0].tolist() == [2 * size, size, 2 * size, 1, size], values
+    plan.free()
 
 
 def make_plan(keys, **options):

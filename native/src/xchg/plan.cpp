@@ -178,18 +178,23 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     // One reduction checks every rank's arguments and that the options agree. The first
-    // step of the directory, keys to their homes, overlaps it: every rank takes part
-    // whatever it was asked (sending no keys when its arguments are bad or its strategy
-    // needs no directory) and every message is received whatever its size, so it can
-    // neither hang nor overrun a buffer when the arguments disagree.
+    // step of the directory, keys to their homes, overlaps it on the ranks whose valid
+    // arguments ask for the directory. The others skip it unless the check finds that some
+    // rank went ahead (its flag) while the arguments disagree: then they take part sending
+    // no keys, so that rank's exchange ends. Every message is received whatever its size,
+    // so nothing can hang or overrun a buffer when the arguments disagree.
     const XchgStrategy *requested = problem.empty() ? requested_strategy(o.strategy) : nullptr;
     const bool sends_keys =
         problem.empty() && (requested == nullptr || requested->discovery == Discovery::kDirectory);
     ArgumentCheck check(&clock);
-    check.start(comm_, problem, option_values(o, p2p));
-    auto directory = std::make_unique<Directory>(comm_, private_.tag_base(),
-                                                 sends_keys ? &index_.keys() : nullptr, &clock);
-    if (!check.passed()) check.fail("no plan was created");
+    check.start(comm_, problem, option_values(o, p2p), sends_keys);
+    std::unique_ptr<Directory> directory;
+    if (sends_keys)
+      directory = std::make_unique<Directory>(comm_, private_.tag_base(), &index_.keys(), &clock);
+    if (!check.passed()) {
+      if (!sends_keys && check.any_flag()) Directory(comm_, private_.tag_base(), nullptr, &clock);
+      check.fail("no plan was created");
+    }
     deterministic_ = o.deterministic != 0;
     plan_dtype_ = o.plan_dtype;
     plan_k_ = o.plan_k;
@@ -296,6 +301,8 @@ Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xc
       break;
     case Discovery::kDirectory: {
       const int lists = requested ? requested->holder_lists(o) : INT_MAX;
+      PETACOMM_CHECK_INTERNAL(directory != nullptr,
+                              "directory discovery without the keys sent home");
       found.directory = std::move(directory);
       found.directory->resolve(lists);
       found.complete_lists = lists == INT_MAX;

@@ -19,10 +19,13 @@ void merge_sorted_runs(std::vector<T> &items, std::vector<std::size_t> bounds, L
     const std::size_t runs = bounds.size() - 1;
     std::vector<std::size_t> next = {0};
     for (std::size_t r = 0; r < runs; r += 2) {
-      const auto at = [](auto &v, std::size_t i) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
+      const auto at = [](auto &v, std::size_t i) {
+        return v.begin() + static_cast<std::ptrdiff_t>(i);
+      };
       const std::size_t lo = bounds[r], mid = bounds[r + 1];
       const std::size_t hi = r + 2 <= runs ? bounds[r + 2] : mid;
-      std::merge(at(items, lo), at(items, mid), at(items, mid), at(items, hi), at(merged, lo), less);
+      std::merge(at(items, lo), at(items, mid), at(items, mid), at(items, hi), at(merged, lo),
+                 less);
       next.push_back(hi);
     }
     items.swap(merged);

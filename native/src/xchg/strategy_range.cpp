@@ -98,8 +98,9 @@ class Range final : public TwoRoundStrategy {
         own_end = run.end;
         continue;
       }
-      outgoing.push_back({run.owner, {keys.begin() + static_cast<std::ptrdiff_t>(run.begin),
-                                      keys.begin() + static_cast<std::ptrdiff_t>(run.end)}});
+      outgoing.push_back({run.owner,
+                          {keys.begin() + static_cast<std::ptrdiff_t>(run.begin),
+                           keys.begin() + static_cast<std::ptrdiff_t>(run.end)}});
       to_owners.ranks.push_back(run.owner);
       for (std::size_t u = run.begin; u < run.end; ++u)
         to_owners.index.push_back(static_cast<std::int32_t>(u));
@@ -109,39 +110,46 @@ class Range final : public TwoRoundStrategy {
         nbx_exchange(ctx.comm, ctx.tag(kTagRange), std::move(outgoing), setup_traffic_, ctx.clock);
     std::sort(incoming.begin(), incoming.end(),
               [](const Message &a, const Message &b) { return a.rank < b.rank; });
-    // The keys of my part that any rank holds, ascending: the root slots. Every run (mine,
-    // each message) is ascending, so merging them sorts the slots.
-    std::vector<std::int64_t> slots(keys.begin() + static_cast<std::ptrdiff_t>(own_begin),
-                                    keys.begin() + static_cast<std::ptrdiff_t>(own_end));
-    std::vector<std::size_t> bounds = {0, slots.size()};
-    for (const Message &m : incoming) {
-      slots.insert(slots.end(), m.data.begin(), m.data.end());
-      bounds.push_back(slots.size());
-    }
-    merge_sorted_runs(slots, std::move(bounds), std::less<std::int64_t>());
-    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-    // Each run's slots are found by one forward walk over the slots, not a search per key.
-    const auto slots_of = [&slots](auto first, auto last, auto emit) {
-      std::size_t at = 0;
-      for (; first != last; ++first) {
-        while (slots[at] < *first) ++at;
-        emit(static_cast<std::int32_t>(at));
-      }
+    // The keys of my part that any rank holds, ascending, are the root slots. Every run
+    // (mine, then each message's) is ascending: merged with each entry's position, one pass
+    // over the merged row numbers the slots and gives every entry its own.
+    struct Entry {
+      std::int64_t key;
+      std::int32_t at;  // position in the runs laid end to end
     };
-    slot_count_ = slots.size();
+    const std::size_t own_count = own_end - own_begin;
+    std::vector<Entry> entries;
+    std::vector<std::size_t> bounds = {0};
+    const auto add_run = [&](auto first, auto last) {
+      for (; first != last; ++first)
+        entries.push_back({*first, static_cast<std::int32_t>(entries.size())});
+      bounds.push_back(entries.size());
+    };
+    add_run(keys.begin() + static_cast<std::ptrdiff_t>(own_begin),
+            keys.begin() + static_cast<std::ptrdiff_t>(own_end));
+    for (const Message &m : incoming) add_run(m.data.begin(), m.data.end());
+    merge_sorted_runs(entries, std::move(bounds),
+                      [](const Entry &a, const Entry &b) { return a.key < b.key; });
+    std::vector<std::int32_t> slot_of_entry(entries.size());
+    std::int32_t slot = -1;
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      if (e == 0 || entries[e].key != entries[e - 1].key) ++slot;
+      slot_of_entry[static_cast<std::size_t>(entries[e].at)] = slot;
+    }
+    slot_count_ = static_cast<std::size_t>(slot + 1);
     for (std::size_t u = own_begin; u < own_end; ++u)
       own_local_.push_back(static_cast<std::int32_t>(u));
-    slots_of(keys.begin() + static_cast<std::ptrdiff_t>(own_begin),
-             keys.begin() + static_cast<std::ptrdiff_t>(own_end),
-             [this](std::int32_t slot) { own_slot_.push_back(slot); });
+    own_slot_.assign(slot_of_entry.begin(),
+                     slot_of_entry.begin() + static_cast<std::ptrdiff_t>(own_count));
     PeerList from_holders;  // in rank order, as the fold needs them
     from_holders.begin.push_back(0);
     for (const Message &m : incoming) {
       from_holders.ranks.push_back(m.rank);
-      slots_of(m.data.begin(), m.data.end(),
-               [&](std::int32_t slot) { from_holders.index.push_back(slot); });
-      from_holders.begin.push_back(static_cast<std::int64_t>(from_holders.index.size()));
+      from_holders.begin.push_back(from_holders.begin.back() +
+                                   static_cast<std::int64_t>(m.data.size()));
     }
+    from_holders.index.assign(slot_of_entry.begin() + static_cast<std::ptrdiff_t>(own_count),
+                              slot_of_entry.end());
     build_rounds(ctx, std::move(to_owners), std::move(from_holders), me);
   }
   const char *name() const override { return "range"; }
