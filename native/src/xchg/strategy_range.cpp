@@ -110,33 +110,12 @@ class Range final : public TwoRoundStrategy {
         nbx_exchange(ctx.comm, ctx.tag(kTagRange), std::move(outgoing), setup_traffic_, ctx.clock);
     std::sort(incoming.begin(), incoming.end(),
               [](const Message &a, const Message &b) { return a.rank < b.rank; });
-    // The keys of my part that any rank holds, ascending, are the root slots. Every run
-    // (mine, then each message's) is ascending: merged with each entry's position, one pass
-    // over the merged row numbers the slots and gives every entry its own.
-    struct Entry {
-      std::int64_t key;
-      std::int32_t at;  // position in the runs laid end to end
-    };
+    // The keys of my part that any rank holds, ascending, are the root slots.
+    std::vector<KeyRun> runs = {{keys.data() + own_begin, keys.data() + own_end}};
+    for (const Message &m : incoming)
+      runs.push_back({m.data.data(), m.data.data() + m.data.size()});
     const std::size_t own_count = own_end - own_begin;
-    std::vector<Entry> entries;
-    std::vector<std::size_t> bounds = {0};
-    const auto add_run = [&](auto first, auto last) {
-      for (; first != last; ++first)
-        entries.push_back({*first, static_cast<std::int32_t>(entries.size())});
-      bounds.push_back(entries.size());
-    };
-    add_run(keys.begin() + static_cast<std::ptrdiff_t>(own_begin),
-            keys.begin() + static_cast<std::ptrdiff_t>(own_end));
-    for (const Message &m : incoming) add_run(m.data.begin(), m.data.end());
-    merge_sorted_runs(entries, std::move(bounds),
-                      [](const Entry &a, const Entry &b) { return a.key < b.key; });
-    std::vector<std::int32_t> slot_of_entry(entries.size());
-    std::int32_t slot = -1;
-    for (std::size_t e = 0; e < entries.size(); ++e) {
-      if (e == 0 || entries[e].key != entries[e - 1].key) ++slot;
-      slot_of_entry[static_cast<std::size_t>(entries[e].at)] = slot;
-    }
-    slot_count_ = static_cast<std::size_t>(slot + 1);
+    const std::vector<std::int32_t> slot_of_entry = number_slots(runs, &slot_count_);
     for (std::size_t u = own_begin; u < own_end; ++u)
       own_local_.push_back(static_cast<std::int32_t>(u));
     own_slot_.assign(slot_of_entry.begin(),
