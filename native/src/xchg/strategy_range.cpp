@@ -83,8 +83,8 @@ std::vector<OwnerRun> owner_runs(const std::vector<std::int64_t> &keys, const Ra
 class Range final : public TwoRoundStrategy {
  public:
   explicit Range(const BuildContext &ctx) {
-    int me = 0;
-    check_mpi(MPI_Comm_rank(ctx.comm, &me), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_rank(ctx.comm, &me_), "MPI_Comm_rank");
+    const int me = me_;
     const RangeSplit split = split_of(ctx.comm, ctx.index, ctx.statistics, ctx.clock);
     const std::vector<std::int64_t> &keys = ctx.index.keys();  // distinct, ascending
     // My keys by owner, one run each; keys I own myself stay here.
@@ -116,11 +116,10 @@ class Range final : public TwoRoundStrategy {
       runs.push_back({m.data.data(), m.data.data() + m.data.size()});
     const std::size_t own_count = own_end - own_begin;
     const std::vector<std::int32_t> slot_of_entry = number_slots(runs, &slot_count_);
-    for (std::size_t u = own_begin; u < own_end; ++u)
-      own_local_.push_back(static_cast<std::int32_t>(u));
+    own_begin_ = own_begin;
     own_slot_.assign(slot_of_entry.begin(),
                      slot_of_entry.begin() + static_cast<std::ptrdiff_t>(own_count));
-    PeerList from_holders;  // in rank order, as the fold needs them
+    PeerList from_holders;  // in rank order, as the rank-order fold needs them
     from_holders.begin.push_back(0);
     for (const Message &m : incoming) {
       from_holders.ranks.push_back(m.rank);
@@ -129,30 +128,35 @@ class Range final : public TwoRoundStrategy {
     }
     from_holders.index.assign(slot_of_entry.begin() + static_cast<std::ptrdiff_t>(own_count),
                               slot_of_entry.end());
-    build_rounds(ctx, std::move(to_owners), std::move(from_holders), me);
+    build_exchanges(ctx, std::move(to_owners), std::move(from_holders));
   }
   const char *name() const override { return "range"; }
   void end(const ExecContext &ctx, void *data) override {
     gather_->wait();
-    // Root slots: the identity, my own values in place, then every holder's in rank order.
+    // Root slots: the identity, then every holder's values folded in straight, in rank
+    // order with mine in my place (my keys in my part are one run of my values).
     const std::size_t eb = ctx.op.elem_bytes();
     roots_.resize(slot_count_ * eb);
     ctx.op.fill_identity(roots_.data(), slot_count_);
-    char *values = static_cast<char *>(data);
-    for (std::size_t j = 0; j < own_local_.size(); ++j)
-      std::copy_n(values + static_cast<std::size_t>(own_local_[j]) * eb, eb,
-                  roots_.data() + static_cast<std::size_t>(own_slot_[j]) * eb);
-    fold_->run(ctx.op, *gather_, roots_.data());
-    for (std::size_t j = 0; j < own_local_.size(); ++j)
-      std::copy_n(roots_.data() + static_cast<std::size_t>(own_slot_[j]) * eb, eb,
-                  values + static_cast<std::size_t>(own_local_[j]) * eb);
+    char *mine = static_cast<char *>(data) + own_begin_ * eb;
+    const PeerList &from = gather_->recvs();
+    const auto fold_peer = [&](std::size_t j) {
+      ctx.op.fold_indexed(roots_.data(), from.index.data() + from.begin[j],
+                          static_cast<std::size_t>(from.begin[j + 1] - from.begin[j]),
+                          gather_->received(j));
+    };
+    std::size_t j = 0;
+    for (; j < from.peers() && from.ranks[j] < me_; ++j) fold_peer(j);
+    ctx.op.fold_indexed(roots_.data(), own_slot_.data(), own_slot_.size(), mine);
+    for (; j < from.peers(); ++j) fold_peer(j);
+    for (std::size_t i = 0; i < own_slot_.size(); ++i)  // my results
+      std::copy_n(roots_.data() + static_cast<std::size_t>(own_slot_[i]) * eb, eb, mine + i * eb);
     scatter_->start(roots_.data(), ctx.type);  // the results back to the holders
     scatter_->wait();
     copy_received(*scatter_, eb, data);
   }
   std::size_t schedule_bytes() const override {
-    return TwoRoundStrategy::schedule_bytes() +
-           (own_local_.size() + own_slot_.size()) * sizeof(std::int32_t);
+    return TwoRoundStrategy::schedule_bytes() + own_slot_.size() * sizeof(std::int32_t);
   }
   std::int64_t buffer_entries() const override {
     return gather_->buffer_entries() + scatter_->buffer_entries() +
@@ -160,7 +164,9 @@ class Range final : public TwoRoundStrategy {
   }
 
  private:
-  std::vector<std::int32_t> own_local_, own_slot_;  // my keys in my part: local index, slot
+  int me_ = 0;
+  std::size_t own_begin_ = 0;           // my keys in my part: keys()[own_begin_ ...),
+  std::vector<std::int32_t> own_slot_;  // and their slots
   std::size_t slot_count_ = 0;
   std::vector<char> roots_;
   SetupTraffic setup_traffic_;

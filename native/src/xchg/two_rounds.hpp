@@ -23,25 +23,30 @@ class TwoRoundStrategy : public Strategy {
                    static_cast<double>(gather_->entries() + scatter_->entries())};
   }
   std::size_t schedule_bytes() const override {
-    return gather_->schedule_bytes() + scatter_->schedule_bytes() + fold_->memory_bytes();
+    return gather_->schedule_bytes() + scatter_->schedule_bytes() +
+           (fold_ ? fold_->memory_bytes() : 0);
   }
   std::int64_t buffer_entries() const override {
     return gather_->buffer_entries() + scatter_->buffer_entries() +
-           static_cast<std::int64_t>(fold_->keys());
+           static_cast<std::int64_t>(fold_ ? fold_->keys() : 0);
   }
 
  protected:
   // Round 1 sends to `to_reducers` and receives from `from_holders`; round 2 the reverse.
-  void build_rounds(const BuildContext &ctx, PeerList to_reducers, PeerList from_holders, int me) {
+  void build_exchanges(const BuildContext &ctx, PeerList to_reducers, PeerList from_holders) {
     gather_ = std::make_unique<Exchange>(ctx.comm, to_reducers, from_holders, ctx.transport,
                                          ctx.tag(kTagToOwner), ctx.clock);
     scatter_ = std::make_unique<Exchange>(ctx.comm, std::move(from_holders), std::move(to_reducers),
                                           ctx.transport, ctx.tag(kTagFromOwner), ctx.clock);
+  }
+  // The exchanges, and a fold of round 1's values into the reducer's own in rank order.
+  void build_rounds(const BuildContext &ctx, PeerList to_reducers, PeerList from_holders, int me) {
+    build_exchanges(ctx, std::move(to_reducers), std::move(from_holders));
     fold_ = std::make_unique<RankOrderFold>(gather_->recvs(), me);
   }
 
   std::unique_ptr<Exchange> gather_, scatter_;
-  std::unique_ptr<RankOrderFold> fold_;
+  std::unique_ptr<RankOrderFold> fold_;  // build_rounds' (build_exchanges leaves none)
 };
 
 }  // namespace petacomm::xchg
