@@ -186,7 +186,14 @@ def main() -> int:
     expect(PetacommError, ["freed"], lambda: plan.execute(values))
     if size > 1:
         one_rank_bad_creation(keys)
-        for strategy in ("dense-allreduce", "hub-split", "owner", "directory", "node-aware"):
+        for strategy in (
+            "dense-allreduce",
+            "hub-split",
+            "owner",
+            "directory",
+            "node-aware",
+            "butterfly",
+        ):
             for plan_k in (1, 3):
                 one_rank_bad_execution(keys, strategy, plan_k)
     print("errors ok", flush=True)

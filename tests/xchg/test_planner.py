@@ -167,6 +167,16 @@ def _expected():
         2 * (P - 1),
         2 * u_max * E,
     )
+    # butterfly: s steps out and s back with one partner each, about u/2 values per step
+    # (s: log2 of the largest power of two <= p, one more when p is not one).
+    width = 1 << (P.bit_length() - 1)
+    steps = (width.bit_length() - 1) + (width < P)
+    half = u_max / 2 if P > 1 else 0
+    out["butterfly"] = (
+        common + 2 * steps * _p2p(1, half * E) + (4 * steps * half + 4 * u_max) * E * GAMMA,
+        2 * steps,
+        2 * steps * half * E,
+    )
     best = None
     for b in range(_log2(P)):  # thresholds 2^b below p
         hubs = sum(k for bucket, k in GLOBAL["multiplicity"].items() if bucket > b)

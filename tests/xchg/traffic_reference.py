@@ -123,7 +123,48 @@ def traffic(strategy, keysets, me, *, elem_bytes, chunk_keys, hub=0, node_size=N
                 back_to.update(others)
                 values += len(others)
         return float(len(to_owners) + len(back_to)), float(values * elem_bytes)
+    if strategy == "butterfly":
+        return _butterfly(keysets, me, elem_bytes)
     raise ValueError(f"strategy: no reference count for {strategy}")
+
+
+def _butterfly(keysets, me, elem_bytes):
+    """Every rank's held (key, rank) pairs through the steps: the even rank of each of the
+    first p - p' pairs hands all to the odd one; then in step i the active rank numbered v
+    passes to number v ^ 2^i the pairs whose key hash has bit i != bit i of v. Per step a
+    rank sends what it passes on (forward) and the results of what it received (back)."""
+    p = len(keysets)
+    width = 1
+    while width * 2 <= p:
+        width *= 2
+    rem = p - width
+    held = {r: [(k, r) for k in sorted(set(int(k) for k in keysets[r]))] for r in range(p)}
+    messages, values = 0, 0
+
+    def step(given, received):  # rank me's share of one step, both directions
+        nonlocal messages, values
+        messages += (1 if given else 0) + (1 if received else 0)
+        values += given + received
+
+    for j in range(rem):
+        even, odd = 2 * j, 2 * j + 1
+        if me in (even, odd):
+            step(len(held[even]) if me == even else 0, len(held[even]) if me == odd else 0)
+        held[odd] = held[odd] + held[even]
+        held[even] = []
+    active = [2 * j + 1 for j in range(rem)] + list(range(2 * rem, p))
+    for i in range(width.bit_length() - 1):
+        passed = {}
+        for v, r in enumerate(active):
+            passed[r] = [x for x in held[r] if (splitmix64(x[0]) >> i) & 1 != (v >> i) & 1]
+        for v, r in enumerate(active):
+            partner = active[v ^ (1 << i)]
+            if r == me:
+                step(len(passed[r]), len(passed[partner]))
+        for v, r in enumerate(active):
+            partner = active[v ^ (1 << i)]
+            held[r] = [x for x in held[r] if x not in passed[r]] + passed[partner]
+    return float(messages), float(values * elem_bytes)
 
 
 def spread(values):

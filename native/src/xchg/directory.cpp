@@ -107,7 +107,7 @@ void Directory::build_home_table(std::vector<Message> incoming) {
     std::vector<std::int64_t>().swap(incoming[s].data);
     bounds.push_back(static_cast<std::size_t>(out - table_.data()));
   }
-  // std::merge takes equal keys from the first (lower-ranked) run first.
+  // Stable: equal keys keep the runs' order, so each key's holders ascend.
   merge_sorted_runs(table_, std::move(bounds),
                     [](const HomeEntry &a, const HomeEntry &b) { return a.key < b.key; });
 }

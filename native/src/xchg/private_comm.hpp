@@ -28,6 +28,7 @@ enum PlanTag : int {
   kTagFromOwner,  // owner, round 2
   kTagHubRest,    // hub-split's all-pairs remainder
   kTagRange,      // range: keys to the owners of their part of the key range (NBX)
+  kTagButterfly,  // butterfly: every step, at setup and per execution
   kTagsPerPlan = 16
 };
 

@@ -14,7 +14,8 @@ namespace petacomm::xchg {
   X(kOwnerStrategy)          /* owner */                 \
   X(kHubSplitStrategy)       /* hub-split */             \
   X(kNodeAwareStrategy)      /* node-aware */            \
-  X(kRangeStrategy)          /* range */
+  X(kRangeStrategy)          /* range */                 \
+  X(kButterflyStrategy)      /* butterfly */
 
 #define PETACOMM_XCHG_DECLARE(entry) extern const XchgStrategy entry;
 PETACOMM_XCHG_STRATEGIES(PETACOMM_XCHG_DECLARE)
