@@ -1,6 +1,6 @@
-// butterfly: recursive halving over the keys' hash. In round i every rank exchanges with
+// butterfly: recursive halving over the keys' hash. In step i every rank exchanges with
 // the rank whose (virtual) number differs in bit i, keeping the values of the keys whose
-// hash has its own bit i and passing on the others; after log2 p rounds each rank holds
+// hash has its own bit i and passing on the others; after log2 p steps each rank holds
 // every rank's values of one slice of the hash space, folds each key's values in rank
 // order, and the results retrace the same path back. 2 ceil(log2 p) messages per rank
 // whatever the sharing — where keys are shared with hundreds of partners, the other
@@ -52,12 +52,11 @@ class ButterflyStrategy final : public Strategy {
   explicit ButterflyStrategy(const BuildContext &ctx)
       : comm_(ctx.comm), tag_(ctx.tag(kTagButterfly)) {
     const Butterfly b = butterfly_of(comm_);
-    me_ = b.me;
     const std::vector<std::int64_t> &keys = ctx.index.keys();
     own_ = static_cast<std::int32_t>(to_int_count(keys.size(), "distinct keys"));
     // The pool: (key, rank it came from) of every value this rank ever holds.
     std::vector<std::int64_t> pool_key(keys.begin(), keys.end());
-    std::vector<std::int32_t> pool_rank(keys.size(), me_);
+    std::vector<std::int32_t> pool_rank(keys.size(), b.me);
     std::vector<std::int32_t> held(keys.size());
     for (std::int32_t u = 0; u < own_; ++u) held[static_cast<std::size_t>(u)] = u;
     // One step: send `send` (pool positions) to peer, receive whatever it sends.
@@ -239,7 +238,6 @@ class ButterflyStrategy final : public Strategy {
 
   MPI_Comm comm_;
   int tag_;
-  int me_ = 0;
   std::int32_t own_ = 0;     // my distinct keys: pool positions 0 .. own_
   std::vector<Step> steps_;  // in forward order
   std::size_t pool_size_ = 0;
