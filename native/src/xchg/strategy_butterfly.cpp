@@ -36,12 +36,13 @@ struct Butterfly {
   int vid() const { return me < 2 * rem ? me / 2 : me - rem; }
   int rank_of(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
   int rounds() const { return __builtin_ctz(static_cast<unsigned>(width)); }
+  int steps() const { return rounds() + (rem > 0 ? 1 : 0); }  // the hand-over included
 };
 
-Butterfly butterfly_of(MPI_Comm comm) {
+Butterfly butterfly_of(int p, int me) {
   Butterfly b;
-  check_mpi(MPI_Comm_size(comm, &b.p), "MPI_Comm_size");
-  check_mpi(MPI_Comm_rank(comm, &b.me), "MPI_Comm_rank");
+  b.p = p;
+  b.me = me;
   while (b.width * 2 <= b.p) b.width *= 2;
   b.rem = b.p - b.width;
   return b;
@@ -51,7 +52,10 @@ class ButterflyStrategy final : public Strategy {
  public:
   explicit ButterflyStrategy(const BuildContext &ctx)
       : comm_(ctx.comm), tag_(ctx.tag(kTagButterfly)) {
-    const Butterfly b = butterfly_of(comm_);
+    int p = 1, me = 0;
+    check_mpi(MPI_Comm_size(comm_, &p), "MPI_Comm_size");
+    check_mpi(MPI_Comm_rank(comm_, &me), "MPI_Comm_rank");
+    const Butterfly b = butterfly_of(p, me);
     const std::vector<std::int64_t> &keys = ctx.index.keys();
     own_ = static_cast<std::int32_t>(to_int_count(keys.size(), "distinct keys"));
     // The pool: (key, rank it came from) of every value this rank ever holds.
@@ -59,8 +63,10 @@ class ButterflyStrategy final : public Strategy {
     std::vector<std::int32_t> pool_rank(keys.size(), b.me);
     std::vector<std::int32_t> held(keys.size());
     for (std::int32_t u = 0; u < own_; ++u) held[static_cast<std::size_t>(u)] = u;
-    // One step: send `send` (pool positions) to peer, receive whatever it sends.
+    // One step: send `send` (pool positions) to peer, receive whatever it sends (one
+    // direction only in the hand-over: the other side is MPI_PROC_NULL).
     const auto exchange = [&](int peer, std::vector<std::int32_t> send, bool sends, bool receives) {
+      const int to = sends ? peer : MPI_PROC_NULL, from = receives ? peer : MPI_PROC_NULL;
       std::vector<std::int64_t> out;
       out.reserve(send.size() * 2);
       for (std::int32_t at : send) {
@@ -71,29 +77,14 @@ class ButterflyStrategy final : public Strategy {
       std::vector<std::int64_t> in;
       {
         MpiWait wait(ctx.clock);
-        if (sends && receives) {
-          check_mpi(MPI_Sendrecv(&out_count, 1, MPI_INT64_T, peer, tag_, &in_count, 1, MPI_INT64_T,
-                                 peer, tag_, comm_, MPI_STATUS_IGNORE),
-                    "MPI_Sendrecv");
-          in.resize(static_cast<std::size_t>(in_count) * 2);
-          check_mpi(
-              MPI_Sendrecv(out.data(), to_int_count(out.size(), "butterfly keys"), MPI_INT64_T,
-                           peer, tag_, in.data(), to_int_count(in.size(), "butterfly keys"),
-                           MPI_INT64_T, peer, tag_, comm_, MPI_STATUS_IGNORE),
-              "MPI_Sendrecv");
-        } else if (sends) {
-          check_mpi(MPI_Send(&out_count, 1, MPI_INT64_T, peer, tag_, comm_), "MPI_Send");
-          check_mpi(MPI_Send(out.data(), to_int_count(out.size(), "butterfly keys"), MPI_INT64_T,
-                             peer, tag_, comm_),
-                    "MPI_Send");
-        } else {
-          check_mpi(MPI_Recv(&in_count, 1, MPI_INT64_T, peer, tag_, comm_, MPI_STATUS_IGNORE),
-                    "MPI_Recv");
-          in.resize(static_cast<std::size_t>(in_count) * 2);
-          check_mpi(MPI_Recv(in.data(), to_int_count(in.size(), "butterfly keys"), MPI_INT64_T,
-                             peer, tag_, comm_, MPI_STATUS_IGNORE),
-                    "MPI_Recv");
-        }
+        check_mpi(MPI_Sendrecv(&out_count, 1, MPI_INT64_T, to, tag_, &in_count, 1, MPI_INT64_T,
+                               from, tag_, comm_, MPI_STATUS_IGNORE),
+                  "MPI_Sendrecv");
+        in.resize(static_cast<std::size_t>(in_count) * 2);
+        check_mpi(MPI_Sendrecv(out.data(), to_int_count(out.size(), "butterfly keys"), MPI_INT64_T,
+                               to, tag_, in.data(), to_int_count(in.size(), "butterfly keys"),
+                               MPI_INT64_T, from, tag_, comm_, MPI_STATUS_IGNORE),
+                  "MPI_Sendrecv");
       }
       Step step;
       step.peer = peer;
@@ -201,11 +192,12 @@ class ButterflyStrategy final : public Strategy {
   }
 
   Traffic traffic() const override {
-    double messages = 0;
-    for (const Step &s : steps_) messages += (s.send.empty() ? 0 : 1) + (s.recv_count > 0 ? 1 : 0);
-    // Values sent: forward what it passes on, backward the results of what it received.
-    double entries = 0;
-    for (const Step &s : steps_) entries += static_cast<double>(s.send.size() + s.recv_count);
+    // Sent: forward what it passes on, backward the results of what it received.
+    double messages = 0, entries = 0;
+    for (const Step &s : steps_) {
+      messages += (s.send.empty() ? 0 : 1) + (s.recv_count > 0 ? 1 : 0);
+      entries += static_cast<double>(s.send.size() + s.recv_count);
+    }
     return Traffic{messages, entries};
   }
   std::size_t schedule_bytes() const override {
@@ -250,9 +242,7 @@ enum Term { kExecute, kSetup, kMessages, kBytes, kTerms };
 
 void rank_terms(const RankCost &in, double *out) {
   const double p = static_cast<double>(in.ranks);
-  int width = 1;
-  while (width * 2 <= in.ranks) width *= 2;
-  const double steps = log2_steps(width) + (width < in.ranks ? 1.0 : 0.0);
+  const double steps = butterfly_of(static_cast<int>(in.ranks), 0).steps();
   // Each step passes on about half of what the rank holds, which stays about u when the
   // keys spread evenly over the hash space (2^i ranks' values of 1/2^i of it).
   const double u = static_cast<double>(in.rank.n_unique);
