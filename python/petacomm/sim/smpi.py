@@ -147,6 +147,16 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _stop_session(process: subprocess.Popen) -> None:
+    """Kills every process of ``process``'s session (smpirun and its simulator) and reaps it."""
+    import contextlib
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
 def run(
     tools: SmpiTools,
     tree: Path,
@@ -170,21 +180,29 @@ def run(
         p for p in (str(tree / "lib"), tools.lib_dir, env.get("LD_LIBRARY_PATH", "")) if p
     )
     start, cpu = time.monotonic(), _children_cpu_s()
+    # smpirun is a shell script whose simulator (smpimain) is its child: in a session of its
+    # own, so that a timeout (or an interrupt) stops the simulator too, not only the script.
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env=env,
+        cwd=platform_file.parent,
+        start_new_session=True,
+    )
     try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=env,
-            cwd=platform_file.parent,
-            timeout=timeout,
-            check=False,
-        )
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as err:
+        _stop_session(process)
         raise PetacommError(
             f"the simulation of {ranks} ranks did not finish within {timeout:.0f} s"
         ) from err
+    except BaseException:
+        _stop_session(process)
+        raise
+    done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     return SmpiResult(
         done.stdout,
         done.stderr,

@@ -1,0 +1,61 @@
+"""petacomm.sim.smpi.run: a simulation past its timeout is stopped whole.
+
+smpirun is a shell script that starts the simulator (smpimain) as its child; stopping only
+the script once left simulators running for hours. A stand-in smpirun here does the same:
+it starts a child that would run for minutes and waits for it."""
+
+import os
+import time
+
+import pytest
+
+from petacomm.errors import PetacommError
+from petacomm.sim.smpi import SmpiTools, run
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purpose
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_timeout_stops_the_simulator_too(tmp_path):
+    child_pid = tmp_path / "child.pid"
+    smpirun = tmp_path / "stand-in-smpirun"
+    smpirun.write_text(f'#!/bin/sh\nsleep 300 &\necho $! > "{child_pid}"\nwait\n')
+    smpirun.chmod(0o755)
+    tree = tmp_path / "tree"
+    (tree / "bin").mkdir(parents=True)
+    (tree / "bin" / "program").write_text("")
+    platform = tmp_path / "platform.xml"
+    platform.write_text("")
+    tools = SmpiTools(smpicc="smpicc", smpicxx="smpicxx", smpirun=str(smpirun))
+    started = time.monotonic()
+    with pytest.raises(PetacommError, match="the simulation of 2 ranks did not finish within 1 s"):
+        run(tools, tree, 2, platform, tmp_path / "hosts", ["program"], (), timeout=1)
+    assert time.monotonic() - started < 30
+    pid = int(child_pid.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), "the simulator (the stand-in's child) outlived the timeout"
+
+
+def test_a_finished_run_returns_its_output(tmp_path):
+    smpirun = tmp_path / "stand-in-smpirun"
+    smpirun.write_text('#!/bin/sh\necho "out $2"\necho err >&2\nexit 3\n')
+    smpirun.chmod(0o755)
+    tree = tmp_path / "tree"
+    (tree / "bin").mkdir(parents=True)
+    (tree / "bin" / "program").write_text("")
+    platform = tmp_path / "platform.xml"
+    platform.write_text("")
+    tools = SmpiTools(smpicc="smpicc", smpicxx="smpicxx", smpirun=str(smpirun))
+    result = run(tools, tree, 5, platform, tmp_path / "hosts", ["program"], ())
+    assert (result.stdout, result.stderr, result.returncode) == ("out 5\n", "err\n", 3)
