@@ -55,6 +55,7 @@ module petacomm_xchg
     integer(c_int) :: hub_threshold
     integer(c_int) :: deterministic
     integer(c_int) :: autotune
+    integer(c_int) :: send_window
     integer(c_int) :: plan_dtype
     integer(c_int) :: plan_k
     type(petacomm_xchg_cost_params) :: cost

@@ -74,6 +74,8 @@ def one_rank_bad_creation(keys):
         ({"keys": keys.reshape(-1, 1)}, ["keys", "one-dimensional", "(5, 1)"], other),
         ({"dtype": np.float16}, ["dtype", "float16"], other),
         ({"chunk_keys": "many"}, ["chunk_keys", "many"], other),
+        ({"send_window": -1}, ["send_window", "must be >= 0", "-1"], other),
+        ({"send_window": 2.5}, ["send_window", "expected an integer", "2.5"], other),
         ({"model": "/nonexistent/model.json"}, ["machine model", "not found"], other),
         ({"model": 42}, ["model", "MachineModel", "int"], other),
         (

@@ -166,6 +166,21 @@ def main() -> int:
                                 exact = first_exact.get(case, got)
                         check(got, references[case], dtype, label, bitwise, exact)
                 plan.free()
+    # Sends throttled to one or two in flight (binding from 3 ranks on, auto's discovery
+    # too): the same sums, exact in int64.
+    for scenario in ("mixed", "all-shared"):
+        keys = keys_for(scenario, rank)
+        want = reference(scenario, 3, np.int64, "sum")
+        for strategy in STRATEGIES:
+            for window in (1, 2):
+                plan = petacomm.SparseReducePlan(comm, keys, strategy=strategy, send_window=window)
+                assert plan.describe()["send_window"] == window
+                values = values_for(rank, keys.size, 3, np.int64, "sum")
+                plan.execute(values, "sum")
+                executions += 1
+                label = f"{scenario}/{strategy}/send_window={window}"
+                check(values.reshape(-1, 3), want, np.int64, label, None, None)
+                plan.free()
     print(f"matrix ok {executions} strategies={','.join(STRATEGIES)}", flush=True)
     return 0
 

@@ -121,6 +121,9 @@ typedef struct petacomm_xchg_options {
   int deterministic;              /* 1: fixed reduction order by rank, bitwise-identical floats
                                      across strategies (default 0) */
   int autotune;                   /* N > 0: time every candidate strategy for N executions */
+  int send_window;                /* point-to-point rounds (p2p transport, discovery): at most
+                                     this many sends in flight per rank, posted in rotated
+                                     order; 0 = all at once (default) */
   petacomm_xchg_dtype plan_dtype; /* element the planner and autotuner assume: dtype ... */
   int plan_k;                     /* ... and components per key (default float64, 1) */
   petacomm_xchg_cost_params cost;

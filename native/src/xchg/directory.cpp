@@ -1,9 +1,13 @@
 #include "directory.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <numeric>
 
 #include "error.hpp"
 #include "mpi_support.hpp"
+#include "send_window.hpp"
 #include "sorted_runs.hpp"
 
 namespace petacomm::xchg {
@@ -12,8 +16,8 @@ constexpr std::uint64_t kOwnerSalt = 0x5bd1e9955bd1e995ULL;
 }  // namespace
 
 Directory::Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys,
-                     SetupClock *clock)
-    : comm_(comm), tag_base_(tag_base), clock_(clock) {
+                     SetupClock *clock, int send_window)
+    : comm_(comm), tag_base_(tag_base), clock_(clock), send_window_(send_window) {
   check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
   static const std::vector<std::int64_t> none;
@@ -85,7 +89,8 @@ std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &
       outgoing.back().data.push_back(keys[static_cast<std::size_t>(u)]);
     }
   }
-  return nbx_exchange(comm_, tag_base_ + kTagKeys, std::move(outgoing), traffic_, clock_);
+  return nbx_exchange(comm_, tag_base_ + kTagKeys, tag_base_ + kTagBarrier, std::move(outgoing),
+                      traffic_, clock_, send_window_);
 }
 
 void Directory::build_home_table(std::vector<Message> incoming) {
@@ -161,43 +166,76 @@ std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
 
 std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
     std::vector<std::vector<std::int32_t>> replies) {
-  std::vector<MPI_Request> reply_sends;
+  std::vector<int> dest;  // the sources other than me, ascending (positions in replies: at)
+  std::vector<std::size_t> at;
   std::vector<std::int32_t> self_reply;
   for (std::size_t s = 0; s < sources_.size(); ++s) {
     if (sources_[s] == me_) {
       self_reply = std::move(replies[s]);
       continue;
     }
-    MPI_Request req;
-    check_mpi(MPI_Isend(replies[s].data(), to_int_count(replies[s].size(), "directory reply"),
-                        MPI_INT32_T, sources_[s], tag_base_ + kTagReply, comm_, &req),
-              "MPI_Isend");
-    reply_sends.push_back(req);
+    to_int_count(replies[s].size(), "directory reply");
+    dest.push_back(sources_[s]);
+    at.push_back(s);
     traffic_.messages += 1;
     traffic_.bytes += static_cast<std::int64_t>(replies[s].size() * 4);
   }
-  // One reply per home I sent keys to, on the private communicator: probe, then receive.
+  // Windowed sends are synchronous: one completes (freeing its slot) once matched, not as
+  // soon as an eager message is buffered.
+  const bool windowed = window_binds(send_window_, dest.size());
+  std::vector<std::uint32_t> order(dest.size());
+  if (windowed)
+    order = rotated_order(dest, me_, size_);
+  else
+    std::iota(order.begin(), order.end(), 0U);
+  const auto post = [&](std::uint32_t j, MPI_Request *request) {
+    const std::vector<std::int32_t> &reply = replies[at[j]];
+    check_mpi((windowed ? MPI_Issend : MPI_Isend)(reply.data(), static_cast<int>(reply.size()),
+                                                  MPI_INT32_T, dest[j], tag_base_ + kTagReply,
+                                                  comm_, request),
+              windowed ? "MPI_Issend" : "MPI_Isend");
+  };
+  SendWindow sends(order, send_window_);
+  sends.start(post);
+  // One reply per home I sent keys to (homes_ ascending), on the private communicator:
+  // probe, then receive. While sends wait for their turn the probe must not block (the
+  // homes may be waiting for this rank's replies to post theirs).
   std::vector<std::vector<std::int32_t>> received(homes_.size());
-  for (std::size_t h = 0; h < homes_.size(); ++h) {
-    if (homes_[h] == me_) {
-      received[h] = std::move(self_reply);
+  std::size_t pending = homes_.size();
+  const auto mine = std::lower_bound(homes_.begin(), homes_.end(), me_);
+  if (mine != homes_.end() && *mine == me_) {
+    received[static_cast<std::size_t>(mine - homes_.begin())] = std::move(self_reply);
+    --pending;
+  }
+  MpiWait wait(clock_);
+  while (pending > 0) {
+    int found = 1;
+    MPI_Status status;
+    if (sends.done())
+      check_mpi(MPI_Probe(MPI_ANY_SOURCE, tag_base_ + kTagReply, comm_, &status), "MPI_Probe");
+    else
+      check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag_base_ + kTagReply, comm_, &found, &status),
+                "MPI_Iprobe");
+    if (!found) {
+      sends.progress(post, false);
+      sched_yield();
       continue;
     }
-    MpiWait wait(clock_);
-    MPI_Status status;
-    check_mpi(MPI_Probe(homes_[h], tag_base_ + kTagReply, comm_, &status), "MPI_Probe");
+    const auto home = std::lower_bound(homes_.begin(), homes_.end(), status.MPI_SOURCE);
+    PETACOMM_CHECK_INTERNAL(home != homes_.end() && *home == status.MPI_SOURCE,
+                            "a directory reply from rank ", status.MPI_SOURCE,
+                            ", which homes none of my keys");
+    std::vector<std::int32_t> &reply = received[static_cast<std::size_t>(home - homes_.begin())];
     int count = 0;
     check_mpi(MPI_Get_count(&status, MPI_INT32_T, &count), "MPI_Get_count");
-    received[h].resize(static_cast<std::size_t>(count));
-    check_mpi(MPI_Recv(received[h].data(), count, MPI_INT32_T, homes_[h], tag_base_ + kTagReply,
+    reply.resize(static_cast<std::size_t>(count));
+    check_mpi(MPI_Recv(reply.data(), count, MPI_INT32_T, status.MPI_SOURCE, tag_base_ + kTagReply,
                        comm_, MPI_STATUS_IGNORE),
               "MPI_Recv");
     reply_ints_ += count;
+    --pending;
   }
-  MpiWait wait(clock_);
-  check_mpi(
-      MPI_Waitall(static_cast<int>(reply_sends.size()), reply_sends.data(), MPI_STATUSES_IGNORE),
-      "MPI_Waitall");
+  sends.finish(post);
   return received;
 }
 

@@ -25,7 +25,9 @@ class Directory {
   // creation runs this step while its argument check is in flight, so every rank runs it,
   // whatever it was asked). tag_base: the plan's tags.
   // Its waiting is timed on `clock` (may be nullptr), which must outlive the directory.
-  Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys, SetupClock *clock);
+  // send_window: at most this many sends in flight per step (0: all at once).
+  Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys, SetupClock *clock,
+            int send_window);
   // Then (once the ranks' arguments agree) each home tells the holders of its keys who
   // else holds them: holder lists for keys with d <= list_limit, always to a key's owner.
   void resolve(int list_limit);
@@ -75,6 +77,7 @@ class Directory {
   MPI_Comm comm_;
   int tag_base_;
   SetupClock *clock_;
+  int send_window_;
   int me_ = 0, size_ = 1;
   std::size_t u_count_ = 0;        // keys sent home
   std::vector<Message> incoming_;  // keys homed here, until resolve()

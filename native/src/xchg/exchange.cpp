@@ -27,7 +27,7 @@ const char *transport_name(Transport t) {
 }
 
 Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transport, int tag,
-                   SetupClock *clock)
+                   SetupClock *clock, int send_window)
     : comm_(comm),
       send_(std::move(send)),
       recv_(std::move(recv)),
@@ -36,6 +36,12 @@ Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transp
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
   to_int_count(static_cast<std::size_t>(send_.entries()), "values sent per exchange");
   to_int_count(static_cast<std::size_t>(recv_.entries()), "values received per exchange");
+  if (transport_ == Transport::kP2P && window_binds(send_window, send_.peers())) {
+    int me = 0;
+    check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
+    send_window_ = send_window;
+    send_order_ = rotated_order(send_.ranks, me, size_);
+  }
   if (transport_ == Transport::kNeighbor) {
     MpiWait wait(clock);
     check_mpi(MPI_Dist_graph_create_adjacent(comm_, static_cast<int>(recv_.peers()),
@@ -69,6 +75,12 @@ Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transp
 
 Exchange::~Exchange() {
   if (mpi_finalized()) return;
+  if (window_) {  // abandoned mid-round: post and complete the rest, as the partners wait
+    try {
+      window_->finish([this](std::uint32_t j, MPI_Request *r) { post_send(j, r); });
+    } catch (...) {
+    }
+  }
   if (started_ && !persistent_.empty())
     MPI_Waitall(static_cast<int>(persistent_.size()), persistent_.data(), MPI_STATUSES_IGNORE);
   if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
@@ -90,7 +102,8 @@ void Exchange::prepare(const ElementType &type) {
   send_buf_.resize(static_cast<std::size_t>(send_.entries()) * elem_bytes_);
   recv_buf_.resize(static_cast<std::size_t>(recv_.entries()) * elem_bytes_);
   if (transport_ != Transport::kP2P) return;
-  persistent_.resize(recv_.peers() + send_.peers(), MPI_REQUEST_NULL);
+  // With a window the sends are posted one by one as earlier ones complete (post_send).
+  persistent_.resize(recv_.peers() + (send_window_ > 0 ? 0 : send_.peers()), MPI_REQUEST_NULL);
 #ifdef PETACOMM_SMPI
   // SimGrid SMPI 3.32's first MPI_Start of a persistent send of a derived datatype sends the
   // buffer as it was at MPI_Send_init (zeros here: every first execution of a plan reduced
@@ -102,11 +115,21 @@ void Exchange::prepare(const ElementType &type) {
                             static_cast<int>(recv_.begin[j + 1] - recv_.begin[j]), type.get(),
                             recv_.ranks[j], tag_, comm_, &persistent_[j]),
               "MPI_Recv_init");
+  if (send_window_ > 0) return;
   for (std::size_t j = 0; j < send_.peers(); ++j)
     check_mpi(MPI_Send_init(send_buf_.data() + send_.begin[j] * elem_bytes_,
                             static_cast<int>(send_.begin[j + 1] - send_.begin[j]), type.get(),
                             send_.ranks[j], tag_, comm_, &persistent_[recv_.peers() + j]),
               "MPI_Send_init");
+}
+
+// A windowed send: synchronous, so that it completes (and frees its slot) once the message
+// is matched, not as soon as an eager message is buffered.
+void Exchange::post_send(std::uint32_t j, MPI_Request *request) {
+  check_mpi(MPI_Issend(send_buf_.data() + send_.begin[j] * elem_bytes_,
+                       static_cast<int>(send_.begin[j + 1] - send_.begin[j]), prepared_type_,
+                       send_.ranks[j], tag_, comm_, request),
+            "MPI_Issend");
 }
 
 #ifdef PETACOMM_SMPI
@@ -116,6 +139,7 @@ void Exchange::post_nonpersistent() {
                         static_cast<int>(recv_.begin[j + 1] - recv_.begin[j]), prepared_type_,
                         recv_.ranks[j], tag_, comm_, &persistent_[j]),
               "MPI_Irecv");
+  if (send_window_ > 0) return;
   for (std::size_t j = 0; j < send_.peers(); ++j)
     check_mpi(MPI_Isend(send_buf_.data() + send_.begin[j] * elem_bytes_,
                         static_cast<int>(send_.begin[j + 1] - send_.begin[j]), prepared_type_,
@@ -152,6 +176,10 @@ void Exchange::start(const void *src, const ElementType &type) {
         check_mpi(MPI_Startall(static_cast<int>(persistent_.size()), persistent_.data()),
                   "MPI_Startall");
 #endif
+      if (send_window_ > 0) {
+        window_ = std::make_unique<SendWindow>(send_order_, send_window_);
+        window_->start([this](std::uint32_t j, MPI_Request *r) { post_send(j, r); });
+      }
       break;
     case Transport::kNeighbor:
       check_mpi(MPI_Ineighbor_alltoallv(send_buf_.data(), scounts_.data(), sdispls_.data(),
@@ -173,6 +201,10 @@ void Exchange::wait() {
   PETACOMM_CHECK_INTERNAL(started_, "waiting for an exchange that was not started");
   started_ = false;
   if (transport_ == Transport::kP2P) {
+    if (window_) {
+      window_->finish([this](std::uint32_t j, MPI_Request *r) { post_send(j, r); });
+      window_.reset();
+    }
     if (!persistent_.empty())
       check_mpi(MPI_Waitall(static_cast<int>(persistent_.size()), persistent_.data(),
                             MPI_STATUSES_IGNORE),

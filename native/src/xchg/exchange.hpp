@@ -7,11 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "element_op.hpp"
 #include "mpi_support.hpp"
+#include "send_window.hpp"
 #include "sharing.hpp"
 
 namespace petacomm::xchg {
@@ -24,8 +26,9 @@ class Exchange {
  public:
   // Collective over comm when transport is kNeighbor (creates the graph communicator).
   // Built during plan setup: its MPI waits are timed on `clock` (may be nullptr).
+  // send_window (p2p): at most this many sends in flight per round, 0 = all at once.
   Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transport, int tag,
-           SetupClock *clock);
+           SetupClock *clock, int send_window = 0);
   ~Exchange();
   Exchange(const Exchange &) = delete;
   Exchange &operator=(const Exchange &) = delete;
@@ -47,6 +50,7 @@ class Exchange {
 
  private:
   void prepare(const ElementType &type);
+  void post_send(std::uint32_t peer, MPI_Request *request);
 #ifdef PETACOMM_SMPI
   void post_nonpersistent();  // the persistent requests' sends and receives, posted anew
 #endif
@@ -60,7 +64,10 @@ class Exchange {
   std::size_t elem_bytes_ = 0;
   MPI_Datatype prepared_type_ = MPI_DATATYPE_NULL;
   std::vector<char> send_buf_, recv_buf_;
-  std::vector<MPI_Request> persistent_;  // p2p: receives then sends
+  std::vector<MPI_Request> persistent_;    // p2p: receives then sends (not with a window)
+  int send_window_ = 0;                    // p2p: binding (window_binds) or 0
+  std::vector<std::uint32_t> send_order_;  // ... the sends' rotated order
+  std::unique_ptr<SendWindow> window_;     // ... the round in flight
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool started_ = false;
   MPI_Comm graph_ = MPI_COMM_NULL;

@@ -27,8 +27,11 @@ struct SetupTraffic {
 // Collective over comm. Messages to self are delivered without MPI. Returns the incoming
 // messages (in arrival order; at most one per source if each rank sends at most one per
 // destination). `tag` must not be used concurrently on comm.
-// Its waiting is timed on `clock` (may be nullptr).
-std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, std::vector<Message> outgoing,
-                                  SetupTraffic &traffic, SetupClock *clock);
+// Its waiting is timed on `clock` (may be nullptr). send_window: at most this many sends in
+// flight (0: all at once; see send_window.hpp). barrier_tag: the barrier's messages under
+// SimGrid SMPI (see nbx.cpp), another tag than `tag`.
+std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, int barrier_tag,
+                                  std::vector<Message> outgoing, SetupTraffic &traffic,
+                                  SetupClock *clock, int send_window);
 
 }  // namespace petacomm::xchg

@@ -10,15 +10,15 @@ namespace {
 class Pairwise final : public Strategy {
  public:
   Pairwise(const char *name, MPI_Comm comm, int tag, const Sharing &sharing, Transport transport,
-           SetupClock *clock)
+           SetupClock *clock, int send_window)
       : name_(name) {
     int me = 0, p = 1;
     check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
     PeerList peers = pair_peers(sharing, INT_MAX, p);
     PeerList copy = peers;
-    exchange_ =
-        std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag, clock);
+    exchange_ = std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag,
+                                           clock, send_window);
     fold_ = std::make_unique<RankOrderFold>(exchange_->recvs(), me);
   }
   const char *name() const override { return name_; }
@@ -54,8 +54,8 @@ class Pairwise final : public Strategy {
 
 std::unique_ptr<Strategy> make_pairwise(const char *name, MPI_Comm comm, int tag,
                                         const Sharing &sharing, Transport transport,
-                                        SetupClock *clock) {
-  return std::make_unique<Pairwise>(name, comm, tag, sharing, transport, clock);
+                                        SetupClock *clock, int send_window) {
+  return std::make_unique<Pairwise>(name, comm, tag, sharing, transport, clock, send_window);
 }
 
 }  // namespace petacomm::xchg

@@ -13,9 +13,10 @@
 
 namespace petacomm::xchg {
 
-// Collective over comm (with the neighbor transport). name: a static string.
+// Collective over comm (with the neighbor transport). name: a static string. send_window:
+// Exchange's.
 std::unique_ptr<Strategy> make_pairwise(const char *name, MPI_Comm comm, int tag,
                                         const Sharing &sharing, Transport transport,
-                                        SetupClock *clock);
+                                        SetupClock *clock, int send_window);
 
 }  // namespace petacomm::xchg

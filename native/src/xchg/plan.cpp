@@ -45,6 +45,7 @@ std::string validate_options(const petacomm_xchg_options &o, const petacomm_xchg
     return concat("allgather_keys: must be in [1, ", INT_MAX / 2, "], got ", o.allgather_keys);
   if (o.hub_threshold < 0) return concat("hub_threshold: must be >= 0, got ", o.hub_threshold);
   if (o.autotune < 0) return concat("autotune: must be >= 0, got ", o.autotune);
+  if (o.send_window < 0) return concat("send_window: must be >= 0, got ", o.send_window);
   return validate_cost(o.cost, p2p);
 }
 
@@ -89,6 +90,7 @@ petacomm_xchg_options default_options() {
   o.hub_threshold = 0;
   o.deterministic = 0;
   o.autotune = 0;
+  o.send_window = 0;
   o.plan_dtype = PETACOMM_XCHG_FLOAT64;
   o.plan_k = 1;
   o.cost = default_cost_params();
@@ -144,6 +146,7 @@ struct Plan::Described {
   petacomm_xchg_dtype plan_dtype;
   int plan_k;
   int autotune;
+  int send_window;
   Transport transport;
 };
 
@@ -190,9 +193,11 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
     check.start(comm_, problem, option_values(o, p2p), sends_keys);
     std::unique_ptr<Directory> directory;
     if (sends_keys)
-      directory = std::make_unique<Directory>(comm_, private_.tag_base(), &index_.keys(), &clock);
+      directory = std::make_unique<Directory>(comm_, private_.tag_base(), &index_.keys(), &clock,
+                                              o.send_window);
     if (!check.passed()) {
-      if (!sends_keys && check.any_flag()) Directory(comm_, private_.tag_base(), nullptr, &clock);
+      if (!sends_keys && check.any_flag())
+        Directory(comm_, private_.tag_base(), nullptr, &clock, o.send_window);
       check.fail("no plan was created");
     }
     deterministic_ = o.deterministic != 0;
@@ -279,7 +284,7 @@ void Plan::build(const petacomm_xchg_options &o, const CostModel &cost,
   if (found.directory) found.directory->release_home_table();
   std::vector<std::uint64_t>().swap(choice.statistics.chunks);  // not described
   described_.reset(new Described{std::move(choice), cost, o.plan_dtype, o.plan_k, o.autotune,
-                                 parse_transport(o.transport)});
+                                 o.send_window, parse_transport(o.transport)});
 }
 
 Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xchg_options &o,
@@ -492,6 +497,7 @@ std::string Plan::describe(const Described &d) const {
   j.value("transport", transport_name(d.transport));
   j.value("deterministic", deterministic_);
   j.value("autotune", d.autotune);
+  j.value("send_window", d.send_window);
   const Traffic traffic = strategy_->traffic();
   if (traffic.inter_node_messages >= 0) {  // this rank's, per execution
     j.value("nodes", c.rank.nodes).value("node_ranks", c.rank.node_ranks);

@@ -29,6 +29,7 @@ enum PlanTag : int {
   kTagHubRest,    // hub-split's all-pairs remainder
   kTagRange,      // range: keys to the owners of their part of the key range (NBX)
   kTagButterfly,  // butterfly: every step, at setup and per execution
+  kTagBarrier,    // NBX's barrier under SimGrid SMPI (nbx.hpp)
   kTagsPerPlan = 16
 };
 

@@ -42,7 +42,7 @@ const char *not_a_candidate(const petacomm_xchg_prediction &) {
 
 std::unique_ptr<Strategy> build(BuildContext &ctx) {
   return make_pairwise("allgather", ctx.comm, ctx.tag(kTagPairs), *ctx.sharing,
-                       Transport::kAlltoallv, ctx.clock);
+                       Transport::kAlltoallv, ctx.clock, 0);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ petacomm_xchg_prediction predict(const double *m, const GlobalCost &) {
 
 std::unique_ptr<Strategy> build(BuildContext &ctx) {
   return make_pairwise("directory", ctx.comm, ctx.tag(kTagPairs), *ctx.sharing, ctx.transport,
-                       ctx.clock);
+                       ctx.clock, ctx.options.send_window);
 }
 
 }  // namespace
@@ -33,7 +33,7 @@ extern const XchgStrategy kDirectoryStrategy{
     {"directory",
      "keys hashed to home ranks (NBX) tell each holder who shares its keys; each execution "
      "exchanges shared values with the real partners only, d(d-1) values per key",
-     "transport"},
+     "transport send_window"},
     Discovery::kDirectory,
     all_holder_lists,
     kTerms,

@@ -17,14 +17,15 @@ namespace {
 class HubSplit final : public Strategy {
  public:
   HubSplit(MPI_Comm comm, int tag, const Sharing &sharing, int threshold, std::int64_t hubs,
-           std::int64_t chunk_keys, bool deterministic, Transport transport, SetupClock *clock) {
+           std::int64_t chunk_keys, bool deterministic, Transport transport, SetupClock *clock,
+           int send_window) {
     int me = 0, p = 1;
     check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm, &p), "MPI_Comm_size");
     PeerList peers = pair_peers(sharing, threshold, p);
     PeerList copy = peers;
-    rest_ =
-        std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag, clock);
+    rest_ = std::make_unique<Exchange>(comm, std::move(peers), std::move(copy), transport, tag,
+                                       clock, send_window);
     fold_ = std::make_unique<RankOrderFold>(rest_->recvs(), me);
     std::vector<std::pair<std::uint64_t, std::int32_t>> mine;
     for (std::size_t u = 0; u < sharing.keys(); ++u)
@@ -161,7 +162,7 @@ std::unique_ptr<Strategy> build(BuildContext &ctx) {
                       given > 0 ? ", given" : ", from the model");
   return std::make_unique<HubSplit>(ctx.comm, ctx.tag(kTagHubRest), *ctx.sharing, threshold, hubs,
                                     ctx.options.chunk_keys, ctx.deterministic, ctx.transport,
-                                    ctx.clock);
+                                    ctx.clock, ctx.options.send_window);
 }
 
 }  // namespace
@@ -170,7 +171,7 @@ extern const XchgStrategy kHubSplitStrategy{
     {"hub-split",
      "keys held by more than hub_threshold ranks reduced by one dense allreduce over just "
      "those keys, the rest all-pairs; the threshold is chosen by the model unless given",
-     "hub_threshold chunk_keys deterministic transport"},
+     "hub_threshold chunk_keys deterministic transport send_window"},
     Discovery::kDirectory,
     holder_lists,
     kTerms,

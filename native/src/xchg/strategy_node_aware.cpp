@@ -91,7 +91,7 @@ class NodeAware final : public Strategy {
                 "MPI_Gatherv");
     }
     if (leader) {
-      build_leader(gathered, counts, displs, ctx.transport, ctx.clock);
+      build_leader(gathered, counts, displs, ctx.transport, ctx.clock, ctx.options.send_window);
     } else {
       up_ = std::make_unique<Exchange>(node_comm, single_peer(0, shared_), PeerList{{}, {0}, {}},
                                        Transport::kP2P, kTagUp, ctx.clock);
@@ -206,7 +206,8 @@ class NodeAware final : public Strategy {
   };
 
   void build_leader(const std::vector<std::int64_t> &gathered, const std::vector<int> &counts,
-                    const std::vector<int> &displs, Transport transport, SetupClock *clock) {
+                    const std::vector<int> &displs, Transport transport, SetupClock *clock,
+                    int send_window) {
     const int node = nodes_->node_of(me_);
     const std::vector<int> &members = nodes_->members(node);
     std::vector<Record> records;
@@ -313,9 +314,10 @@ class NodeAware final : public Strategy {
     down_ =
         std::make_unique<Exchange>(node_comm, group_by_peer(std::move(down), nodes_->node_ranks()),
                                    PeerList{{}, {0}, {}}, Transport::kP2P, kTagDown, clock);
-    between_ = std::make_unique<Exchange>(
-        nodes_->leaders(), group_by_peer(std::move(sends), nodes_->nodes()),
-        group_by_peer(std::move(recvs), nodes_->nodes()), transport, kTagLeaders, clock);
+    between_ = std::make_unique<Exchange>(nodes_->leaders(),
+                                          group_by_peer(std::move(sends), nodes_->nodes()),
+                                          group_by_peer(std::move(recvs), nodes_->nodes()),
+                                          transport, kTagLeaders, clock, send_window);
   }
 
   std::shared_ptr<const NodeTopology> nodes_;
@@ -406,7 +408,7 @@ extern const XchgStrategy kNodeAwareStrategy{
      "shared keys reduced at one leader per node (PETACOMM_NODE_SIZE: virtual nodes), one "
      "message per pair of nodes between leaders, results handed back inside the node; wins "
      "when many ranks of a node each share keys with many ranks (latency bound)",
-     "transport deterministic"},
+     "transport deterministic send_window"},
     Discovery::kDirectory,
     all_holder_lists,
     kTerms,

@@ -67,7 +67,7 @@ extern const XchgStrategy kOwnerStrategy{
     {"owner",
      "each shared key reduced at one holder chosen by hash and the result sent back: "
      "2(d-1) values per key in two rounds; wins for keys held by many ranks",
-     "transport"},
+     "transport send_window"},
     Discovery::kDirectory,
     no_holder_lists,
     kTerms,

@@ -107,7 +107,8 @@ class Range final : public TwoRoundStrategy {
       to_owners.begin.push_back(static_cast<std::int64_t>(to_owners.index.size()));
     }
     std::vector<Message> incoming =
-        nbx_exchange(ctx.comm, ctx.tag(kTagRange), std::move(outgoing), setup_traffic_, ctx.clock);
+        nbx_exchange(ctx.comm, ctx.tag(kTagRange), ctx.tag(kTagBarrier), std::move(outgoing),
+                     setup_traffic_, ctx.clock, ctx.options.send_window);
     std::sort(incoming.begin(), incoming.end(),
               [](const Message &a, const Message &b) { return a.rank < b.rank; });
     // The keys of my part that any rank holds, ascending, are the root slots.
@@ -203,7 +204,7 @@ extern const XchgStrategy kRangeStrategy{
     {"range",
      "each key reduced at the owner of its part of the key range (PetscSF's layout) and sent "
      "back: no discovery, one NBX round at setup; every key travels, 2u values per rank",
-     "transport"},
+     "transport send_window"},
     Discovery::kNone,
     no_holder_lists,
     kTerms,

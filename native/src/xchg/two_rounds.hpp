@@ -34,10 +34,11 @@ class TwoRoundStrategy : public Strategy {
  protected:
   // Round 1 sends to `to_reducers` and receives from `from_holders`; round 2 the reverse.
   void build_exchanges(const BuildContext &ctx, PeerList to_reducers, PeerList from_holders) {
+    const int window = ctx.options.send_window;
     gather_ = std::make_unique<Exchange>(ctx.comm, to_reducers, from_holders, ctx.transport,
-                                         ctx.tag(kTagToOwner), ctx.clock);
+                                         ctx.tag(kTagToOwner), ctx.clock, window);
     scatter_ = std::make_unique<Exchange>(ctx.comm, std::move(from_holders), std::move(to_reducers),
-                                          ctx.transport, ctx.tag(kTagFromOwner), ctx.clock);
+                                          ctx.transport, ctx.tag(kTagFromOwner), ctx.clock, window);
   }
   // The exchanges, and a fold of round 1's values into the reducer's own in rank order.
   void build_rounds(const BuildContext &ctx, PeerList to_reducers, PeerList from_holders, int me) {

@@ -270,7 +270,7 @@ void run_user(petacomm_xchg_plan plan, int scenario, const char *label) {
 }
 
 void run_plan(int scenario, const char *strategy, const char *transport, bool deterministic,
-              int hub_threshold, int execution) {
+              int hub_threshold, int execution, int send_window = 0) {
   const std::vector<std::int64_t> keys = keys_for(scenario, me, nranks);
   petacomm_xchg_options opts;
   petacomm_xchg_options_default(&opts);
@@ -280,10 +280,11 @@ void run_plan(int scenario, const char *strategy, const char *transport, bool de
   opts.chunk_keys = 16;  // several chunks, a short last one
   opts.allgather_keys = 7;
   opts.hub_threshold = hub_threshold;
+  opts.send_window = send_window;
   petacomm_xchg_plan plan = nullptr;
   char label[160];
-  std::snprintf(label, sizeof label, "%s/%s/det=%d/hub=%d", strategy, transport, deterministic,
-                hub_threshold);
+  std::snprintf(label, sizeof label, "%s/%s/det=%d/hub=%d/window=%d", strategy, transport,
+                deterministic, hub_threshold, send_window);
   petacomm_status rc = petacomm_xchg_plan_create(
       MPI_COMM_WORLD, keys.data(), static_cast<std::int64_t>(keys.size()), &opts, &plan);
   CHECK(rc == PETACOMM_SUCCESS, "%s: create failed: %s", label, petacomm_last_error());
@@ -354,6 +355,12 @@ int main(int argc, char **argv) {
     for (const petacomm_strategy_info &s : registered)
       if (std::strstr(s.options, "transport") != nullptr) run_plan(0, s.name, t, 1, 0, execution++);
   for (int threshold : {1, 2, 3}) run_plan(0, "hub-split", "p2p", 1, threshold, execution++);
+  // Sends throttled to 1 or 2 in flight (binding from 3 ranks on), auto's discovery too.
+  for (int window : {1, 2})
+    for (const petacomm_strategy_info &s : registered)
+      if (std::strstr(s.options, "send_window") != nullptr)
+        for (int scenario : {0, 1}) run_plan(scenario, s.name, "p2p", 0, 0, execution++, window);
+  run_plan(1, "auto", "p2p", 1, 0, execution++, 1);
   run_plan(1, "auto", "p2p", 0, 0, execution++);
   std::string names;
   for (const char *s : strategies) names += std::string(names.empty() ? "" : ",") + s;

@@ -68,6 +68,7 @@ class Options(ctypes.Structure):
         ("hub_threshold", ctypes.c_int),
         ("deterministic", ctypes.c_int),
         ("autotune", ctypes.c_int),
+        ("send_window", ctypes.c_int),
         ("plan_dtype", ctypes.c_int),
         ("plan_k", ctypes.c_int),
         ("cost", CostParams),

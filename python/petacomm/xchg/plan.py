@@ -82,13 +82,17 @@ def _derive_options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
         if not isinstance(given[name], str):
             raise ValueError(f"{name}: expected a string, got {given[name]!r}")
         setattr(options, name, given[name].encode())
-    for name in ("chunk_keys", "allgather_keys", "hub_threshold", "autotune", "k"):
+    for name in ("chunk_keys", "allgather_keys", "hub_threshold", "autotune", "send_window", "k"):
         value = given[name]
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise ValueError(f"{name}: expected an integer, got {value!r}")
     options.chunk_keys = int(given["chunk_keys"])
     options.allgather_keys = int(given["allgather_keys"])
     options.hub_threshold = int(given["hub_threshold"])
+    window = int(given["send_window"])
+    if not -(2**31) <= window < 2**31:
+        raise ValueError(f"send_window: must be >= 0 sends in flight, got {window}")
+    options.send_window = window
     options.autotune = int(given["autotune"])
     options.deterministic = 1 if given["deterministic"] else 0
     options.plan_dtype = _dtype_code(given["dtype"], "dtype")
@@ -111,7 +115,9 @@ class SparseReducePlan:
     ``autotune=N`` times the candidates. The planner's costs come from ``model`` (a
     petacomm.model.MachineModel or a model file; default: the measured model if netbench
     wrote one, else the built-in defaults). ``dtype`` and ``k`` describe the values the
-    planner should assume; any dtype and k may be executed.
+    planner should assume; any dtype and k may be executed. ``send_window=N`` keeps at most
+    N point-to-point sends of a round in flight per rank (synchronous sends, in rotated order;
+    0: all at once), for runs with thousands of partners per rank.
 
     Creation and execution are collective: a bad argument on one rank (keys that are not
     integers, another strategy, another model) fails on every rank together, naming the rank
@@ -128,6 +134,7 @@ class SparseReducePlan:
         chunk_keys: int = 65536,
         allgather_keys: int = 65536,
         hub_threshold: int = 0,
+        send_window: int = 0,
         deterministic: bool = False,
         autotune: int = 0,
         dtype=np.float64,
@@ -151,6 +158,7 @@ class SparseReducePlan:
                 chunk_keys=chunk_keys,
                 allgather_keys=allgather_keys,
                 hub_threshold=hub_threshold,
+                send_window=send_window,
                 deterministic=deterministic,
                 autotune=autotune,
                 dtype=dtype,

@@ -3,10 +3,11 @@
  * `petacomm simulate sparse-reduce` (built with smpicc in an SMPI build tree, it reports
  * SimGrid's simulated time: ranks simulated one after another, compute bursts timed on the
  * host, so ranks never share a core; any other MPI runs it too).
- * argv: KEY_DIR REPETITIONS [STRATEGIES [TRANSPORT]]. Rank r of p reads
+ * argv: KEY_DIR REPETITIONS [STRATEGIES [TRANSPORT [SEND_WINDOW]]]. Rank r of p reads
  * <KEY_DIR>/p<p>_r<r>.bin (int64 keys). STRATEGIES is a comma-separated list (registered
  * names or "auto"; default or "all": every registered strategy); TRANSPORT the partner
- * exchange of the strategies that have one (p2p, neighbor, alltoallv; default p2p). Rank 0 prints
+ * exchange of the strategies that have one (p2p, neighbor, alltoallv; default p2p); SEND_WINDOW
+ * the plans' send_window option (default 0: every send of a round at once). Rank 0 prints
  * one line per strategy: XCHGSMPI {"strategy", "chosen" (what the plan runs: the planner's pick for
  * "auto"), "simulated_seconds" (plan setup), "execute_seconds" (one in-place sum of one float64 per
  * key), "keys"}: medians over the repetitions after a warm-up one, each timed by operation_seconds.
@@ -46,8 +47,8 @@ static double median_after_warmup(double *times, int reps) {
   return times[1 + reps / 2];
 }
 
-static void run_strategy(const char *name, const char *transport, const int64_t *keys, long n,
-                         int reps, int rank) {
+static void run_strategy(const char *name, const char *transport, int send_window,
+                         const int64_t *keys, long n, int reps, int rank) {
   double *setup = malloc(sizeof(double) * (size_t)(reps + 1));
   double *execute = malloc(sizeof(double) * (size_t)(reps + 1));
   double *values = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
@@ -59,6 +60,7 @@ static void run_strategy(const char *name, const char *transport, const int64_t 
     petacomm_xchg_options_default(&o);
     o.strategy = name;
     o.transport = transport;
+    o.send_window = send_window;
     o.plan_k = 3;
     petacomm_xchg_plan_free(&plan);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -94,10 +96,11 @@ int main(int argc, char **argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc < 3 || argc > 5 || atoi(argv[2]) < 1) {
+  if (argc < 3 || argc > 6 || atoi(argv[2]) < 1 || (argc == 6 && atoi(argv[5]) < 0)) {
     if (rank == 0)
       fprintf(stderr,
-              "usage: petacomm-xchg-setup-bench KEY_DIR REPETITIONS [STRATEGIES [TRANSPORT]]\n");
+              "usage: petacomm-xchg-setup-bench KEY_DIR REPETITIONS [STRATEGIES "
+              "[TRANSPORT [SEND_WINDOW]]]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const int reps = atoi(argv[2]);
@@ -114,11 +117,12 @@ int main(int argc, char **argv) {
   int64_t *keys = malloc((size_t)(n > 0 ? n : 1) * 8);
   if (!keys || fread(keys, 8, (size_t)n, file) != (size_t)n) MPI_Abort(MPI_COMM_WORLD, 2);
   fclose(file);
-  const char *transport = argc == 5 ? argv[4] : "p2p";
+  const char *transport = argc >= 5 ? argv[4] : "p2p";
+  const int send_window = argc == 6 ? atoi(argv[5]) : 0;
   if (argc >= 4 && strcmp(argv[3], "all") != 0) {
     char *list = strdup(argv[3]);
     for (char *at = NULL, *name = strtok_r(list, ",", &at); name; name = strtok_r(NULL, ",", &at))
-      run_strategy(name, transport, keys, n, reps, rank);
+      run_strategy(name, transport, send_window, keys, n, reps, rank);
     free(list);
   } else {
     int strategies = 0;
@@ -126,7 +130,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < strategies; ++s) {
       petacomm_strategy_info info;
       if (petacomm_xchg_strategy_info(s, &info) != PETACOMM_SUCCESS) fail("strategy_info");
-      run_strategy(info.name, transport, keys, n, reps, rank);
+      run_strategy(info.name, transport, send_window, keys, n, reps, rank);
     }
   }
   free(keys);
