@@ -73,7 +73,11 @@ def estimated_seconds(
     else:
         growth = _flow_growth(flows, simgrid)
         if variant in preset.dense_variants:
-            growth = max(growth, (flows / DENSE_FLOWS_SCALE) ** DENSE_FLOWS_EXPONENT)
+            share = 1.0
+        else:
+            share = preset.overlap(ranks, size, variant) if preset.overlap else 0.0
+        if share > 0:
+            growth = max(growth, (share * flows / DENSE_FLOWS_SCALE) ** DENSE_FLOWS_EXPONENT)
     return messages * SECONDS_PER_MESSAGE * (1 + growth) + nbytes * SECONDS_PER_BYTE
 
 

@@ -65,6 +65,9 @@ class Preset:
     # all in flight), so that every message's end re-solves their sharing, rather than
     # ending about as they start (see petacomm.sim.cli.DENSE_FLOWS_SCALE).
     dense_variants: tuple[str, ...] = ()
+    # For the other variants: the share of a round's flows that stay in the system together
+    # that way (0 or None: none; see _sparse_overlap).
+    overlap: Callable[[int, dict, str], float] | None = None
 
 
 def _result_line(stdout: str, mark: str) -> dict:
@@ -98,6 +101,19 @@ def _sparse_size(text: str) -> dict:
     return _nside_and_count(text, "total_samples", "128:2097152")
 
 
+def _sparse_variant(variant: str) -> tuple[str, int]:
+    """(strategy, send_window) of a variant: a strategy name, or NAME:wN for the plan option
+    send_window=N (at most N sends in flight per rank and round)."""
+    name, sep, window = variant.partition(":w")
+    if not sep:
+        return variant, 0
+    if not window.isdigit() or int(window) < 1:
+        raise PetacommError(
+            f"--variants: {variant!r}: expected NAME or NAME:wN with N >= 1 sends in flight"
+        )
+    return name, int(window)
+
+
 def _sparse_prepare(
     work: Path, ranks: int, size: dict, variant: str, reps: int, platform=None
 ) -> list[str]:
@@ -105,13 +121,15 @@ def _sparse_prepare(
 
     from petacomm.datasets import make
 
+    strategy, window = _sparse_variant(variant)
     keys_dir = work / f"keys-p{ranks}"
     if not keys_dir.is_dir():
         keys_dir.mkdir()
         generator = make("cmb", ranks, **size)
         for r in range(ranks):
             np.unique(generator.keys(r)).astype(np.int64).tofile(keys_dir / f"p{ranks}_r{r}.bin")
-    return ["petacomm-xchg-setup-bench", str(keys_dir), str(reps), variant]
+    command = ["petacomm-xchg-setup-bench", str(keys_dir), str(reps), strategy]
+    return command + (["p2p", str(window)] if window else [])
 
 
 def _sparse_parse(stdout: str, work: Path) -> dict:
@@ -134,11 +152,40 @@ def _sparse_partners(ranks: int, size: dict) -> int:
 
 
 def _sparse_flows(ranks: int, size: dict, variant: str) -> float:
-    """Messages in flight at once: the dense reduction's rounds and the butterfly's steps pair
-    every rank once; a sparse round sends to every partner at once."""
-    if variant in ("dense-allreduce", "butterfly"):
+    """Messages of one round: the dense reduction's rounds and the butterfly's steps pair
+    every rank once; a sparse round sends to every partner (with a send window fewer are in
+    flight at once, _sparse_overlap, but as many are polled for)."""
+    if _sparse_variant(variant)[0] in ("dense-allreduce", "butterfly"):
         return ranks
     return ranks * max(1, _sparse_partners(ranks, size))
+
+
+# A sparse round's messages overlap in SimGrid's max-min system once they are large enough to
+# outlast the latency: measured with the set build, the wall time per simulated message is
+# about the same (83-112 us) for the owner strategy's 0.1-0.5 KB messages with 16k-262k flows
+# per round, but 92, 260 and 1850 us for auto's 2 KB messages at 128 ranks with 2k, 4k and
+# 16k flows in flight (send_window 16, 32 and none: 12.0, 33.7 and 240 s): like an
+# all-to-all's blocks (DENSE_FLOWS_SCALE) with half the flows, for messages of 2 KB and up.
+SPARSE_OVERLAP = 1.0
+SPARSE_OVERLAP_BYTES = 2048.0
+SPARSE_OVERLAP_RANKS = 128.0
+
+
+def _sparse_overlap(ranks: int, size: dict, variant: str) -> float:
+    """Share of a sparse round's flows that overlap (see SPARSE_OVERLAP); with a send window
+    of w sends, at most w of a rank's partners."""
+    strategy, window = _sparse_variant(variant)
+    if strategy in ("dense-allreduce", "butterfly"):
+        return 0.0
+    messages, nbytes = _sparse_work(ranks, size, variant, 1)
+    per_message = nbytes / max(1.0, messages)
+    partners = max(1, _sparse_partners(ranks, size))
+    return (
+        SPARSE_OVERLAP
+        * min(1.0, per_message / SPARSE_OVERLAP_BYTES) ** (4 / 3)
+        * min(1.0, ranks / SPARSE_OVERLAP_RANKS) ** 2
+        * (min(1.0, window / partners) if window else 1.0)
+    )
 
 
 def _butterfly_steps(ranks: int) -> int:
@@ -150,6 +197,7 @@ def _butterfly_steps(ranks: int) -> int:
 
 def _sparse_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float, float]:
     """(messages, bytes) of one run: every build and execution (warm-ups too)."""
+    variant = _sparse_variant(variant)[0]
     runs = reps + 1
     log_p = max(1.0, math.log2(ranks))
     dense_keys = 12 * size["nside"] ** 2
@@ -631,6 +679,7 @@ PRESETS = {
         parse=_sparse_parse,
         work=_sparse_work,
         flows=_sparse_flows,
+        overlap=_sparse_overlap,
         # directory's executions exchange every pair of a key's holders (d(d-1) values per
         # key: an all-to-all among them) and its runs grow as an all-to-all's do; owner's,
         # with the same discovery, as a sparse exchange (measured: petacomm.sim.cli).
