@@ -181,7 +181,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--strategies",
         dest="variants",
         metavar="LIST",
-        help="comma-separated strategies (default: the preset's)",
+        help="comma-separated strategies (default: the preset's); sparse-reduce also takes "
+        "NAME:wN, the strategy with send_window=N (at most N sends in flight per rank)",
     )
     runs.add_argument(
         "--reps",
