@@ -448,8 +448,8 @@ def test_plan_options_follow_the_arguments_and_the_model_file(tmp_path, monkeypa
     path = tmp_path / "model.json"
     machine.save(model(0.5), path)
     given = dict(strategy="auto", transport="p2p", chunk_keys=1, allgather_keys=65536,
-                 hub_threshold=0, deterministic=False, autotune=0, dtype=np.float64, k=3,
-                 model=str(path), size=4)  # fmt: skip
+                 hub_threshold=0, send_window=0, deterministic=False, autotune=0,
+                 dtype=np.float64, k=3, model=str(path), size=4)  # fmt: skip
     first, curve = _options(**given)
     assert (
         first.cost.p2p_alpha == pytest.approx(0.5 * US) and curve.alpha[0] == first.cost.p2p_alpha
@@ -472,6 +472,11 @@ def test_plan_options_follow_the_arguments_and_the_model_file(tmp_path, monkeypa
     assert _options(**{**given, "dtype": np.float32})[0].plan_dtype != first.plan_dtype
     swapped = _options(**{**given, "chunk_keys": 65536, "allgather_keys": 1})[0]
     assert (swapped.chunk_keys, swapped.allgather_keys) == (65536, 1)
+    assert (first.send_window, _options(**{**given, "send_window": 8})[0].send_window) == (0, 8)
+    with pytest.raises(
+        ValueError, match="send_window: must be >= 0 sends in flight, got 4294967296"
+    ):
+        _options(**{**given, "send_window": 2**32})
     # A model path that cannot be read is the model package's error (which the plan hands to
     # every rank), not an OSError of this rank's alone.
     with pytest.raises(PetacommError, match="machine model"):
