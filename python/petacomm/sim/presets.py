@@ -164,8 +164,10 @@ def _sparse_flows(ranks: int, size: dict, variant: str) -> float:
 # outlast the latency: measured with the set build, the wall time per simulated message is
 # about the same (83-112 us) for the owner strategy's 0.1-0.5 KB messages with 16k-262k flows
 # per round, but 92, 260 and 1850 us for auto's 2 KB messages at 128 ranks with 2k, 4k and
-# 16k flows in flight (send_window 16, 32 and none: 12.0, 33.7 and 240 s): like an
-# all-to-all's blocks (DENSE_FLOWS_SCALE) with half the flows, for messages of 2 KB and up.
+# 16k flows in flight (send_window 16, 32 and none: 12.0, 33.7 and 240 s). Priced as an
+# all-to-all's blocks (DENSE_FLOWS_SCALE) for messages of 2 KB and up from 128 ranks, less
+# below (by (size / 2 KB)^(4/3) and (ranks / 128)^2: the 64-rank runs grew little); fitted
+# to the runs in tests/sim/test_simulate.py's estimate test.
 SPARSE_OVERLAP = 1.0
 SPARSE_OVERLAP_BYTES = 2048.0
 SPARSE_OVERLAP_RANKS = 128.0
