@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "error.hpp"
 #include "mpi_support.hpp"
@@ -183,11 +182,7 @@ std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
   // Windowed sends are synchronous: one completes (freeing its slot) once matched, not as
   // soon as an eager message is buffered.
   const bool windowed = window_binds(send_window_, dest.size());
-  std::vector<std::uint32_t> order(dest.size());
-  if (windowed)
-    order = rotated_order(dest, me_, size_);
-  else
-    std::iota(order.begin(), order.end(), 0U);
+  const std::vector<std::uint32_t> order = posting_order(dest, me_, size_, send_window_);
   const auto post = [&](std::uint32_t j, MPI_Request *request) {
     const std::vector<std::int32_t> &reply = replies[at[j]];
     check_mpi((windowed ? MPI_Issend : MPI_Isend)(reply.data(), static_cast<int>(reply.size()),

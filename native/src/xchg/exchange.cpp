@@ -40,7 +40,7 @@ Exchange::Exchange(MPI_Comm comm, PeerList send, PeerList recv, Transport transp
     int me = 0;
     check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
     send_window_ = send_window;
-    send_order_ = rotated_order(send_.ranks, me, size_);
+    send_order_ = posting_order(send_.ranks, me, size_, send_window);
   }
   if (transport_ == Transport::kNeighbor) {
     MpiWait wait(clock);

@@ -2,8 +2,6 @@
 
 #include <sched.h>
 
-#include <numeric>
-
 #include "error.hpp"
 #include "mpi_support.hpp"
 #include "send_window.hpp"
@@ -85,11 +83,7 @@ std::vector<Message> nbx_exchange(MPI_Comm comm, int tag, int barrier_tag,
   outgoing.resize(kept);
   std::vector<int> dest(kept);
   for (std::size_t j = 0; j < kept; ++j) dest[j] = outgoing[j].rank;
-  std::vector<std::uint32_t> order(dest.size());
-  if (window_binds(send_window, dest.size()))
-    order = rotated_order(dest, me, p);
-  else
-    std::iota(order.begin(), order.end(), 0U);
+  const std::vector<std::uint32_t> order = posting_order(dest, me, p, send_window);
   const auto post = [&](std::uint32_t j, MPI_Request *request) {
     const Message &m = outgoing[j];
     check_mpi(MPI_Issend(m.data.data(), static_cast<int>(m.data.size()), MPI_INT64_T, m.rank, tag,

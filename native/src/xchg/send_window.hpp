@@ -24,11 +24,13 @@ inline bool window_binds(int window, std::size_t sends) {
   return window > 0 && sends > static_cast<std::size_t>(window);
 }
 
-// Positions of `dest` (destination ranks) in the order a window posts them: by distance
-// above `me`, modulo p (ties keep their order).
-inline std::vector<std::uint32_t> rotated_order(const std::vector<int> &dest, int me, int p) {
+// Positions of `dest` (destination ranks) in the order they are posted: as given when the
+// window does not bind, else by distance above `me`, modulo p (ties keep their order).
+inline std::vector<std::uint32_t> posting_order(const std::vector<int> &dest, int me, int p,
+                                                int window) {
   std::vector<std::uint32_t> order(dest.size());
   std::iota(order.begin(), order.end(), 0U);
+  if (!window_binds(window, dest.size())) return order;
   const auto distance = [&](std::uint32_t j) { return ((dest[j] - me - 1) % p + p) % p; };
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return distance(a) < distance(b); });
@@ -37,7 +39,7 @@ inline std::vector<std::uint32_t> rotated_order(const std::vector<int> &dest, in
 
 class SendWindow {
  public:
-  // order: the sends' positions in posting order (rotated_order); window 0: all at once.
+  // order: the sends' positions in posting order (posting_order); window 0: all at once.
   SendWindow(const std::vector<std::uint32_t> &order, int window)
       : order_(order),
         slots_(window > 0 ? std::min<std::size_t>(static_cast<std::size_t>(window), order.size())
