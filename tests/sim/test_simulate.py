@@ -428,7 +428,7 @@ def test_sparse_variant_names_a_send_window():
 
     assert _sparse_variant("auto") == ("auto", 0)
     assert _sparse_variant("directory:w16") == ("directory", 16)
-    for bad in ("auto:w0", "auto:w", "auto:wide", "owner:w-3"):
+    for bad in ("auto:w0", "auto:w", "auto:wide", "owner:w-3", "owner:w2147483648"):
         with pytest.raises(PetacommError, match="NAME:wN"):
             _sparse_variant(bad)
     preset = PRESETS["sparse-reduce"]

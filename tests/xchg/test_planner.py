@@ -474,7 +474,8 @@ def test_plan_options_follow_the_arguments_and_the_model_file(tmp_path, monkeypa
     assert (swapped.chunk_keys, swapped.allgather_keys) == (65536, 1)
     assert (first.send_window, _options(**{**given, "send_window": 8})[0].send_window) == (0, 8)
     with pytest.raises(
-        ValueError, match="send_window: must be >= 0 sends in flight, got 4294967296"
+        ValueError,
+        match="send_window: must be from 0 to 2147483647 sends in flight, got 4294967296",
     ):
         _options(**{**given, "send_window": 2**32})
     # A model path that cannot be read is the model package's error (which the plan hands to

@@ -107,9 +107,10 @@ def _sparse_variant(variant: str) -> tuple[str, int]:
     name, sep, window = variant.partition(":w")
     if not sep:
         return variant, 0
-    if not window.isdigit() or int(window) < 1:
+    if not window.isdigit() or not 1 <= int(window) < 2**31:
         raise PetacommError(
-            f"--variants: {variant!r}: expected NAME or NAME:wN with N >= 1 sends in flight"
+            f"--variants: {variant!r}: expected NAME or NAME:wN with N from 1 to "
+            f"{2**31 - 1} sends in flight"
         )
     return name, int(window)
 

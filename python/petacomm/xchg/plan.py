@@ -91,7 +91,9 @@ def _derive_options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
     options.hub_threshold = int(given["hub_threshold"])
     window = int(given["send_window"])
     if not -(2**31) <= window < 2**31:
-        raise ValueError(f"send_window: must be >= 0 sends in flight, got {window}")
+        raise ValueError(
+            f"send_window: must be from 0 to {2**31 - 1} sends in flight, got {window}"
+        )
     options.send_window = window
     options.autotune = int(given["autotune"])
     options.deterministic = 1 if given["deterministic"] else 0
