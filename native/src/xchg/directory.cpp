@@ -6,6 +6,7 @@
 
 #include "error.hpp"
 #include "mpi_support.hpp"
+#include "recycled.hpp"
 #include "send_window.hpp"
 #include "sorted_runs.hpp"
 
@@ -100,6 +101,7 @@ void Directory::build_home_table(std::vector<Message> incoming) {
             [](const Message &a, const Message &b) { return a.rank < b.rank; });
   std::size_t total = 0;
   for (const Message &m : incoming) total += m.data.size();
+  table_ = Recycled<HomeEntry>::take(total);
   table_.resize(total);
   std::vector<std::size_t> bounds = {0};
   HomeEntry *out = table_.data();
@@ -238,8 +240,11 @@ void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &rec
                                std::size_t u_count, int list_limit) {
   // In the order the keys were sent: d, owner, and the other holders when listed. The
   // lists are copied in a second pass over the listed keys only (most keys have none).
+  sharing_.multiplicity = Recycled<std::int32_t>::take(u_count);
   sharing_.multiplicity.assign(u_count, 1);
+  sharing_.owner = Recycled<std::int32_t>::take(u_count);
   sharing_.owner.assign(u_count, me_);
+  sharing_.list_begin = Recycled<std::int64_t>::take(u_count + 1);
   sharing_.list_begin.assign(u_count + 1, 0);
   struct Listed {
     std::int32_t u;
@@ -337,7 +342,15 @@ std::int64_t Directory::assign_hubs(int threshold) {
   return total;
 }
 
+Directory::~Directory() {
+  release_home_table();
+  Recycled<std::int32_t>::give(std::move(sharing_.multiplicity));
+  Recycled<std::int32_t>::give(std::move(sharing_.owner));
+  Recycled<std::int64_t>::give(std::move(sharing_.list_begin));
+}
+
 void Directory::release_home_table() {
+  Recycled<HomeEntry>::give(std::move(table_));
   std::vector<HomeEntry>().swap(table_);
   std::vector<int>().swap(sources_);
   std::vector<int>().swap(homes_);

@@ -28,6 +28,10 @@ class Directory {
   // send_window: at most this many sends in flight per step (0: all at once).
   Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys, SetupClock *clock,
             int send_window);
+  // Hands the home table and the sharing arrays to the next plan on this thread (recycled.hpp).
+  ~Directory();
+  Directory(const Directory &) = delete;
+  Directory &operator=(const Directory &) = delete;
   // Then (once the ranks' arguments agree) each home tells the holders of its keys who
   // else holds them: holder lists for keys with d <= list_limit, always to a key's owner.
   void resolve(int list_limit);

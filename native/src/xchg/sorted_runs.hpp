@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "recycled.hpp"
+
 namespace petacomm::xchg {
 
 // items holds runs [bounds[r], bounds[r + 1]), each sorted by `less`; bounds starts at 0 and
@@ -17,7 +19,8 @@ namespace petacomm::xchg {
 template <class T, class Less>
 void merge_sorted_runs(std::vector<T> &items, std::vector<std::size_t> bounds, Less less) {
   if (bounds.size() <= 2) return;  // one run (or none): sorted already
-  std::vector<T> merged(items.size());
+  std::vector<T> merged = Recycled<T>::take(items.size());
+  merged.resize(items.size());
   while (bounds.size() > 2) {
     const std::size_t runs = bounds.size() - 1;
     std::vector<std::size_t> next = {0};
@@ -34,6 +37,7 @@ void merge_sorted_runs(std::vector<T> &items, std::vector<std::size_t> bounds, L
     items.swap(merged);
     bounds.swap(next);
   }
+  Recycled<T>::give(std::move(merged));
 }
 
 struct KeyRun {
