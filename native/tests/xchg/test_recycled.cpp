@@ -69,6 +69,23 @@ int main() {
   Shelf::give(with_capacity(too_many));
   check(Shelf::take(1).capacity() < too_many, "a vector above kMaxBytes was kept");
 
+  // kMaxBytes bounds the thread's kept memory over every element type: 20 MiB of int64 are
+  // kept, then 20 MiB of int32 would make 40 and are not; once the int64 are taken, they are.
+  using Ints = petacomm::xchg::Recycled<std::int32_t>;
+  const std::size_t mib20 = 20u << 20;
+  Shelf::give(with_capacity(mib20 / sizeof(std::int64_t)));
+  std::vector<std::int32_t> ints;
+  ints.reserve(mib20 / sizeof(std::int32_t));
+  Ints::give(std::move(ints));
+  check(Ints::take(1).capacity() < 1000, "kept 40 MiB on one thread (int64 and int32)");
+  check(Shelf::take(1).capacity() == mib20 / sizeof(std::int64_t), "the 20 MiB int64 was lost");
+  ints.reserve(mib20 / sizeof(std::int32_t));
+  Ints::give(std::move(ints));
+  check(Ints::take(1).capacity() == mib20 / sizeof(std::int32_t),
+        "20 MiB of int32 not kept with nothing else kept");
+  check(petacomm::xchg::recycled_bytes() == 0,
+        "the kept-bytes count is not 0 with the shelves empty");
+
   // A smaller vector does not displace larger ones once the shelf is full.
   for (std::size_t n : {400, 500, 600, 700}) Shelf::give(with_capacity(n));
   Shelf::give(with_capacity(300));
