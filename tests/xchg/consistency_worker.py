@@ -21,28 +21,51 @@ pieces = [Piece(0, 2048, 0.44e-6, 1 / 3e9, 1.0, 5), Piece(2048, 1 << 30, 2.99e-6
 model = MachineModel({"pingpong": OperationModel("pingpong", 2, pieces)}, source="two pieces")
 gen = make("cmb", comm.size, nside=32, samples_per_rank=3000)
 keysets = gen.all_keys()
-plan = SparseReducePlan(comm, keysets[comm.rank], strategy="auto", k=3, model=model)
-info = plan.describe()
+node_size = int(os.environ.get("PETACOMM_NODE_SIZE", comm.size))
 curve = p2p_curve(model)
-used = info["cost"]["p2p_curve"]
-assert [(c["from_bytes"], c["alpha"], c["beta"]) for c in used] == [
-    (curve.from_bytes[i], curve.alpha[i], curve.beta[i]) for i in range(curve.pieces)
-], used
-stats = offline.statistics(keysets, node_size=int(os.environ.get("PETACOMM_NODE_SIZE", comm.size)))
-predicted = offline.predict(stats, cost_params(model, comm.size), elem_bytes=24, p2p=curve)
-statistics = info["statistics"]
-for name, field in (("n_unique", "n_unique"), ("partners", "pair_partners")):
-    column = stats.field(field)
-    assert statistics[name]["max"] == column.max(), (name, statistics[name], column)
-    assert statistics[name]["min"] == column.min(), (name, statistics[name], column)
-assert statistics["distinct_keys"] == stats.global_stats.distinct_keys
-for strategy, entry in predicted.items():
-    inside = info["strategies"][strategy]["predicted_execute_seconds"]
-    assert math.isclose(inside, entry["execute_seconds"], rel_tol=1e-9), (strategy, inside, entry)
-    for figure in ("messages", "bytes"):
-        inside = info["strategies"][strategy][f"predicted_{figure}"]
-        assert math.isclose(inside, entry[figure], rel_tol=1e-12, abs_tol=1e-9), (strategy, figure)
-assert info["strategies"]["node-aware"]["candidate"] is True
+
+
+def check_plan(deterministic):
+    """A plan's statistics and predictions against the offline ones. A deterministic plan
+    sends every holder's value between nodes (no node partials), which node-aware is priced
+    with from other node statistics."""
+    plan = SparseReducePlan(
+        comm, keysets[comm.rank], strategy="auto", k=3, model=model, deterministic=deterministic
+    )
+    info = plan.describe()
+    used = info["cost"]["p2p_curve"]
+    assert [(c["from_bytes"], c["alpha"], c["beta"]) for c in used] == [
+        (curve.from_bytes[i], curve.alpha[i], curve.beta[i]) for i in range(curve.pieces)
+    ], used
+    stats = offline.statistics(keysets, node_size=node_size, node_partials=not deterministic)
+    predicted = offline.predict(stats, cost_params(model, comm.size), elem_bytes=24, p2p=curve)
+    statistics = info["statistics"]
+    for name, field in (("n_unique", "n_unique"), ("partners", "pair_partners")):
+        column = stats.field(field)
+        assert statistics[name]["max"] == column.max(), (name, statistics[name], column)
+        assert statistics[name]["min"] == column.min(), (name, statistics[name], column)
+    assert statistics["distinct_keys"] == stats.global_stats.distinct_keys
+    for strategy, entry in predicted.items():
+        inside = info["strategies"][strategy]["predicted_execute_seconds"]
+        assert math.isclose(inside, entry["execute_seconds"], rel_tol=1e-9), (
+            deterministic,
+            strategy,
+            inside,
+            entry,
+        )
+        for figure in ("messages", "bytes"):
+            inside = info["strategies"][strategy][f"predicted_{figure}"]
+            assert math.isclose(inside, entry[figure], rel_tol=1e-12, abs_tol=1e-9), (
+                deterministic,
+                strategy,
+                figure,
+            )
+    assert info["strategies"]["node-aware"]["candidate"] is True
+    return plan, info
+
+
+check_plan(deterministic=True)[0].free()
+plan, info = check_plan(deterministic=False)
 values = np.ones((keysets[comm.rank].size, 3))
 plan.execute(values)
 plan.free()

@@ -34,20 +34,23 @@ void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, 
   enum { kUnion, kSend, kRecv, kMembers, kMemberValues, kSums };
   std::int64_t sums[kSums] = {0, 0, 0, 0, 0};
   std::vector<std::uint64_t> partners((static_cast<std::size_t>(nodes.nodes()) + 63) / 64, 0);
-  std::vector<int> holders, remote_nodes;
+  std::vector<int> remote_nodes;
   std::int64_t shared = 0;
   for (std::size_t u = 0; u < sharing.keys(); ++u) {
     if (sharing.multiplicity[u] < 2 || !sharing.has_list(u)) continue;
     ++shared;
-    holders_of(sharing, u, me, &holders);
-    std::int64_t local = 0;
+    // The other holders, read in place (ascending): I am a holder too, on my node.
+    const std::int32_t *other = sharing.list_ranks.data() + sharing.list_begin[u];
+    const std::int32_t *end = sharing.list_ranks.data() + sharing.list_begin[u + 1];
+    const auto holders = static_cast<std::int64_t>(end - other) + 1;
+    std::int64_t local = 1;
     bool first_here = true;
     remote_nodes.clear();
-    for (int h : holders) {
-      const int n = nodes.node_of(h);
+    for (; other != end && first_here; ++other) {
+      const int n = nodes.node_of(*other);
       if (n == mine) {
         ++local;
-        first_here = first_here && h >= me;
+        first_here = *other > me;
       } else {
         remote_nodes.push_back(n);
       }
@@ -58,7 +61,7 @@ void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, 
     const auto remote = static_cast<std::int64_t>(remote_nodes.size());
     sums[kUnion] += 1;
     sums[kSend] += partials ? remote : local * remote;
-    sums[kRecv] += partials ? remote : static_cast<std::int64_t>(holders.size()) - local;
+    sums[kRecv] += partials ? remote : holders - local;
     for (int n : remote_nodes) partners[static_cast<std::size_t>(n) / 64] |= 1ULL << (n % 64);
   }
   if (nodes.node_rank() != 0 && shared > 0) {
