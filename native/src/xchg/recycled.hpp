@@ -1,10 +1,11 @@
 // Memory that plan setups hand on to the next setup on the same thread. A setup's large
 // temporaries (the directory's home table and its merge buffer, the sharing arrays) die when
-// the plan is built; glibc then gives their pages back to the kernel, and the next plan pays a
-// page fault and a zeroed page per 4 KiB to get them again: 20-28 % of a directory setup's
-// CPU time with 15,000 keys per rank. Kept here (a few vectors per element type, at most
-// kMaxBytes on a thread in all), they are reused instead. Only whole vectors move in and out, with
-// no MPI call in between, so SimGrid SMPI's ranks, which share one thread, never share a vector.
+// the plan is built; glibc then gives their pages back to the kernel, and the next plan pays
+// a page fault and a zeroed page per 4 KiB to get them again: 150-170 faults per plan with
+// 15,000 keys per rank, 5 % of a directory setup's time at 2 ranks (docs/sparse-reduce.md).
+// Kept here (a few vectors per element type, at most kMaxBytes on a thread in all), they are
+// reused instead. Only whole vectors move in and out, with no MPI call in between, so SimGrid
+// SMPI's ranks, which share one thread, never share a vector.
 #pragma once
 
 #include <algorithm>
