@@ -407,6 +407,10 @@ def test_simgrid_prefix_runs_its_own_smpirun(tmp_path):
         ("sweep3d", "nonblocking", "16x16x64:8", "system", 256, 3.0),
         ("sweep3d", "nonblocking", "16x16x64:8", "system", 1024, 15.1),
         ("sweep3d", "nonblocking", "16x16x64:8", "system", 4096, 102.9),
+        ("graph", "nonblocking", "delaunay", "activity sets", 256, 0.4),
+        ("graph", "nonblocking", "delaunay", "activity sets", 1024, 7.3),
+        ("graph", "nonblocking", "rgg", "activity sets", 256, 1.1),
+        ("graph", "nonblocking", "rgg", "activity sets", 1024, 26.0),
     ],
 )
 def test_estimate_follows_measured_simulations(

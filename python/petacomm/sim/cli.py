@@ -49,7 +49,8 @@ FLOWS_HALF_LEVEL = 10_000.0  # the set-based build: growth half-way to its level
 # (65,280 of 8 KiB; the sparse exchanges' growth estimated 14 s, this 1347 s). The directory
 # strategy's sparse reductions grow alike (0.38, 2.4 and 180 s at 32, 64 and 128 ranks with
 # the set build; estimated 0.31, 5.7 and 169 s; owner's, with the same partners, took 0.3,
-# 1.6 and 16.6 s).
+# 1.6 and 16.6 s), and so do petacomm-graph's messages, all posted at once (the Delaunay
+# graph's 1,490 and 6,058 flows: 0.4 and 7.3 s at 256 and 1024 ranks, estimated 0.2 and 3.8).
 DENSE_FLOWS_SCALE = 1016.0
 DENSE_FLOWS_EXPONENT = 1.5
 
@@ -78,7 +79,8 @@ def estimated_seconds(
             share = preset.overlap(ranks, size, variant) if preset.overlap else 0.0
         if share > 0:
             growth = max(growth, (share * flows / DENSE_FLOWS_SCALE) ** DENSE_FLOWS_EXPONENT)
-    return messages * SECONDS_PER_MESSAGE * (1 + growth) + nbytes * SECONDS_PER_BYTE
+    per_byte = SECONDS_PER_BYTE if preset.seconds_per_byte is None else preset.seconds_per_byte
+    return messages * SECONDS_PER_MESSAGE * (1 + growth) + nbytes * per_byte
 
 
 def register(subparsers) -> None:

@@ -68,6 +68,9 @@ class Preset:
     # For the other variants: the share of a round's flows that stay in the system together
     # that way (0 or None: none; see _sparse_overlap).
     overlap: Callable[[int, dict, str], float] | None = None
+    # Wall seconds of simulation per byte sent (None: petacomm.sim.cli.SECONDS_PER_BYTE, fitted
+    # to programs that also pack and transpose what they send).
+    seconds_per_byte: float | None = None
 
 
 def _result_line(stdout: str, mark: str) -> dict:
@@ -527,6 +530,17 @@ def _graph_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[float,
     return (reps + 1) * src.size, (reps + 1) * float(nbytes.sum())
 
 
+def _graph_flows(ranks: int, size: dict, variant: str) -> float:
+    """petacomm-graph posts every message of the exchange at once: all are in flight."""
+    return float(_graph_of(ranks, size).edges()[0].size)
+
+
+# petacomm-graph only sends: SMPI copies the payload and nothing packs it. Fitted with the
+# set build (one mapping, one repetition, torus:4x8x8): rgg's 1 MiB messages, 1.1 s at 256
+# ranks (5.8 GB sent) and 26.0 s at 1024 (24.5 GB), where SECONDS_PER_BYTE said 58 and 245 s.
+GRAPH_SECONDS_PER_BYTE = 0.3e-9
+
+
 # ---- Sweep3D: KBA wavefront weak scaling (study 5) -----------------------------------------
 _SWEEP_JSON = "sweep3d.json"
 _SWEEP_ANGLES, _SWEEP_MMI = 6, 3  # petacomm-sweep3d's defaults: two angle blocks per octant
@@ -773,6 +787,9 @@ PRESETS = {
         parse=_graph_parse,
         work=_graph_work,
         pattern=_graph_run_pattern,
+        flows=_graph_flows,
+        dense_variants=("nonblocking",),
+        seconds_per_byte=GRAPH_SECONDS_PER_BYTE,
     ),
     "sweep3d": Preset(
         name="sweep3d",
