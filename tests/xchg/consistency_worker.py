@@ -27,8 +27,8 @@ curve = p2p_curve(model)
 
 def check_plan(deterministic):
     """A plan's statistics and predictions against the offline ones. A deterministic plan
-    sends every holder's value between nodes (no node partials), which node-aware is priced
-    with from other node statistics."""
+    sends every holder's value between nodes (no node partials), so node-aware's price
+    comes from other node statistics (local and remote holders per key)."""
     plan = SparseReducePlan(
         comm, keysets[comm.rank], strategy="auto", k=3, model=model, deterministic=deterministic
     )
