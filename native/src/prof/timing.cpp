@@ -35,13 +35,21 @@ void clock_calibrate(bool use_tsc) {
 #endif
 }
 
+namespace {
+// The end of the last busy interval counted (under the lock). A thread reads its clock before
+// it takes the lock: descheduled in between, it can enter after the last thread out counted
+// an interval that ends past its t0. Its interval then starts where that one ended, so no
+// time is counted twice and MPI time stays within the wall time.
+uint64_t g_busy_until_ns = 0;
+}  // namespace
+
 void busy_begin(int call, uint64_t t0) {
   Lock lock;
   Live &l = *g_hot.live;
   if (l.busy_threads++ == 0) {
     l.busy_call = call;
     l.busy_region = l.cur_region;
-    l.busy_since_ns = t0;
+    l.busy_since_ns = t0 > g_busy_until_ns ? t0 : g_busy_until_ns;
   }
 }
 
@@ -53,6 +61,7 @@ void busy_end(uint64_t t0, uint64_t t1) {
   // The last thread out: the whole busy interval is MPI time (t0 of a single thread).
   const uint64_t since = l.busy_since_ns ? l.busy_since_ns : t0;
   const uint64_t ns = t1 > since ? t1 - since : 0;
+  if (t1 > g_busy_until_ns) g_busy_until_ns = t1;
   l.busy_since_ns = 0;
   l.mpi_ns += ns;
   g_hot.regions[l.cur_region].excl_mpi_ns += ns;
