@@ -395,6 +395,8 @@ def test_simgrid_prefix_runs_its_own_smpirun(tmp_path):
         ("sparse-reduce", "auto:w32", "512:4194304", "activity sets", 128, 33.7),
         ("sparse-reduce", "auto:w16", "512:4194304", "activity sets", 256, 95.4),
         ("sparse-reduce", "auto:w16", "512:4194304", "activity sets", 1024, 438.8),
+        ("sparse-reduce", "auto:w4", "512:4194304", "activity sets", 1024, 458.5),
+        ("sparse-reduce", "auto:w16", "512:4194304", "activity sets", 4096, 2111.5),
         ("sparse-reduce", "butterfly", "512:4194304", "activity sets", 256, 3.3),
         ("sparse-reduce", "butterfly", "512:4194304", "activity sets", 1024, 7.7),
         ("sparse-reduce", "butterfly", "512:4194304", "activity sets", 4096, 25.4),

@@ -147,12 +147,17 @@ def _sparse_parse(stdout: str, work: Path) -> dict:
 
 
 def _sparse_partners(ranks: int, size: dict) -> int:
-    """Partners of a rank in a sparse exchange of the CMB scan: every rank holds a piece of
-    the scan that crosses the whole sky, so up to 256 ranks each shares pixels with every
-    other (petacomm.xchg.offline counts 63, 127, 253 of 63, 127, 255), beyond with a few
-    times its pixels' holders (570 at 4096 ranks of 143 pixels)."""
-    keys_per_rank = min(12 * size["nside"] ** 2, size["total_samples"] / ranks)
-    return int(min(ranks - 1, 4 * keys_per_rank))
+    """Partners of a rank (the mean) in a sparse exchange of the CMB scan: every rank holds
+    a piece of the scan that crosses the whole sky, so up to 1024 ranks each shares pixels
+    with nearly every other; beyond, its n samples' pixels are each held by a few other
+    ranks: up to 4, fewer when the map has more pixels than the scan has samples to revisit
+    them (h = samples per pixel). petacomm.xchg.offline counts, at 4096 ranks: 570 for n = 256
+    samples of the 64:1048576 scan (h = 21; this gives 1024), 1,877 for 512 of 128:2097152
+    (2,048), 1,357 for 1024 of 512:4194304 (h = 1.3; 1,365, where 4 n gave 4,095); 998-1,012
+    at 1024 ranks for every size tried (1,023)."""
+    samples_per_rank = size["total_samples"] / ranks
+    per_sample = min(4.0, size["total_samples"] / (12 * size["nside"] ** 2))
+    return int(min(ranks - 1, per_sample * samples_per_rank))
 
 
 def _sparse_flows(ranks: int, size: dict, variant: str) -> float:
