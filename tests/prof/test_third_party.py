@@ -1,6 +1,6 @@
 """Real third-party MPI applications from Debian, unmodified, under the profiler: NetPIPE
-(package netpipe-openmpi, /usr/bin/NPopenmpi) and HPCC (package hpcc, /usr/bin/hpcc), both
-built against Debian's Open MPI.
+(package netpipe-openmpi, /usr/bin/NPopenmpi), HPCC (package hpcc, /usr/bin/hpcc) and LAMMPS
+(package lammps, /usr/bin/lmp), all built against Debian's Open MPI.
 
 NetPIPE prints every message size it measures and how many round trips it timed at that size
 ("N bytes  R times"); each printed point is the best of TRIALS = 3 trials (netpipe.h), so per
@@ -57,31 +57,43 @@ def test_netpipe_profile_matches_its_own_report(debian_profiler, tmp_path):
     assert {k[2] for k in peers if k[0] == 1 and k[1] == "MPI_Send"} == {0}
 
 
-def test_hpcc_call_counts_equal_a_plain_pmpi_counter(debian_profiler, tmp_path):
-    """HPCC (its Debian example input, 4 ranks) run once under a plain PMPI counter written
-    apart from the profiler (programs/pmpi_call_counter.c) and once under the profiler: every
-    counted call, summed over ranks, the same. (Which rank does which part of HPCC's tests
-    changes from run to run, so totals, not per-rank figures, are compared.) The profiler used
-    to count 24,919 MPI_Isend calls here where the counter, IPM and mpiP count 18,935: Open MPI
-    recycles the request objects of sends that complete at once."""
-    hpcc = require_program("hpcc", "HPCC: apt-get install hpcc")
-    shutil.copy("/usr/share/doc/hpcc/examples/_hpccinf.txt", tmp_path / "hpccinf.txt")
+def counted_under_plain_counter(tmp_path, launch, program) -> tuple[dict, dict]:
+    """Runs ``launch + program`` with the plain PMPI counter (programs/pmpi_call_counter.c,
+    written apart from the profiler) preloaded; returns its calls and its send bytes, each
+    {rank: Counter}."""
     counter = tmp_path / "libcount.so"
     source = Path(__file__).parent / "programs" / "pmpi_call_counter.c"
     subprocess.run(
         [str(DEBIAN_MPICC), "-shared", "-fPIC", "-O2", str(source), "-o", str(counter)], check=True
     )
-    launch = [str(DEBIAN_MPIEXEC), "-n", "4", "--oversubscribe", "--wdir", str(tmp_path)]
     done = subprocess.run(
-        [*launch, "-x", f"LD_PRELOAD={counter}", hpcc],
+        [*launch, "-x", f"LD_PRELOAD={counter}", *program],
         cwd=tmp_path, env=mpi_test_env(), capture_output=True, text=True, timeout=600, check=True,
     )  # fmt: skip
-    reference = Counter()
+    calls, sent = {}, {}
     for line in done.stderr.splitlines():
-        if line.startswith("COUNT "):
-            words = line.split()[2:]
-            reference.update({words[i]: int(words[i + 1]) for i in range(0, len(words), 2)})
-    assert reference["MPI_Isend"] > 10000, done.stderr[-2000:]
+        words = line.split()
+        if len(words) >= 2 and words[0] in ("COUNT", "BYTES"):
+            rank, pairs = int(words[1]), words[2:]
+            into = (calls if words[0] == "COUNT" else sent).setdefault(rank, Counter())
+            into.update({pairs[i]: int(pairs[i + 1]) for i in range(0, len(pairs), 2)})
+    assert calls, done.stderr[-2000:]
+    return calls, sent
+
+
+def test_hpcc_call_counts_equal_a_plain_pmpi_counter(debian_profiler, tmp_path):
+    """HPCC (its Debian example input, 4 ranks) run once under a plain PMPI counter written
+    apart from the profiler and once under the profiler: every counted call, summed over
+    ranks, the same. (Which rank does which part of HPCC's tests changes from run to run, so
+    totals, not per-rank figures, are compared.) The profiler used to count 24,919 MPI_Isend
+    calls here where the counter, IPM and mpiP count 18,935: Open MPI recycles the request
+    objects of sends that complete at once."""
+    hpcc = require_program("hpcc", "HPCC: apt-get install hpcc")
+    shutil.copy("/usr/share/doc/hpcc/examples/_hpccinf.txt", tmp_path / "hpccinf.txt")
+    launch = [str(DEBIAN_MPIEXEC), "-n", "4", "--oversubscribe", "--wdir", str(tmp_path)]
+    calls, _ = counted_under_plain_counter(tmp_path, launch, [hpcc])
+    reference = sum(calls.values(), Counter())
+    assert reference["MPI_Isend"] > 10000, reference
     log = tmp_path / "hpcc.json"
     petacomm(
         "profile", "-o", str(log), "--no-banner", "--detail", "full", "--", *launch, hpcc,
@@ -98,3 +110,53 @@ def test_hpcc_call_counts_equal_a_plain_pmpi_counter(debian_profiler, tmp_path):
         if entry["call"] in reference and entry["call"] not in varying:
             counted[entry["call"]] += entry["count"]
     assert dict(counted) == {c: n for c, n in reference.items() if n and c not in varying}
+
+
+# A Lennard-Jones melt (LAMMPS's classic benchmark), 4,000 atoms for 100 steps: ghost-atom
+# exchanges with MPI_Irecv/MPI_Send/MPI_Wait whose sizes follow the atoms, thermo reductions.
+LAMMPS_MELT = """units lj
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 10 0 10 0 10
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 3.0 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+neigh_modify every 20 delay 0 check no
+fix 1 all nve
+thermo 50
+run 100
+"""
+
+
+def test_lammps_calls_and_bytes_equal_a_plain_pmpi_counter(debian_profiler, tmp_path):
+    """LAMMPS (C++, 4 ranks) under the plain PMPI counter and under the profiler: the same
+    calls and the same bytes sent on every rank (its decomposition and velocities are fixed,
+    so a rank does the same work in every run; 2026-11-27: 820 MPI_Send per rank, 12.47-12.49
+    MB)."""
+    lmp = require_program("lmp", "LAMMPS: apt-get install lammps")
+    (tmp_path / "in.melt").write_text(LAMMPS_MELT)
+    launch = [str(DEBIAN_MPIEXEC), "-n", "4", "--oversubscribe", "--wdir", str(tmp_path)]
+    program = [lmp, "-in", "in.melt", "-log", "none"]
+    calls, sent = counted_under_plain_counter(tmp_path, launch, program)
+    assert calls[0]["MPI_Send"] > 500 and sent[0]["MPI_Send"] > 1_000_000, (calls, sent)
+    log = tmp_path / "lammps.json"
+    petacomm(
+        "profile", "-o", str(log), "--no-banner", "--detail", "full", "--", *launch, *program,
+        env=debian_profiler, timeout=600,
+    )  # fmt: skip
+    profile = load(log)
+    assert profile.complete and profile.ranks == 4
+    counted = {rank: Counter() for rank in range(4)}
+    bytes_sent = {rank: Counter() for rank in range(4)}
+    for entry in profile.entry_rows:
+        if entry["call"] in calls[entry["rank"]]:
+            counted[entry["rank"]][entry["call"]] += entry["count"]
+        if entry["call"] in ("MPI_Send", "MPI_Isend"):
+            bytes_sent[entry["rank"]][entry["call"]] += entry["bytes"]
+    for rank in range(4):
+        assert counted[rank] == +calls[rank], rank
+        assert bytes_sent[rank] == +sent[rank], rank

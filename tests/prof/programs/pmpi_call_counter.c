@@ -1,6 +1,7 @@
 /* A plain PMPI call counter, written apart from the profiler: the independent reference for
  * its call counts on third-party programs (tests/prof/test_third_party.py). Each rank prints
- * "COUNT <rank> <call> <n> ..." on standard error at MPI_Finalize. */
+ * "COUNT <rank> <call> <n> ..." and "BYTES <rank> MPI_Send <n> MPI_Isend <n>" (count times
+ * the datatype's size) on standard error at MPI_Finalize. */
 #include <mpi.h>
 #include <stdio.h>
 
@@ -23,9 +24,17 @@ static const char *names[NCALLS] = {"MPI_Isend",    "MPI_Irecv", "MPI_Send",    
                                     "MPI_Sendrecv", "MPI_Wait",  "MPI_Waitall", "MPI_Allreduce",
                                     "MPI_Reduce",   "MPI_Bcast", "MPI_Barrier", "MPI_Alltoall"};
 static long counts[NCALLS];
+static long long send_bytes, isend_bytes;
+
+static long long payload(int count, MPI_Datatype type) {
+  int size = 0;
+  PMPI_Type_size(type, &size);
+  return (long long)count * size;
+}
 
 int MPI_Isend(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m, MPI_Request *r) {
   ++counts[ISEND];
+  isend_bytes += payload(c, t);
   return PMPI_Isend(b, c, t, d, g, m, r);
 }
 int MPI_Irecv(void *b, int c, MPI_Datatype t, int s, int g, MPI_Comm m, MPI_Request *r) {
@@ -34,6 +43,7 @@ int MPI_Irecv(void *b, int c, MPI_Datatype t, int s, int g, MPI_Comm m, MPI_Requ
 }
 int MPI_Send(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m) {
   ++counts[SEND];
+  send_bytes += payload(c, t);
   return PMPI_Send(b, c, t, d, g, m);
 }
 int MPI_Recv(void *b, int c, MPI_Datatype t, int s, int g, MPI_Comm m, MPI_Status *st) {
@@ -81,6 +91,7 @@ int MPI_Finalize(void) {
   int n = snprintf(line, sizeof line, "COUNT %d", rank);
   for (int i = 0; i < NCALLS; ++i)
     n += snprintf(line + n, sizeof line - (size_t)n, " %s %ld", names[i], counts[i]);
-  fprintf(stderr, "%s\n", line);
+  fprintf(stderr, "%s\nBYTES %d MPI_Send %lld MPI_Isend %lld\n", line, rank, send_bytes,
+          isend_bytes);
   return PMPI_Finalize();
 }
