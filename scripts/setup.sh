@@ -33,7 +33,7 @@ say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 base_packages=(python3 python3-venv python3-dev g++ gcc make cmake ninja-build git pkg-config
                libfftw3-dev)
 test_packages=(gfortran libopenmpi-dev openmpi-bin chromium libsimgrid-dev simgrid hpcc
-               netpipe-openmpi lammps libmpich-dev mpich)
+               netpipe-openmpi lammps quantum-espresso libmpich-dev mpich)
 optional_packages=(libhwloc-dev hwloc libotf2-trace-dev)
 # MADbench; CMake finds ScaLAPACK's BLAS and LAPACK through their -dev packages' links,
 # which a fresh Debian 12 does not pull in with libscalapack-openmpi-dev.

@@ -1,6 +1,7 @@
 """Real third-party MPI applications from Debian, unmodified, under the profiler: NetPIPE
-(package netpipe-openmpi, /usr/bin/NPopenmpi), HPCC (package hpcc, /usr/bin/hpcc) and LAMMPS
-(package lammps, /usr/bin/lmp), all built against Debian's Open MPI.
+(package netpipe-openmpi, /usr/bin/NPopenmpi), HPCC (package hpcc, /usr/bin/hpcc), LAMMPS
+(package lammps, /usr/bin/lmp) and Quantum ESPRESSO (package quantum-espresso, Fortran:
+/usr/bin/pw.x), all built against Debian's Open MPI.
 
 NetPIPE prints every message size it measures and how many round trips it timed at that size
 ("N bytes  R times"); each printed point is the best of TRIALS = 3 trials (netpipe.h), so per
@@ -64,8 +65,10 @@ def counted_under_plain_counter(tmp_path, launch, program) -> tuple[dict, dict]:
     counter = tmp_path / "libcount.so"
     source = Path(__file__).parent / "programs" / "pmpi_call_counter.c"
     subprocess.run(
-        [str(DEBIAN_MPICC), "-shared", "-fPIC", "-O2", str(source), "-o", str(counter)], check=True
-    )
+        [str(DEBIAN_MPICC), "-shared", "-fPIC", "-O2", str(source), "-o", str(counter),
+         "-lmpi_mpifh"],
+        check=True,
+    )  # fmt: skip
     done = subprocess.run(
         [*launch, "-x", f"LD_PRELOAD={counter}", *program],
         cwd=tmp_path, env=mpi_test_env(), capture_output=True, text=True, timeout=600, check=True,
@@ -160,3 +163,67 @@ def test_lammps_calls_and_bytes_equal_a_plain_pmpi_counter(debian_profiler, tmp_
     for rank in range(4):
         assert counted[rank] == +calls[rank], rank
         assert bytes_sent[rank] == +sent[rank], rank
+
+
+# Silicon, two atoms, LDA: a norm-conserving pseudopotential made by QE's own atomic code
+# (ld1.x; Debian ships no pseudopotentials), then five SCF iterations of pw.x.
+QE_PSEUDO = """&input
+   title='Si', zed=14., rel=0, config='[Ne] 3s2 3p2', iswitch=3, dft='PZ'
+/
+&inputp
+   pseudotype=1, file_pseudopw='Si.pz-tm.UPF', author='petacomm-test', lloc=-1,
+   rcloc=2.2, tm=.true.
+/
+2
+3S  1  0  2.00  0.00  2.00  2.00  0.0
+3P  2  1  2.00  0.00  2.20  2.20  0.0
+"""
+QE_SCF = """&control
+   calculation='scf', prefix='si', pseudo_dir='./', outdir='./tmp'
+/
+&system
+   ibrav=2, celldm(1)=10.2, nat=2, ntyp=1, ecutwfc=16.0
+/
+&electrons
+   conv_thr=1.0d-8
+/
+ATOMIC_SPECIES
+ Si 28.086 Si.pz-tm.UPF
+ATOMIC_POSITIONS alat
+ Si 0.00 0.00 0.00
+ Si 0.25 0.25 0.25
+K_POINTS automatic
+ 4 4 4 1 1 1
+"""
+
+
+def test_quantum_espresso_fortran_collectives_equal_a_plain_counter(debian_profiler, tmp_path):
+    """Quantum ESPRESSO's pw.x (Fortran, `mpif.h` bindings, which call PMPI_* directly in
+    Open MPI) on 4 ranks, under the plain counter (it wraps the Fortran bindings of
+    MPI_Barrier, MPI_Bcast, MPI_Allreduce and MPI_Alltoall too) and under the profiler: those
+    four calls, C and Fortran together, the same on every rank (2026-11-27: 3,925 barriers,
+    5,925-8,775 broadcasts, 3,086 allreduces, 1,807 all-to-alls per rank)."""
+    ld1 = require_program("ld1.x", "Quantum ESPRESSO: apt-get install quantum-espresso")
+    pw = require_program("pw.x", "Quantum ESPRESSO: apt-get install quantum-espresso")
+    subprocess.run([ld1], input=QE_PSEUDO, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert (tmp_path / "Si.pz-tm.UPF").exists()
+    (tmp_path / "si.scf.in").write_text(QE_SCF)
+    launch = [str(DEBIAN_MPIEXEC), "-n", "4", "--oversubscribe", "--wdir", str(tmp_path)]
+    program = [pw, "-in", "si.scf.in"]
+    calls, _ = counted_under_plain_counter(tmp_path, launch, program)
+    both = ("MPI_Barrier", "MPI_Bcast", "MPI_Allreduce", "MPI_Alltoall")
+    assert all(calls[rank][call] > 1000 for rank in range(4) for call in both), calls
+    log = tmp_path / "qe.json"
+    done = petacomm(
+        "profile", "-o", str(log), "--no-banner", "--detail", "full", "--", *launch, *program,
+        env=debian_profiler, timeout=600,
+    )  # fmt: skip
+    assert "convergence has been achieved" in done.stdout
+    profile = load(log)
+    assert profile.complete and profile.ranks == 4
+    counted = {rank: Counter() for rank in range(4)}
+    for entry in profile.entry_rows:
+        if entry["call"] in both:
+            counted[entry["rank"]][entry["call"]] += entry["count"]
+    for rank in range(4):
+        assert counted[rank] == Counter({call: calls[rank][call] for call in both}), rank

@@ -84,7 +84,35 @@ int MPI_Alltoall(const void *a, int ac, MPI_Datatype at, void *b, int bc, MPI_Da
   ++counts[ALLTOALL];
   return PMPI_Alltoall(a, ac, at, b, bc, bt, m);
 }
-int MPI_Finalize(void) {
+/* The Fortran bindings (mpif.h and `use mpi`) of a few collectives, counted with their C
+ * calls: Open MPI's call PMPI_* directly, so a C wrapper alone misses a Fortran program's
+ * calls (and counts none twice). */
+void pmpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr);
+void pmpi_bcast_(void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *root, MPI_Fint *m, MPI_Fint *ierr);
+void pmpi_allreduce_(void *a, void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *o, MPI_Fint *m,
+                     MPI_Fint *ierr);
+void pmpi_alltoall_(void *a, MPI_Fint *ac, MPI_Fint *at, void *b, MPI_Fint *bc, MPI_Fint *bt,
+                    MPI_Fint *m, MPI_Fint *ierr);
+void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr) {
+  ++counts[BARRIER];
+  pmpi_barrier_(comm, ierr);
+}
+void mpi_bcast_(void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *root, MPI_Fint *m, MPI_Fint *ierr) {
+  ++counts[BCAST];
+  pmpi_bcast_(b, c, t, root, m, ierr);
+}
+void mpi_allreduce_(void *a, void *b, MPI_Fint *c, MPI_Fint *t, MPI_Fint *o, MPI_Fint *m,
+                    MPI_Fint *ierr) {
+  ++counts[ALLREDUCE];
+  pmpi_allreduce_(a, b, c, t, o, m, ierr);
+}
+void mpi_alltoall_(void *a, MPI_Fint *ac, MPI_Fint *at, void *b, MPI_Fint *bc, MPI_Fint *bt,
+                   MPI_Fint *m, MPI_Fint *ierr) {
+  ++counts[ALLTOALL];
+  pmpi_alltoall_(a, ac, at, b, bc, bt, m, ierr);
+}
+
+static void report(void) {
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   char line[1024];
@@ -93,5 +121,15 @@ int MPI_Finalize(void) {
     n += snprintf(line + n, sizeof line - (size_t)n, " %s %ld", names[i], counts[i]);
   fprintf(stderr, "%s\nBYTES %d MPI_Send %lld MPI_Isend %lld\n", line, rank, send_bytes,
           isend_bytes);
+}
+
+int MPI_Finalize(void) {
+  report();
   return PMPI_Finalize();
+}
+
+void pmpi_finalize_(MPI_Fint *ierr);
+void mpi_finalize_(MPI_Fint *ierr) {
+  report();
+  pmpi_finalize_(ierr);
 }
