@@ -84,6 +84,24 @@ def counted_under_plain_counter(tmp_path, launch, program) -> tuple[dict, dict]:
     return calls, sent
 
 
+def counted_under_profiler(tmp_path, launch, program, env, ranks=4):
+    """Runs ``launch + program`` under ``petacomm profile --detail full``; returns the
+    command's result and, from its log, each rank's calls and bytes, each {rank: Counter}."""
+    log = tmp_path / "profile.json"
+    done = petacomm(
+        "profile", "-o", str(log), "--no-banner", "--detail", "full", "--", *launch, *program,
+        env=env, timeout=600,
+    )  # fmt: skip
+    profile = load(log)
+    assert profile.complete and profile.ranks == ranks
+    calls = {rank: Counter() for rank in range(ranks)}
+    nbytes = {rank: Counter() for rank in range(ranks)}
+    for entry in profile.entry_rows:
+        calls[entry["rank"]][entry["call"]] += entry["count"]
+        nbytes[entry["rank"]][entry["call"]] += entry["bytes"]
+    return done, calls, nbytes
+
+
 def test_hpcc_call_counts_equal_a_plain_pmpi_counter(debian_profiler, tmp_path):
     """HPCC (its Debian example input, 4 ranks) run once under a plain PMPI counter written
     apart from the profiler and once under the profiler: every counted call, summed over
@@ -99,22 +117,16 @@ def test_hpcc_call_counts_equal_a_plain_pmpi_counter(debian_profiler, tmp_path):
     for per_rank in calls.values():
         reference.update(per_rank)
     assert reference["MPI_Isend"] > 10000, reference
-    log = tmp_path / "hpcc.json"
-    petacomm(
-        "profile", "-o", str(log), "--no-banner", "--detail", "full", "--", *launch, hpcc,
-        env=debian_profiler, timeout=600,
-    )  # fmt: skip
-    profile = load(log)
-    assert profile.complete and profile.ranks == 4
+    _, profiled, _ = counted_under_profiler(tmp_path, launch, [hpcc], debian_profiler)
+    total = Counter()
+    for per_rank in profiled.values():
+        total.update(per_rank)
     # HPCC's MPI_Send/MPI_Recv totals change between runs even without any profiler (3,719
     # and 3,724 in two runs under the counter alone): they are left out; every other counted
     # call is the same in every run.
     varying = ("MPI_Send", "MPI_Recv")
-    counted = Counter()
-    for entry in profile.entry_rows:
-        if entry["call"] in reference and entry["call"] not in varying:
-            counted[entry["call"]] += entry["count"]
-    assert dict(counted) == {c: n for c, n in reference.items() if n and c not in varying}
+    counted = {c: n for c, n in total.items() if c in reference and c not in varying}
+    assert counted == {c: n for c, n in reference.items() if n and c not in varying}
 
 
 # A Lennard-Jones melt (LAMMPS's classic benchmark), 4,000 atoms for 100 steps: ghost-atom
@@ -148,23 +160,12 @@ def test_lammps_calls_and_bytes_equal_a_plain_pmpi_counter(debian_profiler, tmp_
     program = [lmp, "-in", "in.melt", "-log", "none"]
     calls, sent = counted_under_plain_counter(tmp_path, launch, program)
     assert calls[0]["MPI_Send"] > 500 and sent[0]["MPI_Send"] > 1_000_000, (calls, sent)
-    log = tmp_path / "lammps.json"
-    petacomm(
-        "profile", "-o", str(log), "--no-banner", "--detail", "full", "--", *launch, *program,
-        env=debian_profiler, timeout=600,
-    )  # fmt: skip
-    profile = load(log)
-    assert profile.complete and profile.ranks == 4
-    counted = {rank: Counter() for rank in range(4)}
-    bytes_sent = {rank: Counter() for rank in range(4)}
-    for entry in profile.entry_rows:
-        if entry["call"] in calls[entry["rank"]]:
-            counted[entry["rank"]][entry["call"]] += entry["count"]
-        if entry["call"] in ("MPI_Send", "MPI_Isend"):
-            bytes_sent[entry["rank"]][entry["call"]] += entry["bytes"]
+    _, profiled, nbytes = counted_under_profiler(tmp_path, launch, program, debian_profiler)
     for rank in range(4):
-        assert counted[rank] == +calls[rank], rank
-        assert bytes_sent[rank] == +sent[rank], rank
+        counted = Counter({c: n for c, n in profiled[rank].items() if c in calls[rank]})
+        assert counted == +calls[rank], rank
+        bytes_sent = Counter({c: nbytes[rank][c] for c in ("MPI_Send", "MPI_Isend")})
+        assert bytes_sent == +sent[rank], rank
 
 
 # Silicon, two atoms, LDA: a norm-conserving pseudopotential made by QE's own atomic code
@@ -215,17 +216,8 @@ def test_quantum_espresso_fortran_collectives_equal_a_plain_counter(debian_profi
     calls, _ = counted_under_plain_counter(tmp_path, launch, program)
     both = ("MPI_Barrier", "MPI_Bcast", "MPI_Allreduce", "MPI_Alltoall")
     assert all(calls[rank][call] > 1000 for rank in range(4) for call in both), calls
-    log = tmp_path / "qe.json"
-    done = petacomm(
-        "profile", "-o", str(log), "--no-banner", "--detail", "full", "--", *launch, *program,
-        env=debian_profiler, timeout=600,
-    )  # fmt: skip
+    done, profiled, _ = counted_under_profiler(tmp_path, launch, program, debian_profiler)
     assert "convergence has been achieved" in done.stdout
-    profile = load(log)
-    assert profile.complete and profile.ranks == 4
-    counted = {rank: Counter() for rank in range(4)}
-    for entry in profile.entry_rows:
-        if entry["call"] in both:
-            counted[entry["rank"]][entry["call"]] += entry["count"]
     for rank in range(4):
-        assert counted[rank] == Counter({call: calls[rank][call] for call in both}), rank
+        counted = Counter({call: profiled[rank][call] for call in both})
+        assert counted == Counter({call: calls[rank][call] for call in both}), rank
