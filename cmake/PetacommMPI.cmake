@@ -73,6 +73,10 @@ if(NOT MPI_C_FOUND OR NOT MPI_CXX_FOUND)
     "  (Debian: apt-get install libopenmpi-dev, or libmpich-dev)")
 endif()
 
+# Every C++ file uses MPI's C interface: keep the deprecated C++ bindings out of <mpi.h>, or a
+# C++ program linked with MPI::MPI_C alone fails to link against Open MPI 4 (MPI::Comm::Comm).
+set_property(TARGET MPI::MPI_C APPEND PROPERTY
+  INTERFACE_COMPILE_DEFINITIONS OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 # The library is C++ inside, so it is built with MPI's C++ flags; its interface is C.
 target_link_libraries(petacomm_mpi INTERFACE $<BUILD_INTERFACE:MPI::MPI_CXX> MPI::MPI_C)
 set(PETACOMM_MPIEXEC "${MPIEXEC_EXECUTABLE}")
