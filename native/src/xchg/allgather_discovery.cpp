@@ -62,8 +62,10 @@ Sharing allgather_discover(MPI_Comm comm, const std::vector<std::int64_t> &keys,
     sharing.owner[u] = std::min(sharing.owner[u], q);  // lowest holder (not used for exchange)
     sharing.list_ranks.push_back(q);
   }
-  for (std::size_t u = 0; u < u_count; ++u)
+  for (std::size_t u = 0; u < u_count; ++u) {
     sharing.list_begin[u + 1] = sharing.list_begin[u] + sharing.multiplicity[u] - 1;
+    if (sharing.multiplicity[u] >= 2) sharing.shared.push_back(static_cast<std::int32_t>(u));
+  }
   return sharing;
 }
 

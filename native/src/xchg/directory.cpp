@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "error.hpp"
 #include "mpi_support.hpp"
@@ -43,7 +44,7 @@ std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &
     std::vector<std::uint32_t> home_of(u_count);
     std::vector<std::uint32_t> count(static_cast<std::size_t>(size_), 0);
     for (std::size_t u = 0; u < u_count; ++u) {
-      const auto h = static_cast<std::uint32_t>(mix64(static_cast<std::uint64_t>(keys[u])) % p);
+      const std::uint32_t h = hash_to_range(mix64(static_cast<std::uint64_t>(keys[u])), p);
       home_of[u] = h;
       ++count[h];
     }
@@ -74,8 +75,9 @@ std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &
     // Fewer keys than ranks: sort (home, index) pairs packed in one integer.
     std::vector<std::uint64_t> by_home(u_count);
     for (std::size_t u = 0; u < u_count; ++u)
-      by_home[u] =
-          (mix64(static_cast<std::uint64_t>(keys[u])) % p) << 32 | static_cast<std::uint64_t>(u);
+      by_home[u] = std::uint64_t{hash_to_range(mix64(static_cast<std::uint64_t>(keys[u])), p)}
+                       << 32 |
+                   static_cast<std::uint64_t>(u);
     std::sort(by_home.begin(), by_home.end());
     for (std::size_t j = 0; j < by_home.size(); ++j) {
       const int home = static_cast<int>(by_home[j] >> 32);
@@ -94,43 +96,75 @@ std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &
 }
 
 void Directory::build_home_table(std::vector<Message> incoming) {
-  // Every (key, holder) pair homed here, sorted by key then holder. Each message is
-  // ascending by key, so with the messages in holder order the table is a row of sorted
-  // runs: merging them pairwise (stable, ceil(log2 runs) linear passes) sorts it.
+  // Every (key, holder) pair homed here, sorted by key then holder. When the keys span at
+  // most 8 values per pair (dense key sets, as pixels are), a counting sort over the span
+  // does it in two linear passes. Otherwise: each message is ascending by key, so with the
+  // messages in holder order the table is a row of sorted runs, and merging them pairwise
+  // (stable, ceil(log2 runs) linear passes) sorts it. Either way a key's holders ascend.
   std::sort(incoming.begin(), incoming.end(),
             [](const Message &a, const Message &b) { return a.rank < b.rank; });
   std::size_t total = 0;
-  for (const Message &m : incoming) total += m.data.size();
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const Message &m : incoming) {
+    sources_.push_back(m.rank);
+    if (m.data.empty()) continue;
+    total += m.data.size();
+    lo = std::min(lo, m.data.front());
+    hi = std::max(hi, m.data.back());
+  }
   table_ = Recycled<HomeEntry>::take(total);
   table_.resize(total);
+  const auto entry = [](std::int64_t key, std::size_t j, std::size_t s) {
+    return HomeEntry{key, static_cast<std::int32_t>(j), static_cast<std::int32_t>(s)};
+  };
+  // Keys are in [0, 2^63): the span fits.
+  if (total > 0 && static_cast<std::uint64_t>(hi - lo) < 8 * static_cast<std::uint64_t>(total)) {
+    std::vector<std::uint32_t> start(static_cast<std::size_t>(hi - lo) + 2, 0);
+    for (const Message &m : incoming)
+      for (std::int64_t key : m.data) ++start[static_cast<std::size_t>(key - lo) + 1];
+    for (std::size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    for (std::size_t s = 0; s < incoming.size(); ++s) {
+      const std::vector<std::int64_t> &keys = incoming[s].data;
+      for (std::size_t j = 0; j < keys.size(); ++j)
+        table_[start[static_cast<std::size_t>(keys[j] - lo)]++] = entry(keys[j], j, s);
+    }
+    return;
+  }
   std::vector<std::size_t> bounds = {0};
   HomeEntry *out = table_.data();
   for (std::size_t s = 0; s < incoming.size(); ++s) {
-    const int rank = incoming[s].rank;
-    sources_.push_back(rank);
-    for (std::int64_t key : incoming[s].data)
-      *out++ = HomeEntry{key, rank, static_cast<std::int32_t>(s)};
+    const std::vector<std::int64_t> &keys = incoming[s].data;
+    for (std::size_t j = 0; j < keys.size(); ++j) *out++ = entry(keys[j], j, s);
     std::vector<std::int64_t>().swap(incoming[s].data);
     bounds.push_back(static_cast<std::size_t>(out - table_.data()));
   }
-  // Stable: equal keys keep the runs' order, so each key's holders ascend.
   merge_sorted_runs(table_, std::move(bounds),
                     [](const HomeEntry &a, const HomeEntry &b) { return a.key < b.key; });
 }
 
 std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
-  // Per holder, for each of its keys here (ascending): d, owner, [other holders]. Sizes
-  // first, then every reply is written through a cursor into memory of its final size.
+  // Per holder, for each of its shared keys here in the order it sent them: the key's
+  // position in that message, d, the owner and (when listed) the other holders. A key held
+  // once is left out: its holder owns it alone, which is what it assumes unless told
+  // otherwise, so most of a reply's bytes and of both sides' work go to shared keys only.
+  // The shared keys' runs are found first, to size every reply exactly.
   const auto listed = [list_limit](std::size_t d) {
     return static_cast<std::int64_t>(d) <= list_limit;
   };
   const auto owner_entry = [this](std::size_t g, std::size_t d) {
     return g + mix64(static_cast<std::uint64_t>(table_[g].key) ^ kOwnerSalt) % d;
   };
+  std::vector<std::size_t> shared_runs;  // the first entry of each shared key's run
   std::vector<std::size_t> sizes(sources_.size(), 0);
   for_each_key([&](std::size_t g, std::size_t end) {
     const std::size_t d = end - g;
-    const std::size_t each = 2 + (listed(d) ? d - 1 : 0);
+    if (d == 1) {
+      ++histogram_[0];
+      return;
+    }
+    histogram_[multiplicity_bucket(static_cast<std::int64_t>(d))] += 1;
+    shared_runs.push_back(g);
+    const std::size_t each = 3 + (listed(d) ? d - 1 : 0);
     for (std::size_t j = g; j < end; ++j) sizes[static_cast<std::size_t>(table_[j].source)] += each;
     if (!listed(d))  // the owner always gets the list
       sizes[static_cast<std::size_t>(table_[owner_entry(g, d)].source)] += d - 1;
@@ -141,27 +175,22 @@ std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
     replies[s].resize(sizes[s]);
     at[s] = replies[s].data();
   }
-  for_each_key([&](std::size_t g, std::size_t end) {
+  for (std::size_t g : shared_runs) {
+    std::size_t end = g + 1;
+    while (end < table_.size() && table_[end].key == table_[g].key) ++end;
     const std::size_t d = end - g;
-    if (d == 1) {  // held once: its holder owns it, nobody else to list
-      ++histogram_[0];
-      std::int32_t *&out = at[static_cast<std::size_t>(table_[g].source)];
-      out[0] = 1;
-      out[1] = table_[g].rank;
-      out += 2;
-      return;
-    }
-    const int owner = table_[owner_entry(g, d)].rank;
-    histogram_[multiplicity_bucket(static_cast<std::int64_t>(d))] += 1;
+    const std::size_t owner_at = owner_entry(g, d);
+    const int owner = sources_[static_cast<std::size_t>(table_[owner_at].source)];
     for (std::size_t j = g; j < end; ++j) {
       std::int32_t *&out = at[static_cast<std::size_t>(table_[j].source)];
+      *out++ = table_[j].position;
       *out++ = static_cast<std::int32_t>(d);
       *out++ = owner;
-      if (listed(d) || owner == table_[j].rank)
+      if (listed(d) || j == owner_at)
         for (std::size_t q = g; q < end; ++q)
-          if (q != j) *out++ = table_[q].rank;
+          if (q != j) *out++ = sources_[static_cast<std::size_t>(table_[q].source)];
     }
-  });
+  }
   return replies;
 }
 
@@ -238,14 +267,16 @@ std::vector<std::vector<std::int32_t>> Directory::exchange_replies(
 
 void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &received,
                                std::size_t u_count, int list_limit) {
-  // In the order the keys were sent: d, owner, and the other holders when listed. The
-  // lists are copied in a second pass over the listed keys only (most keys have none).
+  // Every key starts as held here alone; the replies name the shared ones by their position
+  // in the message sent home (ascending), with d, the owner and the other holders when
+  // listed. The lists are copied in a second pass, once their offsets are known.
   sharing_.multiplicity = Recycled<std::int32_t>::take(u_count);
   sharing_.multiplicity.assign(u_count, 1);
   sharing_.owner = Recycled<std::int32_t>::take(u_count);
   sharing_.owner.assign(u_count, me_);
   sharing_.list_begin = Recycled<std::int64_t>::take(u_count + 1);
   sharing_.list_begin.assign(u_count + 1, 0);
+  sharing_.shared.clear();
   struct Listed {
     std::int32_t u;
     std::int32_t home;  // index into received
@@ -256,23 +287,34 @@ void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &rec
   std::int64_t *length = sharing_.list_begin.data() + 1;  // list lengths, summed below
   for (std::size_t h = 0; h < homes_.size(); ++h) {
     const std::vector<std::int32_t> &r = received[h];
+    const std::vector<std::int32_t> &sent = keys_at_home_[h];
     std::size_t at = 0;
-    for (std::int32_t u : keys_at_home_[h]) {
-      PETACOMM_CHECK_INTERNAL(at + 2 <= r.size(), "short directory reply from rank ", homes_[h]);
-      const int d = r[at], o = r[at + 1];
-      at += 2;
+    std::int64_t last = -1;
+    while (at < r.size()) {
+      PETACOMM_CHECK_INTERNAL(at + 3 <= r.size(), "short directory reply from rank ", homes_[h]);
+      const std::int32_t position = r[at], d = r[at + 1], o = r[at + 2];
+      PETACOMM_CHECK_INTERNAL(
+          position > last && static_cast<std::size_t>(position) < sent.size() && d >= 2,
+          "directory reply from rank ", homes_[h], ": key position ", position, " with d = ", d,
+          " after position ", last, " of ", sent.size());
+      last = position;
+      at += 3;
+      const std::int32_t u = sent[static_cast<std::size_t>(position)];
       multiplicity[u] = d;
       owner[u] = o;
-      if (d > 1 && (d <= list_limit || o == me_)) {
+      if (d <= list_limit || o == me_) {
+        PETACOMM_CHECK_INTERNAL(at + static_cast<std::size_t>(d - 1) <= r.size(),
+                                "short directory reply from rank ", homes_[h]);
         lists.push_back(Listed{u, static_cast<std::int32_t>(h), at});
         length[u] = d - 1;
         at += static_cast<std::size_t>(d - 1);
       }
     }
-    PETACOMM_CHECK_INTERNAL(at == r.size(), "directory reply from rank ", homes_[h], " has ",
-                            r.size(), " ints, decoded ", at);
   }
-  for (std::size_t u = 0; u < u_count; ++u) sharing_.list_begin[u + 1] += sharing_.list_begin[u];
+  for (std::size_t u = 0; u < u_count; ++u) {
+    sharing_.list_begin[u + 1] += sharing_.list_begin[u];
+    if (multiplicity[u] >= 2) sharing_.shared.push_back(static_cast<std::int32_t>(u));
+  }
   sharing_.list_ranks.resize(static_cast<std::size_t>(sharing_.list_begin[u_count]));
   for (const Listed &l : lists) {
     const std::int32_t *from = received[static_cast<std::size_t>(l.home)].data() + l.at;

@@ -1,8 +1,8 @@
 // Distributed directory: every key has a home rank (hash of the key modulo p). Ranks send
 // their distinct keys home (partners found by NBX); each home sorts the (key, rank) pairs it
 // received, so it knows every holder of its keys, chooses an owner among them and replies
-// to each holder with d, the owner and (when asked for) the other holders. O(n_local)
-// memory and work per rank in expectation, no p x n tables, no O(p) arrays.
+// to each holder of a shared key with d, the owner and (when asked for) the other holders.
+// O(n_local) memory and work per rank in expectation, no p x n tables, no O(p) arrays.
 #pragma once
 
 #include <mpi.h>
@@ -54,8 +54,12 @@ class Directory {
  private:
   struct HomeEntry {
     std::int64_t key;
-    int rank;
-    std::int32_t source;  // index into sources_
+    std::int32_t position;  // of the key in its holder's message
+    std::int32_t source;    // index into sources_ (ascending with the holder's rank)
+    // Left uninitialised, so that sizing the table does not write it twice (every entry
+    // is written when it is filled).
+    HomeEntry() {}  // NOLINT(modernize-use-equals-default): = default would zero it
+    HomeEntry(std::int64_t k, std::int32_t p, std::int32_t s) : key(k), position(p), source(s) {}
   };
   // The steps of construction, in order: NBX of my keys to their homes (returns what was
   // homed here), the sorted home table, per holder the replies (d, owner, other holders),

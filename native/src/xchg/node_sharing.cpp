@@ -36,8 +36,8 @@ void node_statistics(const NodeTopology &nodes, const Sharing &sharing, int me, 
   std::vector<std::uint64_t> partners((static_cast<std::size_t>(nodes.nodes()) + 63) / 64, 0);
   std::vector<int> remote_nodes;
   std::int64_t shared = 0;
-  for (std::size_t u = 0; u < sharing.keys(); ++u) {
-    if (sharing.multiplicity[u] < 2 || !sharing.has_list(u)) continue;
+  for (const std::int32_t u : sharing.shared) {
+    if (!sharing.has_list(static_cast<std::size_t>(u))) continue;
     ++shared;
     // The other holders, read in place (ascending): I am a holder too, on my node.
     const std::int32_t *other = sharing.list_ranks.data() + sharing.list_begin[u];

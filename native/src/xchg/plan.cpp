@@ -322,7 +322,7 @@ Plan::Discovered Plan::discover(const XchgStrategy *requested, const petacomm_xc
 
 void Plan::plan_statistics_of(Discovered &found, const petacomm_xchg_options &o,
                               const CostModel &cost, Choice &choice) {
-  static const Sharing nothing_known{{}, {}, {0}, {}, {}};
+  static const Sharing nothing_known{{}, {}, {0}, {}, {}, {}};
   const Sharing *sharing = found.sharing();
   choice.have_sharing = sharing != nullptr;
   choice.complete_lists = found.complete_lists;

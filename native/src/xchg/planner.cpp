@@ -56,21 +56,23 @@ petacomm_xchg_rank_stats rank_statistics(const KeyIndex &index, const Sharing &s
   petacomm_xchg_rank_stats r{};
   r.n_local = index.positions();
   r.n_unique = static_cast<std::int64_t>(index.unique());
-  int p = 1;
+  // Only the shared keys are visited: a key held here alone is owned here and has no
+  // partner, so it counts in bucket 0 and nowhere else.
+  int p = me + 1;
   for (std::int32_t rank : sharing.list_ranks) p = std::max(p, rank + 1);
-  for (std::int32_t rank : sharing.owner) p = std::max(p, rank + 1);
-  const std::size_t entries = sharing.list_ranks.size() + sharing.keys();
+  for (std::int32_t u : sharing.shared) p = std::max(p, sharing.owner[u] + 1);
+  const std::size_t entries = sharing.list_ranks.size() + sharing.shared.size();
   PartnerTable min_d(p, entries);  // partner -> smallest d of a key shared with it
   PartnerTable owners(p, entries), holders(p, entries);
   // Keys by multiplicity bucket c = ceil(log2 d): a key is a hub at level b (d > 2^b) iff
   // b < c, else (d >= 2) it goes pairwise; prefix sums over buckets give every level.
   std::array<std::int64_t, PETACOMM_XCHG_HUB_LEVELS + 1> bucket_keys{}, bucket_values{};
-  for (std::size_t u = 0; u < sharing.keys(); ++u) {
+  bucket_keys[0] = static_cast<std::int64_t>(sharing.keys() - sharing.shared.size());
+  for (std::int32_t u : sharing.shared) {
     const int d = sharing.multiplicity[u];
     const int c = multiplicity_bucket(d);
     bucket_keys[c] += 1;
-    if (d >= 2) bucket_values[c] += d - 1;
-    if (d < 2) continue;
+    bucket_values[c] += d - 1;
     r.n_shared += 1;
     r.pair_values += d - 1;
     for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j) {

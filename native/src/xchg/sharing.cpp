@@ -33,7 +33,7 @@ PeerList group_by_peer(std::vector<std::pair<int, std::int32_t>> pairs, int p) {
 
 std::size_t Sharing::memory_bytes() const {
   return multiplicity.capacity() * 4 + owner.capacity() * 4 + list_begin.capacity() * 8 +
-         list_ranks.capacity() * 4 + hub_index.capacity() * 8;
+         list_ranks.capacity() * 4 + hub_index.capacity() * 8 + shared.capacity() * 4;
 }
 
 std::size_t PeerList::memory_bytes() const {
@@ -42,9 +42,9 @@ std::size_t PeerList::memory_bytes() const {
 
 PeerList pair_peers(const Sharing &sharing, int max_d, int p) {
   std::vector<std::pair<int, std::int32_t>> pairs;
-  for (std::size_t u = 0; u < sharing.keys(); ++u) {
+  for (std::int32_t u : sharing.shared) {
     const int d = sharing.multiplicity[u];
-    if (d < 2 || d > max_d || !sharing.has_list(u)) continue;
+    if (d > max_d || !sharing.has_list(u)) continue;
     for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j)
       pairs.emplace_back(sharing.list_ranks[j], static_cast<std::int32_t>(u));
   }
@@ -53,18 +53,17 @@ PeerList pair_peers(const Sharing &sharing, int max_d, int p) {
 
 PeerList owner_send_peers(const Sharing &sharing, int me, int p) {
   std::vector<std::pair<int, std::int32_t>> pairs;
-  for (std::size_t u = 0; u < sharing.keys(); ++u)
-    if (sharing.multiplicity[u] >= 2 && sharing.owner[u] != me)
-      pairs.emplace_back(sharing.owner[u], static_cast<std::int32_t>(u));
+  for (std::int32_t u : sharing.shared)
+    if (sharing.owner[u] != me) pairs.emplace_back(sharing.owner[u], u);
   return group_by_peer(std::move(pairs), p);
 }
 
 PeerList owner_recv_peers(const Sharing &sharing, int me, int p) {
   std::vector<std::pair<int, std::int32_t>> pairs;
-  for (std::size_t u = 0; u < sharing.keys(); ++u) {
-    if (sharing.multiplicity[u] < 2 || sharing.owner[u] != me) continue;
+  for (std::int32_t u : sharing.shared) {
+    if (sharing.owner[u] != me) continue;
     for (std::int64_t j = sharing.list_begin[u]; j < sharing.list_begin[u + 1]; ++j)
-      pairs.emplace_back(sharing.list_ranks[j], static_cast<std::int32_t>(u));
+      pairs.emplace_back(sharing.list_ranks[j], u);
   }
   return group_by_peer(std::move(pairs), p);
 }

@@ -15,6 +15,7 @@ struct Sharing {
   std::vector<std::int64_t> list_begin;    // CSR offsets (size keys + 1) into list_ranks
   std::vector<std::int32_t> list_ranks;    // other holders, ascending; empty when not known
   std::vector<std::int64_t> hub_index;     // hub-split: dense index of hub keys, else -1
+  std::vector<std::int32_t> shared;        // the keys with d >= 2, ascending
 
   std::size_t keys() const { return multiplicity.size(); }
   bool has_list(std::size_t u) const {

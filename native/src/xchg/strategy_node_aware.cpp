@@ -58,8 +58,8 @@ class NodeAware final : public Strategy {
     // lowest holder on this node, its holders (else 0 of them).
     std::vector<std::int64_t> record;
     std::vector<int> holders;
-    for (std::size_t u = 0; u < sharing.keys(); ++u) {
-      if (sharing.multiplicity[u] < 2) continue;
+    for (const std::int32_t shared_key : sharing.shared) {
+      const auto u = static_cast<std::size_t>(shared_key);
       PETACOMM_CHECK_INTERNAL(sharing.has_list(u), "node-aware built without the holders of key ",
                               keys[u]);
       shared_.push_back(index32(u, "node-aware: distinct keys"));

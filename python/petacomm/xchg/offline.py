@@ -32,6 +32,12 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def hash_to_range(h: np.ndarray, n) -> np.ndarray:
+    """A mixed hash onto [0, n), bit-identical to the native hash_to_range: the top 32 bits
+    times n, shifted down 32 (no division)."""
+    return ((h >> np.uint64(32)) * np.asarray(n, dtype=np.uint64)) >> np.uint64(32)
+
+
 def _distinct(x: np.ndarray) -> np.ndarray:
     """np.unique by sorting (numpy's hash-based unique is several times slower on the
     millions of mostly distinct values here)."""
@@ -146,17 +152,19 @@ def statistics(
     out[:, col["owner_sends"]] = np.bincount(pairs // p, minlength=p)
     out[:, col["owner_recvs"]] = np.bincount(pairs % p, minlength=p)
 
-    # Directory: messages to homes and replies to holders (both exclude self), reply ints.
-    home = (mix64(key.astype(np.uint64)) % np.uint64(p)).astype(np.int64)
+    # Directory: messages to homes and replies to holders (both exclude self), reply ints:
+    # position, d, owner and the d - 1 other holders per shared key, nothing for the others.
+    home = hash_to_range(mix64(key.astype(np.uint64)), p).astype(np.int64)
     remote = home != holder
     links = _distinct(holder[remote] * p + home[remote])
     out[:, col["directory_send_msgs"]] = np.bincount(links // p, minlength=p) + np.bincount(
         links % p, minlength=p
     )
+    replied = remote & shared
     out[:, col["directory_reply_ints"]] = np.bincount(
-        holder[remote], weights=(d + 1)[remote], minlength=p
+        holder[replied], weights=(d + 2)[replied], minlength=p
     ).astype(np.int64)
-    del run, shared, owner, not_owner, owned, pairs, home, remote, links
+    del run, shared, owner, not_owner, owned, pairs, home, remote, replied, links
 
     if int(np.sum(d_key.astype(np.int64) ** 2)) <= pair_budget:
         _partners_from_pairs(out, holder, first, d_key, p)
