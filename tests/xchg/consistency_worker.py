@@ -53,6 +53,15 @@ def check_plan(deterministic):
             inside,
             entry,
         )
+        # Setup prices the directory's messages home and its replies (the homes' split
+        # of the key range, the reply ints per shared key) as the offline count does.
+        inside = info["strategies"][strategy]["predicted_setup_seconds"]
+        assert math.isclose(inside, entry["setup_seconds"], rel_tol=1e-9), (
+            deterministic,
+            strategy,
+            inside,
+            entry,
+        )
         for figure in ("messages", "bytes"):
             inside = info["strategies"][strategy][f"predicted_{figure}"]
             assert math.isclose(inside, entry[figure], rel_tol=1e-12, abs_tol=1e-9), (
