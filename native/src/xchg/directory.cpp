@@ -280,7 +280,7 @@ void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &rec
   sharing_.owner.assign(u_count, me_);
   sharing_.list_begin = Recycled<std::int64_t>::take(u_count + 1);
   sharing_.list_begin.assign(u_count + 1, 0);
-  sharing_.shared.clear();
+  std::size_t shared_count = 0;
   struct Listed {
     std::int32_t u;
     std::int32_t home;  // index into received
@@ -308,6 +308,7 @@ void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &rec
           " after position ", last, " of ", sent);
       last = position;
       at += 3;
+      ++shared_count;
       const auto pos = static_cast<std::size_t>(position);
       while (pos - run_first >= home_runs_[run].end - home_runs_[run].begin) {
         run_first += home_runs_[run].end - home_runs_[run].begin;
@@ -325,10 +326,18 @@ void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &rec
       }
     }
   }
+  // List offsets and the shared keys in one pass, through plain pointers and without a
+  // branch on d (which is as good as random): every key is written at the cursor, which
+  // moves past the shared ones only (one spare slot for the keys after the last).
+  sharing_.shared.resize(shared_count + 1);
+  std::int64_t *list_begin = sharing_.list_begin.data();
+  std::int32_t *shared = sharing_.shared.data();
   for (std::size_t u = 0; u < u_count; ++u) {
-    sharing_.list_begin[u + 1] += sharing_.list_begin[u];
-    if (multiplicity[u] >= 2) sharing_.shared.push_back(static_cast<std::int32_t>(u));
+    list_begin[u + 1] += list_begin[u];
+    *shared = static_cast<std::int32_t>(u);
+    shared += multiplicity[u] >= 2 ? 1 : 0;
   }
+  sharing_.shared.pop_back();
   sharing_.list_ranks.resize(static_cast<std::size_t>(sharing_.list_begin[u_count]));
   for (const Listed &l : lists) {
     const std::int32_t *from = received[static_cast<std::size_t>(l.home)].data() + l.at;
