@@ -16,18 +16,14 @@ namespace {
 constexpr std::uint64_t kOwnerSalt = 0x5bd1e9955bd1e995ULL;
 }  // namespace
 
-Directory::Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> &keys,
-                     const BlockHomes &homes, SetupClock *clock, int send_window)
-    : comm_(comm),
-      tag_base_(tag_base),
-      clock_(clock),
-      send_window_(send_window),
-      keys_(keys),
-      block_homes_(homes) {
+Directory::Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys,
+                     SetupClock *clock, int send_window)
+    : comm_(comm), tag_base_(tag_base), clock_(clock), send_window_(send_window) {
   check_mpi(MPI_Comm_rank(comm, &me_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
-  u_count_ = keys.size();
-  incoming_ = send_keys_home();
+  static const std::vector<std::int64_t> none;
+  u_count_ = keys ? keys->size() : 0;
+  incoming_ = send_keys_home(keys ? *keys : none);
 }
 
 void Directory::resolve(int list_limit) {
@@ -37,100 +33,100 @@ void Directory::resolve(int list_limit) {
   decode_replies(received, u_count_, list_limit);
 }
 
-std::vector<Message> Directory::send_keys_home() {
-  // My keys are ascending, so each block's are one run of them. The runs are grouped by
-  // home (a counting sort when there are at least p runs, else a stable sort), and each
-  // home gets its runs copied into one message, ascending (mine included: delivered
-  // without MPI).
-  struct Run {
-    int home;
-    std::size_t begin, end;
-  };
-  std::vector<Run> runs;
-  for (std::size_t b = 0; b < u_count_;) {
-    const std::uint64_t block = block_homes_.block(keys_[b]);
-    std::size_t e = b + 1;
-    while (e < u_count_ && block_homes_.block(keys_[e]) == block) ++e;
-    runs.push_back({block_homes_.home(block), b, e});
-    b = e;
-  }
-  if (static_cast<std::size_t>(size_) <= runs.size()) {
-    std::vector<std::size_t> start(static_cast<std::size_t>(size_) + 1, 0);
-    for (const Run &r : runs) ++start[static_cast<std::size_t>(r.home) + 1];
-    for (std::size_t h = 0; h < static_cast<std::size_t>(size_); ++h) start[h + 1] += start[h];
-    std::vector<Run> grouped(runs.size());
-    for (const Run &r : runs) grouped[start[static_cast<std::size_t>(r.home)]++] = r;
-    runs.swap(grouped);
-  } else {
-    std::stable_sort(runs.begin(), runs.end(),
-                     [](const Run &a, const Run &b) { return a.home < b.home; });
-  }
+std::vector<Message> Directory::send_keys_home(const std::vector<std::int64_t> &keys) {
+  // My keys to their homes, ascending within each home (keys are ascending in index order).
+  const std::size_t u_count = keys.size();
+  const auto p = static_cast<std::uint64_t>(size_);
   std::vector<Message> outgoing;
-  for (std::size_t i = 0; i < runs.size();) {
-    std::size_t j = i, n = 0;
-    for (; j < runs.size() && runs[j].home == runs[i].home; ++j) n += runs[j].end - runs[j].begin;
-    homes_.push_back(runs[i].home);
-    outgoing.push_back({runs[i].home, std::vector<std::int64_t>(n)});
-    std::int64_t *out = outgoing.back().data.data();
-    for (; i < j; ++i) {
-      home_runs_.push_back({runs[i].begin, runs[i].end});
-      out = std::copy(keys_.begin() + static_cast<std::ptrdiff_t>(runs[i].begin),
-                      keys_.begin() + static_cast<std::ptrdiff_t>(runs[i].end), out);
+  if (static_cast<std::size_t>(size_) <= u_count) {
+    // A counting sort by home (O(p) <= O(keys) memory): count, size each message exactly,
+    // then fill in index order, which keeps every home's keys ascending.
+    std::vector<std::uint32_t> home_of(u_count);
+    std::vector<std::uint32_t> count(static_cast<std::size_t>(size_), 0);
+    for (std::size_t u = 0; u < u_count; ++u) {
+      const std::uint32_t h = hash_to_range(mix64(static_cast<std::uint64_t>(keys[u])), p);
+      home_of[u] = h;
+      ++count[h];
     }
-    home_run_begin_.push_back(home_runs_.size());
+    std::vector<std::uint32_t> slot(static_cast<std::size_t>(size_), 0);
+    for (int h = 0; h < size_; ++h) {
+      if (count[static_cast<std::size_t>(h)] == 0) continue;
+      slot[static_cast<std::size_t>(h)] = static_cast<std::uint32_t>(homes_.size());
+      homes_.push_back(h);
+    }
+    keys_at_home_.resize(homes_.size());
+    outgoing.resize(homes_.size());
+    std::vector<std::int64_t *> key_at(homes_.size());
+    std::vector<std::int32_t *> index_at(homes_.size());
+    for (std::size_t i = 0; i < homes_.size(); ++i) {
+      const std::size_t n = count[static_cast<std::size_t>(homes_[i])];
+      outgoing[i].rank = homes_[i];
+      outgoing[i].data.resize(n);
+      keys_at_home_[i].resize(n);
+      key_at[i] = outgoing[i].data.data();
+      index_at[i] = keys_at_home_[i].data();
+    }
+    for (std::size_t u = 0; u < u_count; ++u) {
+      const std::uint32_t i = slot[home_of[u]];
+      *key_at[i]++ = keys[u];
+      *index_at[i]++ = static_cast<std::int32_t>(u);
+    }
+  } else {
+    // Fewer keys than ranks: sort (home, index) pairs packed in one integer.
+    std::vector<std::uint64_t> by_home(u_count);
+    for (std::size_t u = 0; u < u_count; ++u)
+      by_home[u] = std::uint64_t{hash_to_range(mix64(static_cast<std::uint64_t>(keys[u])), p)}
+                       << 32 |
+                   static_cast<std::uint64_t>(u);
+    std::sort(by_home.begin(), by_home.end());
+    for (std::size_t j = 0; j < by_home.size(); ++j) {
+      const int home = static_cast<int>(by_home[j] >> 32);
+      const auto u = static_cast<std::int32_t>(by_home[j] & 0xffffffffU);
+      if (j == 0 || home != homes_.back()) {
+        homes_.push_back(home);
+        keys_at_home_.emplace_back();
+        outgoing.push_back(Message{home, {}});
+      }
+      keys_at_home_.back().push_back(u);
+      outgoing.back().data.push_back(keys[static_cast<std::size_t>(u)]);
+    }
   }
   return nbx_exchange(comm_, tag_base_ + kTagKeys, tag_base_ + kTagBarrier, std::move(outgoing),
                       traffic_, clock_, send_window_);
 }
 
 void Directory::build_home_table(std::vector<Message> incoming) {
-  // Every (key, holder) pair homed here, sorted by key then holder. The keys of this home's
-  // blocks are dense once the other blocks are squeezed out (BlockHomes::local): when they
-  // span at most 8 values per pair, a counting sort over that span does it in two linear
-  // passes. Otherwise (sparse keys): each message is ascending, so with the messages in
-  // holder order the table is a row of sorted runs, and merging them pairwise (stable,
-  // ceil(log2 runs) linear passes) sorts it. Either way a key's holders ascend.
+  // Every (key, holder) pair homed here, sorted by key then holder. When the keys span at
+  // most 8 values per pair (dense key sets, as pixels are), a counting sort over the span
+  // does it in two linear passes. Otherwise: each message is ascending by key, so with the
+  // messages in holder order the table is a row of sorted runs, and merging them pairwise
+  // (stable, ceil(log2 runs) linear passes) sorts it. Either way a key's holders ascend.
   std::sort(incoming.begin(), incoming.end(),
             [](const Message &a, const Message &b) { return a.rank < b.rank; });
   std::size_t total = 0;
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const Message &m : incoming) {
     sources_.push_back(m.rank);
+    if (m.data.empty()) continue;
     total += m.data.size();
+    lo = std::min(lo, m.data.front());
+    hi = std::max(hi, m.data.back());
   }
   table_ = Recycled<HomeEntry>::take(total);
   table_.resize(total);
   const auto entry = [](std::int64_t key, std::size_t j, std::size_t s) {
     return HomeEntry{key, static_cast<std::int32_t>(j), static_cast<std::int32_t>(s)};
   };
-  const std::uint64_t span = block_homes_.local_span();
-  if (total > 0 && span <= 8 * static_cast<std::uint64_t>(total) &&
-      span < (std::uint64_t{1} << 32)) {
-    // A key's place at this home; blocks change rarely along a message, so the squeeze of
-    // the previous key's block is reused (a division per block, not per key).
-    const auto local_of = [this](const std::vector<std::int64_t> &keys,
-                                 std::vector<std::uint32_t> &local) {
-      local.resize(keys.size());
-      std::uint64_t block = ~std::uint64_t{0}, squeezed = 0;
-      for (std::size_t j = 0; j < keys.size(); ++j) {
-        const std::uint64_t b = block_homes_.block(keys[j]);
-        if (b != block) {
-          block = b;
-          squeezed = block_homes_.squeezed(b);
-        }
-        local[j] = static_cast<std::uint32_t>(block_homes_.offset(keys[j]) - squeezed);
-      }
-    };
-    std::vector<std::vector<std::uint32_t>> locals(incoming.size());
-    std::vector<std::uint32_t> start(static_cast<std::size_t>(span) + 1, 0);
-    for (std::size_t s = 0; s < incoming.size(); ++s) {
-      local_of(incoming[s].data, locals[s]);
-      for (std::uint32_t l : locals[s]) ++start[l + 1];
-    }
+  // Keys are in [0, 2^63): the span fits.
+  if (total > 0 && static_cast<std::uint64_t>(hi - lo) < 8 * static_cast<std::uint64_t>(total)) {
+    std::vector<std::uint32_t> start(static_cast<std::size_t>(hi - lo) + 2, 0);
+    for (const Message &m : incoming)
+      for (std::int64_t key : m.data) ++start[static_cast<std::size_t>(key - lo) + 1];
     for (std::size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
     for (std::size_t s = 0; s < incoming.size(); ++s) {
       const std::vector<std::int64_t> &keys = incoming[s].data;
       for (std::size_t j = 0; j < keys.size(); ++j)
-        table_[start[locals[s][j]]++] = entry(keys[j], j, s);
+        table_[start[static_cast<std::size_t>(keys[j] - lo)]++] = entry(keys[j], j, s);
     }
     return;
   }
@@ -291,30 +287,20 @@ void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &rec
   std::int64_t *length = sharing_.list_begin.data() + 1;  // list lengths, summed below
   for (std::size_t h = 0; h < homes_.size(); ++h) {
     const std::vector<std::int32_t> &r = received[h];
-    // The keys sent to that home: its runs of my keys, in order; position -> key index by
-    // a cursor over them (positions ascend).
-    std::size_t run = h == 0 ? 0 : home_run_begin_[h - 1], run_first = 0;  // position of run
-    const std::size_t runs_end = home_run_begin_[h];
-    std::size_t sent = 0;
-    for (std::size_t r = run; r < runs_end; ++r) sent += home_runs_[r].end - home_runs_[r].begin;
+    const std::vector<std::int32_t> &sent = keys_at_home_[h];
     std::size_t at = 0;
     std::int64_t last = -1;
     while (at < r.size()) {
       PETACOMM_CHECK_INTERNAL(at + 3 <= r.size(), "short directory reply from rank ", homes_[h]);
       const std::int32_t position = r[at], d = r[at + 1], o = r[at + 2];
       PETACOMM_CHECK_INTERNAL(
-          position > last && static_cast<std::size_t>(position) < sent && d >= 2,
+          position > last && static_cast<std::size_t>(position) < sent.size() && d >= 2,
           "directory reply from rank ", homes_[h], ": key position ", position, " with d = ", d,
-          " after position ", last, " of ", sent);
+          " after position ", last, " of ", sent.size());
       last = position;
       at += 3;
       ++shared_count;
-      const auto pos = static_cast<std::size_t>(position);
-      while (pos - run_first >= home_runs_[run].end - home_runs_[run].begin) {
-        run_first += home_runs_[run].end - home_runs_[run].begin;
-        ++run;
-      }
-      const auto u = static_cast<std::int32_t>(home_runs_[run].begin + (pos - run_first));
+      const std::int32_t u = sent[static_cast<std::size_t>(position)];
       multiplicity[u] = d;
       owner[u] = o;
       if (d <= list_limit || o == me_) {
@@ -384,9 +370,8 @@ std::int64_t Directory::assign_hubs(int threshold) {
   sharing_.hub_index.assign(sharing_.keys(), -1);
   for (std::size_t h = 0; h < homes_.size(); ++h) {
     std::vector<std::int32_t> mine;
-    for (std::size_t r = h == 0 ? 0 : home_run_begin_[h - 1]; r < home_run_begin_[h]; ++r)
-      for (std::size_t u = home_runs_[r].begin; u < home_runs_[r].end; ++u)
-        if (sharing_.multiplicity[u] > threshold) mine.push_back(static_cast<std::int32_t>(u));
+    for (std::int32_t u : keys_at_home_[h])
+      if (sharing_.multiplicity[u] > threshold) mine.push_back(u);
     if (mine.empty()) continue;
     std::vector<std::int64_t> got;
     if (homes_[h] == me_) {
@@ -420,8 +405,7 @@ void Directory::release_home_table() {
   std::vector<HomeEntry>().swap(table_);
   std::vector<int>().swap(sources_);
   std::vector<int>().swap(homes_);
-  std::vector<KeyRange>().swap(home_runs_);
-  std::vector<std::size_t>().swap(home_run_begin_);
+  std::vector<std::vector<std::int32_t>>().swap(keys_at_home_);
 }
 
 }  // namespace petacomm::xchg

@@ -1,9 +1,8 @@
-// Distributed directory: every key has a home rank (BlockHomes: blocks of the key range
-// dealt to the ranks in turn). Ranks send their distinct keys home (partners found by NBX),
-// in runs, one per block; each home sorts the (key, rank) pairs it received, so it knows
-// every holder of its keys, chooses an owner among them and replies to each holder of a
-// shared key with d, the owner and (when asked for) the other holders. O(n_local) memory
-// and work per rank, no p x n tables, no O(p) arrays.
+// Distributed directory: every key has a home rank (hash of the key modulo p). Ranks send
+// their distinct keys home (partners found by NBX); each home sorts the (key, rank) pairs it
+// received, so it knows every holder of its keys, chooses an owner among them and replies
+// to each holder of a shared key with d, the owner and (when asked for) the other holders.
+// O(n_local) memory and work per rank in expectation, no p x n tables, no O(p) arrays.
 #pragma once
 
 #include <mpi.h>
@@ -12,7 +11,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "block_homes.hpp"
 #include "nbx.hpp"
 #include "petacomm/xchg.h"
 #include "private_comm.hpp"
@@ -23,12 +21,13 @@ namespace petacomm::xchg {
 class Directory {
  public:
   // Collective, in two steps. First the keys go to their homes: keys are this rank's
-  // distinct keys, ascending (kept by reference: they must outlive the directory), homes
-  // the blocks of the global key range. tag_base: the plan's tags.
+  // distinct keys, ascending, or nullptr for a rank that sends none but takes part (plan
+  // creation runs this step while its argument check is in flight, so every rank runs it,
+  // whatever it was asked). tag_base: the plan's tags.
   // Its waiting is timed on `clock` (may be nullptr), which must outlive the directory.
   // send_window: at most this many sends in flight per step (0: all at once).
-  Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> &keys,
-            const BlockHomes &homes, SetupClock *clock, int send_window);
+  Directory(MPI_Comm comm, int tag_base, const std::vector<std::int64_t> *keys, SetupClock *clock,
+            int send_window);
   // Hands the home table and the sharing arrays to the next plan on this thread (recycled.hpp).
   ~Directory();
   Directory(const Directory &) = delete;
@@ -65,7 +64,7 @@ class Directory {
   // The steps of construction, in order: NBX of my keys to their homes (returns what was
   // homed here), the sorted home table, per holder the replies (d, owner, other holders),
   // their exchange (returns one reply per home), and decoding them into sharing_.
-  std::vector<Message> send_keys_home();
+  std::vector<Message> send_keys_home(const std::vector<std::int64_t> &keys);
   void build_home_table(std::vector<Message> incoming);
   std::vector<std::vector<std::int32_t>> make_replies(int list_limit);
   std::vector<std::vector<std::int32_t>> exchange_replies(
@@ -94,18 +93,10 @@ class Directory {
   SetupTraffic traffic_;
   std::int64_t reply_ints_ = 0;
   std::array<std::int64_t, PETACOMM_XCHG_HUB_LEVELS + 1> histogram_{};
-  std::vector<HomeEntry> table_;  // sorted by (key, rank)
-  std::vector<int> sources_;      // ranks that sent keys here
-  struct KeyRange {
-    std::size_t begin, end;  // my keys [begin, end)
-  };
-  const std::vector<std::int64_t> &keys_;  // my distinct keys, ascending
-  BlockHomes block_homes_;
-  std::vector<int> homes_;  // homes of my keys, ascending (me included)
-  // homes_[h]'s keys, in the order sent: home_runs_[home_run_begin_[h - 1] (0 for h = 0)
-  // up to home_run_begin_[h]).
-  std::vector<KeyRange> home_runs_;
-  std::vector<std::size_t> home_run_begin_;
+  std::vector<HomeEntry> table_;                         // sorted by (key, rank)
+  std::vector<int> sources_;                             // ranks that sent keys here
+  std::vector<int> homes_;                               // homes I sent keys to, ascending
+  std::vector<std::vector<std::int32_t>> keys_at_home_;  // my key indices per home
 };
 
 // Bucket of multiplicity d: 0 for d == 1, else ceil(log2 d) (at most the hub levels).

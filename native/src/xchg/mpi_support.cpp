@@ -42,7 +42,7 @@ ArgumentCheck::~ArgumentCheck() {
 }
 
 void ArgumentCheck::start(MPI_Comm comm, std::string problem, std::vector<AgreedValue> values,
-                          bool flag, const std::int64_t (*keys)[2]) {
+                          bool flag) {
   PETACOMM_CHECK_INTERNAL(request_ == MPI_REQUEST_NULL, "an argument check started twice");
   comm_ = comm;
   check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
@@ -52,16 +52,13 @@ void ArgumentCheck::start(MPI_Comm comm, std::string problem, std::vector<Agreed
   std::uint64_t fingerprint = 0x9ae16a3b2f90404fULL;
   for (const AgreedValue &v : values_) fingerprint = mix64(fingerprint ^ v.hash);
   // One MIN reduction: the lowest failing rank, the smallest fingerprint, the smallest
-  // complement (= the complement of the largest fingerprint), 0 if any rank's flag is set,
-  // the smallest key and the complement of the largest (keys are >= 0; none: all ones).
+  // complement (= the complement of the largest fingerprint) and 0 if any rank's flag is set.
   mine_[0] = static_cast<std::uint64_t>(problem_.empty() ? size_ : rank_);
   mine_[1] = fingerprint;
   mine_[2] = ~fingerprint;
   mine_[3] = flag ? 0 : 1;
-  mine_[4] = keys ? static_cast<std::uint64_t>((*keys)[0]) : ~std::uint64_t{0};
-  mine_[5] = keys ? ~static_cast<std::uint64_t>((*keys)[1]) : ~std::uint64_t{0};
   done_ = false;
-  start_allreduce(mine_, low_, 6, MPI_UINT64_T, MPI_MIN, comm, &request_, clock_);
+  start_allreduce(mine_, low_, 4, MPI_UINT64_T, MPI_MIN, comm, &request_, clock_);
 }
 
 bool ArgumentCheck::passed() {
@@ -72,16 +69,6 @@ bool ArgumentCheck::passed() {
     any_flag_ = low_[3] == 0;
   }
   return low_[0] == static_cast<std::uint64_t>(size_) && low_[1] == ~low_[2];
-}
-
-std::int64_t ArgumentCheck::key_first() const {
-  PETACOMM_CHECK_INTERNAL(done_, "the key range asked for before the argument check ended");
-  return low_[4] == ~std::uint64_t{0} ? 0 : static_cast<std::int64_t>(low_[4]);
-}
-
-std::int64_t ArgumentCheck::key_last() const {
-  PETACOMM_CHECK_INTERNAL(done_, "the key range asked for before the argument check ended");
-  return low_[4] == ~std::uint64_t{0} ? -1 : static_cast<std::int64_t>(~low_[5]);
 }
 
 void ArgumentCheck::fail(const char *consequence) {

@@ -65,18 +65,13 @@ class ArgumentCheck {
   ArgumentCheck(const ArgumentCheck &) = delete;
   ArgumentCheck &operator=(const ArgumentCheck &) = delete;
 
-  // Collective. flag: one bit per rank, OR-ed over the ranks (any_flag()). keys: this
-  // rank's smallest and largest key (both >= 0), or nullptr without keys; their range over
-  // the ranks comes with the check (key_range()).
-  void start(MPI_Comm comm, std::string problem, std::vector<AgreedValue> values, bool flag = false,
-             const std::int64_t (*keys)[2] = nullptr);
+  // Collective. flag: one bit per rank, OR-ed over the ranks (any_flag()).
+  void start(MPI_Comm comm, std::string problem, std::vector<AgreedValue> values,
+             bool flag = false);
   bool pending() const { return request_ != MPI_REQUEST_NULL; }
   // Completes the reduction: true when every rank's arguments are valid and agree.
   bool passed();
   bool any_flag() const { return any_flag_; }
-  // After passed(): the smallest and the largest key of any rank (last < first: no keys).
-  std::int64_t key_first() const;
-  std::int64_t key_last() const;
   // Collective, after passed() returned false on every rank: throws ERR_ARG, ending the
   // message with `consequence` ("no plan was created").
   [[noreturn]] void fail(const char *consequence);
@@ -87,7 +82,7 @@ class ArgumentCheck {
   int rank_ = 0, size_ = 1;
   std::string problem_;
   std::vector<AgreedValue> values_;
-  std::uint64_t mine_[6] = {}, low_[6] = {};
+  std::uint64_t mine_[4] = {}, low_[4] = {};
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool done_ = false, any_flag_ = false;
 };
@@ -160,12 +155,18 @@ class FusedReduction {
 // ceil(log2 p) for p >= 1.
 int ceil_log2(std::int64_t p);
 
-// Mixing hash of a key (splitmix64 finaliser): the owner choice among a key's holders.
+// Mixing hash of a key (splitmix64 finaliser): the directory home and the owner choice.
 inline std::uint64_t mix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
+}
+
+// A mixed hash mapped onto [0, n), n < 2^32, by multiplying its top 32 bits: no division
+// (a 64-bit division per key was half the cost of sending the keys home).
+inline std::uint32_t hash_to_range(std::uint64_t h, std::uint64_t n) {
+  return static_cast<std::uint32_t>(((h >> 32) * n) >> 32);
 }
 
 }  // namespace petacomm::xchg

@@ -180,22 +180,26 @@ Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
   try {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
-    // One reduction checks every rank's arguments and that the options agree, and brings
-    // the global key range, which the directory's homes are blocks of (so its keys go home
-    // only once the arguments are known good on every rank).
-    const std::vector<std::int64_t> &mine = index_.keys();
-    const std::int64_t bounds[2] = {mine.empty() ? 0 : mine.front(),
-                                    mine.empty() ? -1 : mine.back()};
+    // One reduction checks every rank's arguments and that the options agree. The first
+    // step of the directory, keys to their homes, overlaps it on the ranks whose valid
+    // arguments ask for the directory. The others skip it unless the check finds that some
+    // rank went ahead (its flag) while the arguments disagree: then they take part sending
+    // no keys, so that rank's exchange ends. Every message is received whatever its size,
+    // so nothing can hang or overrun a buffer when the arguments disagree.
+    const XchgStrategy *requested = problem.empty() ? requested_strategy(o.strategy) : nullptr;
+    const bool sends_keys =
+        problem.empty() && (requested == nullptr || requested->discovery == Discovery::kDirectory);
     ArgumentCheck check(&clock);
-    check.start(comm_, problem, option_values(o, p2p), false,
-                problem.empty() && !mine.empty() ? &bounds : nullptr);
-    if (!check.passed()) check.fail("no plan was created");
-    const XchgStrategy *requested = requested_strategy(o.strategy);
+    check.start(comm_, problem, option_values(o, p2p), sends_keys);
     std::unique_ptr<Directory> directory;
-    if (requested == nullptr || requested->discovery == Discovery::kDirectory)
-      directory = std::make_unique<Directory>(
-          comm_, private_.tag_base(), mine, BlockHomes(check.key_first(), check.key_last(), size_),
-          &clock, o.send_window);
+    if (sends_keys)
+      directory = std::make_unique<Directory>(comm_, private_.tag_base(), &index_.keys(), &clock,
+                                              o.send_window);
+    if (!check.passed()) {
+      if (!sends_keys && check.any_flag())
+        Directory(comm_, private_.tag_base(), nullptr, &clock, o.send_window);
+      check.fail("no plan was created");
+    }
     deterministic_ = o.deterministic != 0;
     plan_dtype_ = o.plan_dtype;
     plan_k_ = o.plan_k;

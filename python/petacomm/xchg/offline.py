@@ -32,21 +32,10 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-BLOCKS_PER_RANK = 64  # BlockHomes::kBlocksPerRank
-
-
-def block_home(key: np.ndarray, first: int, last: int, parts: int) -> np.ndarray:
-    """The directory's home of each key, as the native BlockHomes computes it: [first, last]
-    cut into blocks of 2**shift keys, at most BLOCKS_PER_RANK per rank, block j homed on
-    rank j mod parts."""
-    top = last - first  # span - 1
-    shift = 0
-    while (top >> shift) >= BLOCKS_PER_RANK * parts:
-        shift += 1
-    block = (np.asarray(key, dtype=np.int64) - np.int64(first)).astype(np.uint64) >> np.uint64(
-        shift
-    )
-    return (block % np.uint64(parts)).astype(np.int64)
+def hash_to_range(h: np.ndarray, n) -> np.ndarray:
+    """A mixed hash onto [0, n), bit-identical to the native hash_to_range: the top 32 bits
+    times n, shifted down 32 (no division)."""
+    return ((h >> np.uint64(32)) * np.asarray(n, dtype=np.uint64)) >> np.uint64(32)
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:
@@ -163,10 +152,9 @@ def statistics(
     out[:, col["owner_sends"]] = np.bincount(pairs // p, minlength=p)
     out[:, col["owner_recvs"]] = np.bincount(pairs % p, minlength=p)
 
-    # Directory (homes: blocks of the key range dealt out; key is ascending): messages to
-    # homes and replies to holders (both exclude self), reply ints:
+    # Directory: messages to homes and replies to holders (both exclude self), reply ints:
     # position, d, owner and the d - 1 other holders per shared key, nothing for the others.
-    home = block_home(key, int(key[0]), int(key[-1]), p) if key.size else key
+    home = hash_to_range(mix64(key.astype(np.uint64)), p).astype(np.int64)
     remote = home != holder
     links = _distinct(holder[remote] * p + home[remote])
     out[:, col["directory_send_msgs"]] = np.bincount(links // p, minlength=p) + np.bincount(
