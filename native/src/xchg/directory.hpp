@@ -1,4 +1,4 @@
-// Distributed directory: every key has a home rank (hash of the key modulo p). Ranks send
+// Distributed directory: every key has a home rank (its hash mapped onto [0, p)). Ranks send
 // their distinct keys home (partners found by NBX); each home sorts the (key, rank) pairs it
 // received, so it knows every holder of its keys, chooses an owner among them and replies
 // to each holder of a shared key with d, the owner and (when asked for) the other holders.
