@@ -46,22 +46,17 @@ def check_plan(deterministic):
         assert statistics[name]["min"] == column.min(), (name, statistics[name], column)
     assert statistics["distinct_keys"] == stats.global_stats.distinct_keys
     for strategy, entry in predicted.items():
-        inside = info["strategies"][strategy]["predicted_execute_seconds"]
-        assert math.isclose(inside, entry["execute_seconds"], rel_tol=1e-9), (
-            deterministic,
-            strategy,
-            inside,
-            entry,
-        )
-        # Setup prices the directory's messages home and its replies (the homes' split
-        # of the key range, the reply ints per shared key) as the offline count does.
-        inside = info["strategies"][strategy]["predicted_setup_seconds"]
-        assert math.isclose(inside, entry["setup_seconds"], rel_tol=1e-9), (
-            deterministic,
-            strategy,
-            inside,
-            entry,
-        )
+        # Setup prices the directory's messages home and its replies (each key's home,
+        # the reply ints per shared key) as the offline count does.
+        for phase in ("execute", "setup"):
+            inside = info["strategies"][strategy][f"predicted_{phase}_seconds"]
+            assert math.isclose(inside, entry[f"{phase}_seconds"], rel_tol=1e-9), (
+                deterministic,
+                strategy,
+                phase,
+                inside,
+                entry,
+            )
         for figure in ("messages", "bytes"):
             inside = info["strategies"][strategy][f"predicted_{figure}"]
             assert math.isclose(inside, entry[figure], rel_tol=1e-12, abs_tol=1e-9), (

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 #include "error.hpp"
 #include "mpi_support.hpp"
@@ -118,7 +119,7 @@ void Directory::build_home_table(std::vector<Message> incoming) {
     return HomeEntry{key, static_cast<std::int32_t>(j), static_cast<std::int32_t>(s)};
   };
   // Keys are in [0, 2^63): the span fits.
-  if (total > 0 && static_cast<std::uint64_t>(hi - lo) < 8 * static_cast<std::uint64_t>(total)) {
+  if (total > 0 && dense_span(lo, hi, total)) {
     std::vector<std::uint32_t> start(static_cast<std::size_t>(hi - lo) + 2, 0);
     for (const Message &m : incoming)
       for (std::int64_t key : m.data) ++start[static_cast<std::size_t>(key - lo) + 1];
@@ -154,7 +155,7 @@ std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
   const auto owner_entry = [this](std::size_t g, std::size_t d) {
     return g + mix64(static_cast<std::uint64_t>(table_[g].key) ^ kOwnerSalt) % d;
   };
-  std::vector<std::size_t> shared_runs;  // the first entry of each shared key's run
+  std::vector<std::pair<std::size_t, std::size_t>> shared_runs;  // each shared key's run
   std::vector<std::size_t> sizes(sources_.size(), 0);
   for_each_key([&](std::size_t g, std::size_t end) {
     const std::size_t d = end - g;
@@ -163,7 +164,7 @@ std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
       return;
     }
     histogram_[multiplicity_bucket(static_cast<std::int64_t>(d))] += 1;
-    shared_runs.push_back(g);
+    shared_runs.emplace_back(g, end);
     const std::size_t each = 3 + (listed(d) ? d - 1 : 0);
     for (std::size_t j = g; j < end; ++j) sizes[static_cast<std::size_t>(table_[j].source)] += each;
     if (!listed(d))  // the owner always gets the list
@@ -175,9 +176,7 @@ std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
     replies[s].resize(sizes[s]);
     at[s] = replies[s].data();
   }
-  for (std::size_t g : shared_runs) {
-    std::size_t end = g + 1;
-    while (end < table_.size() && table_[end].key == table_[g].key) ++end;
+  for (const auto &[g, end] : shared_runs) {
     const std::size_t d = end - g;
     const std::size_t owner_at = owner_entry(g, d);
     const int owner = sources_[static_cast<std::size_t>(table_[owner_at].source)];

@@ -40,6 +40,13 @@ void merge_sorted_runs(std::vector<T> &items, std::vector<std::size_t> bounds, L
   Recycled<T>::give(std::move(merged));
 }
 
+// True when `total` keys in [lo, hi] (lo <= hi, keys >= 0) span at most 8 values each: a
+// table over the span (two linear passes) is then cheaper than merging sorted runs, and
+// its memory stays within 32 bytes per key.
+inline bool dense_span(std::int64_t lo, std::int64_t hi, std::size_t total) {
+  return static_cast<std::uint64_t>(hi - lo) < 8 * static_cast<std::uint64_t>(total);
+}
+
 struct KeyRun {
   const std::int64_t *first, *last;  // ascending, distinct
 };
@@ -64,7 +71,7 @@ inline std::vector<std::int32_t> number_slots(const std::vector<KeyRun> &runs,
   if (total == 0) return slot_of_entry;
   // Keys are in [0, 2^63): the span fits.
   const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
-  if (span <= 8 * static_cast<std::uint64_t>(total)) {
+  if (dense_span(lo, hi, total)) {
     std::vector<std::int32_t> table(span, 0);
     for (const KeyRun &run : runs)
       for (const std::int64_t *k = run.first; k != run.last; ++k) table[*k - lo] = 1;
