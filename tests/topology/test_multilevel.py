@@ -259,6 +259,20 @@ def test_pair_link_matrix_is_the_routing_of_every_pair(routing_name):
         assert np.allclose(column, ref[:, link])
 
 
+def test_pair_link_matrix_is_the_same_built_a_few_sources_at_a_time(monkeypatch):
+    """The translated templates are written a block of sources at a time: blocks of 1 and
+    of 7 sources (the last one short) give the matrix one block gives."""
+    net = parse_network("torus:4x3x2")
+    routing = parse_routing("adaptive", net)
+    whole = ct._build_pair_links(net, routing).matrix
+    per_source = whole.nnz // net.num_nodes  # entries of the routed template
+    for sources in (1, 7):
+        monkeypatch.setattr(ct, "_SHIFT_BLOCK_ENTRIES", sources * max(per_source, net.num_nodes))
+        blocked = ct._build_pair_links(net, routing).matrix
+        assert (blocked != whole).nnz == 0
+        assert np.array_equal(blocked.indptr, whole.indptr)
+
+
 def test_contention_refinement_lowers_the_busiest_link_without_raising_hop_bytes():
     net = parse_network("torus:4x4x2:t=2")
     pattern = make_graph("rgg", 64, seed=7)

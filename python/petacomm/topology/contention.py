@@ -39,6 +39,8 @@ _CANDIDATE_RANKS = 8
 # below this many (a dense graph's rank has a thousand partners).
 _EVALUATED_MESSAGES = 50_000
 _OUT_OF_TIME = "out of time"
+# Entries of the temporaries of _shifted_links (a block of sources at a time).
+_SHIFT_BLOCK_ENTRIES = 4_000_000
 
 
 @dataclass
@@ -148,7 +150,7 @@ def _build_pair_links(network, routing) -> PairLinks | None:
         tail_coords = network.coordinates(tail)
         per_disp = np.bincount(disp + 1, minlength=nn)  # displacement 0 has no entry
         indptr = np.r_[0, np.cumsum(np.tile(per_disp, nn))]
-        cols = _shifted_links(network, kind, tail_coords)
+        cols = _shifted_links(network, kind, tail)
         matrix = sp.csr_matrix(
             (np.tile(frac, nn), cols, indptr), shape=(nn * nn, network.num_links)
         )
@@ -178,30 +180,31 @@ def _build_pair_links(network, routing) -> PairLinks | None:
     return PairLinks(network, matrix)
 
 
-def _shifted_links(network, kind, tail_coords) -> np.ndarray:
-    """Link ids of the template entries (link ``kind``, tail node at ``tail_coords``) moved
-    to every source node in turn: source-major, ``num_nodes * len(kind)`` ids. A node id is
-    a sum over dimensions of (coordinate shifted by the source's, wrapped) times the
-    dimension's stride; each term comes from a table of dims**2 entries, and the sources are
-    taken in blocks so that no temporary exceeds a few million entries."""
+def _shifted_links(network, kind, tail) -> np.ndarray:
+    """Link ids of the template entries (link ``kind``, tail node ``tail``) moved to every
+    source node in turn: source-major, ``num_nodes * len(kind)`` ids (int32). Translation by
+    a source is a permutation of the nodes: for a block of sources, a table of every node
+    moved by each of them (node ids are sums over dimensions of the wrapped coordinate times
+    the dimension's stride, first dimension fastest) gives each moved tail by one lookup per
+    entry. Blocks keep every temporary within a few million entries. (Shifting coordinates
+    dimension by dimension per entry, as before, took 3-12x longer: 43-189 ms against
+    15-16 ms for torus 4x8x8 with adaptive routing.)"""
     nn, e = network.num_nodes, kind.size
-    dims = [int(d) for d in network.dims]
-    src_coords = network.coordinates(np.arange(nn))
-    stride, tables = 1, []
-    for d, size in enumerate(dims):
-        shift = np.arange(size)
-        tables.append((np.add.outer(shift, shift) % size * stride, d))  # [source c, tail c]
-        stride *= size
-    base = kind * nn
-    cols = np.empty(nn * e, dtype=np.int64)
-    block = max(1, 4_000_000 // max(e, 1))
+    # int32 holds every id: the matrix is built only for nn**2 <= MAX_PAIR_ENTRIES.
+    dims = [int(s) for s in network.dims]
+    coords = network.coordinates(np.arange(nn)).astype(np.int32)
+    base = (kind * nn).astype(np.int32)  # link id = kind * num_nodes + tail node
+    cols = np.empty((nn, e), dtype=np.int32)
+    block = max(1, _SHIFT_BLOCK_ENTRIES // max(e, nn))
     for first in range(0, nn, block):
-        src = src_coords[first : first + block]
-        ids = np.broadcast_to(base, (src.shape[0], e)).copy()
-        for table, d in tables:
-            ids += table[src[:, d][:, None], tail_coords[:, d][None, :]]
-        cols[first * e : (first + src.shape[0]) * e] = ids.ravel()
-    return cols
+        src = coords[first : first + block]
+        moved = np.zeros((src.shape[0], nn), dtype=np.int32)  # [source, node]
+        stride = 1
+        for d, size in enumerate(dims):
+            moved += (src[:, d][:, None] + coords[:, d][None, :]) % size * stride
+            stride *= size
+        np.add(moved[:, tail], base, out=cols[first : first + block])
+    return cols.ravel()
 
 
 def contention_stage(
