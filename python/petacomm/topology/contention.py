@@ -128,7 +128,11 @@ def _build_pair_links(network, routing) -> PairLinks | None:
     nn = network.num_nodes
     if nn < 2:
         return PairLinks(network, sp.csr_matrix((nn * nn, network.num_links)))
-    if isinstance(network, TorusNetwork) and all(network.wrap):
+    if (
+        isinstance(network, TorusNetwork)
+        and all(network.wrap)
+        and getattr(routing, "translation_invariant", False)
+    ):
         # Unit flows from node 0 to every other node; entry (d, link) of the template of
         # displacement d (node d's coordinates) shifts to source s as link + s.
         if nn * nn > MAX_PAIR_ENTRIES:  # every pair uses at least one link

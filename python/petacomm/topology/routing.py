@@ -73,6 +73,12 @@ class DimensionOrderRouting:
     # message is cheaper than sorting them into node pairs first (metrics.evaluate_mapping).
     aggregates_flows = False
 
+    @property
+    def translation_invariant(self) -> bool:
+        """Whether a message's route moved by a translation of the torus is the moved
+        message's route. Not with SimGrid's tie rule: it depends on the source coordinate."""
+        return self.ties != "simgrid"
+
     def describe(self, network: TorusNetwork) -> str:
         if self.ties == "simgrid":
             return "dor-simgrid"
@@ -323,6 +329,7 @@ class MinimalAdaptiveRouting:
     method: str = "auto"
 
     name = "adaptive"
+    translation_invariant = True  # a template per displacement
 
     def describe(self, network: TorusNetwork) -> str:
         return "adaptive" if self.split == "hop" else "adaptive:paths"
