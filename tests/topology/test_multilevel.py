@@ -358,6 +358,65 @@ def test_link_loads_from_the_pair_matrix_match_the_routed_evaluation():
     assert np.allclose(ct.link_loads(pattern, net, routing, node), expected, rtol=1e-9)
 
 
+@pytest.mark.parametrize(
+    "network_text, routing_name",
+    [
+        ("torus:4x4x2:t=2", "adaptive"),
+        ("torus:4x4x2:t=2", "dor"),
+        ("torus:4x4x2:t=2", "dor-simgrid"),
+        ("fattree:2;4,4;1,4;1,1:t=4", "ecmp"),
+    ],
+)
+def test_evaluation_with_the_pair_matrix_matches_routing_every_flow(network_text, routing_name):
+    """Every metric of a mapping, link loads taken from the pair-link matrix against the
+    node pairs routed by the routing model: two phases (one repeated) so loads add up."""
+    net = parse_network(network_text)
+    routing = parse_routing(routing_name, net)
+    pattern = make_graph("delaunay", 64, seed=4)
+    extra = pattern.phases[0]
+    pattern.phases.append(Phase("again", extra.dst, extra.src, extra.nbytes * 3, repeat=2))
+    node = np.random.default_rng(1).permutation(
+        np.repeat(np.arange(net.num_nodes), 64 // net.num_nodes)
+    )
+    m = Mapping("random", node, ml.cores_in_rank_order(node))
+    routed = evaluate_mapping(net, routing, pattern, m, keep_loads=True)
+    pairs = ct.pair_link_matrix(net, routing)
+    assert pairs is not None
+    summed = evaluate_mapping(net, routing, pattern, m, keep_loads=True, pairs=pairs)
+    assert np.allclose(summed.link_bytes, routed.link_bytes, rtol=1e-12, atol=1e-9)
+    assert np.allclose(summed.link_flows, routed.link_flows, rtol=1e-12, atol=1e-12)
+    for name in ("hop_bytes", "avg_dilation_hops", "max_dilation_hops", "max_contention_flows",
+                 "avg_contention_flows", "max_link_bytes", "avg_link_bytes"):  # fmt: skip
+        assert getattr(summed, name) == pytest.approx(getattr(routed, name), rel=1e-12), name
+    assert (summed.used_links, summed.messages) == (routed.used_links, routed.messages)
+    assert routed.max_link_bytes > 0
+
+
+def test_a_search_sums_pair_link_rows_only_when_they_pay(monkeypatch):
+    """evaluate_many builds the pair-link matrix when its candidates carry enough messages
+    per row (module docstring of evaluation_pool) and then reports what routing gives."""
+    from petacomm.topology import evaluation_pool as pool
+
+    net = parse_network("torus:4x4x2:t=2")
+    routing = parse_routing("adaptive", net)
+    pattern = make_graph("delaunay", 64, seed=4)  # 352 messages, 32 nodes
+    mappings = [permutation_mapping(p, net, 64) for p in ("XYZT", "TZYX", "ZTXY")]
+    monkeypatch.setattr(ct, "_PAIR_CACHE", {})
+    assert pool.pair_links_for_search(net, routing, pattern, 3) is None  # < 8 per row
+    routed = pool.evaluate_many(net, routing, pattern, mappings, jobs=1)
+    assert ct.cached_pair_links(net, routing) is None
+    monkeypatch.setattr(pool, "PAIR_LINKS_MESSAGES_PER_ROW", 1)
+    assert pool.pair_links_for_search(net, routing, pattern, 3) is not None
+    summed = pool.evaluate_many(net, routing, pattern, mappings, jobs=1)
+    assert ct.cached_pair_links(net, routing) is not None
+    for a, b in zip(routed, summed, strict=True):
+        assert b.max_link_bytes == pytest.approx(a.max_link_bytes, rel=1e-12)
+        assert b.max_contention_flows == pytest.approx(a.max_contention_flows, rel=1e-12)
+        assert b.hop_bytes == pytest.approx(a.hop_bytes, rel=1e-12)
+    monkeypatch.setattr(pool, "PAIR_LINKS_MAX_NODES", 16)  # a cached matrix is used anyway
+    assert pool.pair_links_for_search(net, routing, pattern, 3) is not None
+
+
 def test_without_diagonal_against_a_dense_reference():
     rng = np.random.default_rng(3)
     dense = rng.integers(0, 3, size=(9, 9)).astype(float)

@@ -13,7 +13,9 @@ the maximum link load nor hop-bytes ever rises.
 Link loads come from :func:`pair_link_matrix`: the share of a message between every pair
 of nodes on every link, from the routing model itself (one ``route`` call of unit flows
 from node 0 on a torus or mesh with wrap-around in every dimension, shifted to every source
-by translation symmetry; one call per chunk of node pairs otherwise). It is built only when it
+by translation symmetry, for routing models whose routes a translation moves alike; one
+call per chunk of node pairs otherwise, as for ``dor-simgrid``, whose half-ring direction
+depends on the source's coordinate). It is built only when it
 has at most ``MAX_PAIR_ENTRIES`` entries (networks of up to about a thousand nodes);
 placements on larger ones are left as they are and the stop reason says so.
 """
@@ -122,6 +124,12 @@ def pair_link_matrix(network, routing) -> PairLinks | None:
             _PAIR_CACHE.clear()
         _PAIR_CACHE[key] = _build_pair_links(network, routing)
     return _PAIR_CACHE[key]
+
+
+def cached_pair_links(network, routing) -> PairLinks | None:
+    """The :func:`pair_link_matrix` already built in this process for the network and
+    routing model, else None (nothing is built)."""
+    return _PAIR_CACHE.get((network.to_text(), routing.describe(network)))
 
 
 def _build_pair_links(network, routing) -> PairLinks | None:

@@ -209,11 +209,15 @@ def evaluate_mapping(
     cost: CostParameters | None = None,
     hierarchy=None,
     keep_loads: bool = False,
+    pairs=None,
 ) -> MappingMetrics:
     """Route every message of ``pattern`` placed by ``mapping`` and summarise (module doc).
 
     ``cost`` enables the predicted time; ``hierarchy`` (a NodeHierarchy whose core count
     matches the network) splits intra-node bytes by the deepest level both ends share.
+    ``pairs``: the network's :class:`~petacomm.topology.contention.PairLinks` for this
+    routing model, when built; the link loads are then its rows summed (a sparse product)
+    instead of routing the node-level flows again (the same loads up to rounding).
     """
     check_rank_count(pattern.nranks, network)
     if mapping.nranks != pattern.nranks:
@@ -267,7 +271,19 @@ def evaluate_mapping(
             # Messages of one size (a stencil's) need one routed row: bytes = size x flows.
             same_size = pbytes.size > 0 and bool(np.all(pbytes == pbytes[0] * pcount))
             weights = pcount[None, :] if same_size else np.stack([pbytes, pcount])
-            if hasattr(routing, "route_and_hops"):
+            if pairs is not None:
+                rows, nrows = pairs.rows(ps, pd), pairs.matrix.shape[0]
+                per_row = np.stack(
+                    [
+                        np.bincount(rows, weights=pbytes, minlength=nrows),
+                        np.bincount(rows, weights=pcount, minlength=nrows),
+                    ],
+                    axis=1,
+                )
+                loads = np.asarray(pairs.matrix.T @ per_row).T
+                hops = routing.expected_hops(network, ps, pd)
+                same_size = False  # both rows are loads already
+            elif hasattr(routing, "route_and_hops"):
                 loads, hops = routing.route_and_hops(network, ps, pd, weights)
             else:
                 loads = routing.route(network, ps, pd, weights)
