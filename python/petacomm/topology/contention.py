@@ -111,6 +111,13 @@ class PairLinks:
             return src * self.network.num_nodes + dst
         return self._row_table[src, dst]
 
+    def loads(self, rows, *weights) -> np.ndarray:
+        """On every link, per weight array: the rows (one per flow, repeats allowed) summed
+        with those weights, shape (len(weights), num_links)."""
+        nrows = self.matrix.shape[0]
+        per_row = np.stack([np.bincount(rows, weights=w, minlength=nrows) for w in weights], 1)
+        return np.asarray(self.matrix.T @ per_row).T
+
 
 _PAIR_CACHE: dict[tuple[str, str], PairLinks | None] = {}
 
@@ -267,14 +274,7 @@ def link_loads(pattern, network, routing, node, pairs: PairLinks | None = None):
     node = np.asarray(node)
     node_src, node_dst = node[src], node[dst]
     inter = node_src != node_dst
-    return _row_loads(pairs, pairs.rows(node_src[inter], node_dst[inter]), nbytes[inter])
-
-
-def _row_loads(pairs: PairLinks, rows, nbytes) -> np.ndarray:
-    """Bytes on every link from messages between nodes given by their pair rows."""
-    nn = pairs.network.num_nodes
-    vec = np.bincount(rows, weights=nbytes, minlength=nn * nn)
-    return np.asarray(pairs.matrix.T @ vec).ravel()
+    return pairs.loads(pairs.rows(node_src[inter], node_dst[inter]), nbytes[inter])[0]
 
 
 def refine_contention(
@@ -324,7 +324,7 @@ def refine_contention(
     node_src, node_dst = node[src], node[dst]
     message_rows = pairs.rows(node_src, node_dst)
     inter = node_src != node_dst
-    loads = _row_loads(pairs, message_rows[inter], nbytes[inter])
+    loads = pairs.loads(message_rows[inter], nbytes[inter])[0]
     hop_now = 0.5 * float((coo.data * distance(node[coo.row], node[coo.col])).sum())
     hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
     stats.max_link_bytes_before = float(loads.max(initial=0.0))

@@ -21,7 +21,7 @@ it when the contention refinement built it already, and a search builds it first
 candidates together carry at least ``PAIR_LINKS_MESSAGES_PER_ROW`` messages per row of it
 (nodes squared) on a network of at most ``PAIR_LINKS_MAX_NODES`` nodes. Measured with
 ``petacomm map --matrix FILE --network torus:4x8x8:t=4 --routing adaptive --jobs 1`` (the
-24 permutations): the dense 1,024-rank CMB graph (1 M messages) 6.74 s before, 3.03 s now,
+24 permutations): the dense 1,024-rank CMB graph (1 M messages) 6.74 s before, 3.01 s now,
 the same table, 60 MB more memory; the random geometric and Delaunay graphs (12 k and
 6 k messages) build no matrix (built, it took as long and 63 MB more).
 """

@@ -268,28 +268,20 @@ def evaluate_mapping(
             else:  # every message is its own flow
                 ps, pd, pbytes = sn[inter], dn[inter], nb[inter]
                 pcount = np.ones(ps.size)
-            # Messages of one size (a stencil's) need one routed row: bytes = size x flows.
-            same_size = pbytes.size > 0 and bool(np.all(pbytes == pbytes[0] * pcount))
-            weights = pcount[None, :] if same_size else np.stack([pbytes, pcount])
             if pairs is not None:
-                rows, nrows = pairs.rows(ps, pd), pairs.matrix.shape[0]
-                per_row = np.stack(
-                    [
-                        np.bincount(rows, weights=pbytes, minlength=nrows),
-                        np.bincount(rows, weights=pcount, minlength=nrows),
-                    ],
-                    axis=1,
-                )
-                loads = np.asarray(pairs.matrix.T @ per_row).T
+                loads = pairs.loads(pairs.rows(ps, pd), pbytes, pcount)
                 hops = routing.expected_hops(network, ps, pd)
-                same_size = False  # both rows are loads already
-            elif hasattr(routing, "route_and_hops"):
-                loads, hops = routing.route_and_hops(network, ps, pd, weights)
             else:
-                loads = routing.route(network, ps, pd, weights)
-                hops = routing.expected_hops(network, ps, pd)
-            if same_size:
-                loads = np.concatenate([loads * pbytes[0], loads])
+                # Messages of one size (a stencil's) need one routed row: bytes = size x flows.
+                same_size = pbytes.size > 0 and bool(np.all(pbytes == pbytes[0] * pcount))
+                weights = pcount[None, :] if same_size else np.stack([pbytes, pcount])
+                if hasattr(routing, "route_and_hops"):
+                    loads, hops = routing.route_and_hops(network, ps, pd, weights)
+                else:
+                    loads = routing.route(network, ps, pd, weights)
+                    hops = routing.expected_hops(network, ps, pd)
+                if same_size:
+                    loads = np.concatenate([loads * pbytes[0], loads])
             phase_loads += loads
             totals["hop_bytes"] += float((pbytes * hops).sum()) * rep
             totals["hop_sum"] += float((pcount * hops).sum()) * rep
