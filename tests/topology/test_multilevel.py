@@ -260,16 +260,27 @@ def test_pair_link_matrix_is_the_routing_of_every_pair(routing_name):
         assert np.allclose(column, ref[:, link])
 
 
-@pytest.mark.parametrize("routing_name", ["dor-simgrid", "adaptive:paths", "dor:ZYX"])
-def test_pair_link_matrix_is_the_routing_models_own(routing_name):
-    """Every row is what the routing model gives that node pair. SimGrid's tie rule
-    (dor-simgrid) sends a half-ring displacement one way or the other by the source's
-    coordinate, so its rows are not the template from node 0 moved: built that way, 349 of
-    the 992 node pairs of this torus (of the 736 with a half-ring displacement) were on the
-    wrong links."""
-    net = parse_network("torus:4x4x2")
+@pytest.mark.parametrize(
+    "network_text, routing_name",
+    [
+        ("torus:4x4x2", "dor-simgrid"),
+        ("torus:4x4x2", "adaptive:paths"),
+        ("torus:4x4x2", "dor:ZYX"),
+        ("fattree:2;4,4;1,4;1,1", "dmodk"),
+        ("fattree:2;4,4;1,4;1,1", "ecmp"),
+    ],
+)
+def test_pair_link_matrix_is_the_routing_models_own(network_text, routing_name):
+    """Every row is what the routing model gives that node pair: from a template moved by
+    translation, from each pair's listed links (dor-simgrid, dmodk) or from unit flows
+    (ecmp). SimGrid's tie rule (dor-simgrid) sends a half-ring displacement one way or the
+    other by the source's coordinate, so its rows are not the template from node 0 moved:
+    built that way, 349 of the 992 node pairs of the torus (of the 736 with a half-ring
+    displacement) were on the wrong links."""
+    net = parse_network(network_text)
     routing = parse_routing(routing_name, net)
-    src, dst = np.divmod(np.arange(32 * 32), 32)
+    nn = net.num_nodes
+    src, dst = np.divmod(np.arange(nn * nn), nn)
     keep = src != dst
     src, dst = src[keep], dst[keep]
     pairs = ct.pair_link_matrix(net, routing)
