@@ -302,6 +302,70 @@ def test_pair_link_matrix_is_the_same_built_a_few_sources_at_a_time(monkeypatch)
         assert np.array_equal(blocked.indptr, whole.indptr)
 
 
+@pytest.mark.parametrize(
+    "network_text, routing_name",
+    [("torus:4x4x2", "dor-simgrid"), ("fattree:2;4,4;1,4;1,1", "dmodk"), ("mesh:3x5", "dor")],
+)
+def test_listed_pair_links_are_the_same_listed_a_few_sources_at_a_time(
+    monkeypatch, network_text, routing_name
+):
+    """Single routes are listed a block of sources at a time: blocks of 1 and of 7 sources
+    (the last one short) give the matrix one block gives."""
+    net = parse_network(network_text)
+    routing = parse_routing(routing_name, net)
+    assert ct._lists_routes(routing) and not ct._by_template(net, routing)
+    whole = ct._build_pair_links(net, routing).matrix
+    for sources in (1, 7):
+        monkeypatch.setattr(ct, "_SHIFT_BLOCK_ENTRIES", sources * net.num_nodes)
+        blocked = ct._build_pair_links(net, routing).matrix
+        assert (blocked != whole).nnz == 0
+        assert np.array_equal(blocked.indptr, whole.indptr)
+
+
+def test_listed_pair_links_over_the_limit_are_refused_before_any_route_is_listed(monkeypatch):
+    """The entries (one per hop) are counted from the hop distances first; listing the
+    routes of a network over the limit once took 1.2 GiB before the count was known."""
+    net = parse_network("torus:4x4x2")
+    routing = parse_routing("dor-simgrid", net)
+    # Independent count: breadth-first distances between every pair of distinct nodes.
+    hops = sum(sum(torus_bfs_distances(net, t)) for t in range(net.num_nodes))
+    built = ct._build_pair_links(net, routing)
+    assert built.matrix.nnz == hops
+    assert built.matrix.sum() == pytest.approx(hops)
+
+    def no_listing(*args):
+        raise AssertionError("routes listed for a network over the limit")
+
+    monkeypatch.setattr(type(routing), "route_links", no_listing)
+    monkeypatch.setattr(ct, "MAX_PAIR_ENTRIES", hops - 1)
+    assert ct._build_pair_links(net, routing) is None
+    monkeypatch.setattr(ct, "MAX_PAIR_ENTRIES", net.num_nodes * (net.num_nodes - 1) - 1)
+    assert ct._build_pair_links(net, routing) is None
+
+
+def test_the_pair_link_cache_tells_routings_apart(monkeypatch):
+    """Two routings of one network never share a cached matrix, even when their
+    descriptions are alike (dor-simgrid with another dimension order)."""
+    from petacomm.topology.routing import DimensionOrderRouting
+
+    net = parse_network("torus:4x4x2")
+    nn = net.num_nodes
+    src, dst = np.divmod(np.arange(nn * nn), nn)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    first = DimensionOrderRouting(None, "simgrid")
+    other = DimensionOrderRouting((2, 1, 0), "simgrid")
+    assert first.describe(net) == other.describe(net)
+    monkeypatch.setattr(ct, "_PAIR_CACHE", {})
+    assert ct.pair_link_matrix(net, first) is not None
+    assert ct.cached_pair_links(net, other) is None
+    assert ct.cached_pair_links(net, parse_routing("adaptive", net)) is None
+    pairs = ct.pair_link_matrix(net, other)
+    got = pairs.matrix[pairs.rows(src, dst)].toarray()
+    assert np.allclose(got, other.route(net, src, dst, np.eye(src.size)), atol=1e-12)
+    assert not np.allclose(got, first.route(net, src, dst, np.eye(src.size)), atol=1e-12)
+
+
 def test_contention_refinement_lowers_the_busiest_link_without_raising_hop_bytes():
     net = parse_network("torus:4x4x2:t=2")
     pattern = make_graph("rgg", 64, seed=7)
@@ -413,19 +477,53 @@ def test_a_search_sums_pair_link_rows_only_when_they_pay(monkeypatch):
     pattern = make_graph("delaunay", 64, seed=4)  # 352 messages, 32 nodes
     mappings = [permutation_mapping(p, net, 64) for p in ("XYZT", "TZYX", "ZTXY")]
     monkeypatch.setattr(ct, "_PAIR_CACHE", {})
+    summed_rows = []
+    loads = ct.PairLinks.loads
+    monkeypatch.setattr(
+        ct.PairLinks, "loads", lambda self, *a: summed_rows.append(1) or loads(self, *a)
+    )
     assert pool.pair_links_for_search(net, routing, pattern, 3) is None  # < 8 per row
     routed = pool.evaluate_many(net, routing, pattern, mappings, jobs=1)
-    assert ct.cached_pair_links(net, routing) is None
+    assert ct.cached_pair_links(net, routing) is None and not summed_rows
     monkeypatch.setattr(pool, "PAIR_LINKS_MESSAGES_PER_ROW", 1)
     assert pool.pair_links_for_search(net, routing, pattern, 3) is not None
     summed = pool.evaluate_many(net, routing, pattern, mappings, jobs=1)
     assert ct.cached_pair_links(net, routing) is not None
+    assert len(summed_rows) == len(mappings)  # one phase: one sum of rows per mapping
     for a, b in zip(routed, summed, strict=True):
         assert b.max_link_bytes == pytest.approx(a.max_link_bytes, rel=1e-12)
         assert b.max_contention_flows == pytest.approx(a.max_contention_flows, rel=1e-12)
         assert b.hop_bytes == pytest.approx(a.hop_bytes, rel=1e-12)
     monkeypatch.setattr(pool, "PAIR_LINKS_MAX_NODES", 16)  # a cached matrix is used anyway
     assert pool.pair_links_for_search(net, routing, pattern, 3) is not None
+
+
+@pytest.mark.parametrize(
+    "network_text, routing_name, built",
+    [
+        ("torus:4x4x2:t=2", "adaptive", True),  # one template
+        ("torus:4x4x2:t=2", "dor-simgrid", True),  # single routes listed
+        ("fattree:2;4,8;1,4;1,1:t=2", "dmodk", True),
+        ("mesh:4x4x2:t=2", "adaptive", False),  # unit flows for every pair of nodes
+        ("fattree:2;4,8;1,4;1,1:t=2", "ecmp", False),
+        ("dragonfly:4,3,2,1:t=2", "minimal", False),
+    ],
+)
+def test_a_search_builds_only_a_pair_link_matrix_that_builds_quickly(
+    monkeypatch, network_text, routing_name, built
+):
+    """Routing unit flows for every node pair (a mesh with adaptive routing, ECMP, a
+    dragonfly) made searches 2-27x slower on 256 nodes than routing their evaluations."""
+    from petacomm.topology import evaluation_pool as pool
+
+    net = parse_network(network_text)
+    routing = parse_routing(routing_name, net)
+    pattern = make_graph("delaunay", 64, seed=4)
+    monkeypatch.setattr(ct, "_PAIR_CACHE", {})
+    monkeypatch.setattr(pool, "PAIR_LINKS_MESSAGES_PER_ROW", 1)
+    assert ct.builds_quickly(net, routing) is built
+    assert (pool.pair_links_for_search(net, routing, pattern, 24) is not None) is built
+    assert (ct.cached_pair_links(net, routing) is not None) is built
 
 
 def test_without_diagonal_against_a_dense_reference():

@@ -120,13 +120,19 @@ class PairLinks:
         return np.asarray(self.matrix.T @ per_row).T
 
 
-_PAIR_CACHE: dict[tuple[str, str], PairLinks | None] = {}
+_PAIR_CACHE: dict[tuple, PairLinks | None] = {}
+
+
+def _cache_key(network, routing) -> tuple:
+    # The routing object itself (frozen dataclasses: equal fields, equal routes), not only
+    # its description, which may leave out what does not show on the command line.
+    return (network.to_text(), routing.describe(network), routing)
 
 
 def pair_link_matrix(network, routing) -> PairLinks | None:
     """:class:`PairLinks` for the network and routing model (cached: the candidates of one
     search share it); None when the network is too large for it."""
-    key = (network.to_text(), routing.describe(network))
+    key = _cache_key(network, routing)
     if key not in _PAIR_CACHE:
         if len(_PAIR_CACHE) >= 4:
             _PAIR_CACHE.clear()
@@ -137,18 +143,34 @@ def pair_link_matrix(network, routing) -> PairLinks | None:
 def cached_pair_links(network, routing) -> PairLinks | None:
     """The :func:`pair_link_matrix` already built in this process for the network and
     routing model, else None (nothing is built)."""
-    return _PAIR_CACHE.get((network.to_text(), routing.describe(network)))
+    return _PAIR_CACHE.get(_cache_key(network, routing))
+
+
+def builds_quickly(network, routing) -> bool:
+    """Whether :func:`pair_link_matrix` is built from one routed template or by listing
+    each node pair's single route (0.02-0.25 s on a few hundred nodes), not by routing unit
+    flows for every pair of nodes (0.8-7 s on 256 nodes of a mesh, a fat tree with ECMP or
+    a dragonfly: more than the evaluations of a search it would serve)."""
+    return _by_template(network, routing) or _lists_routes(routing)
+
+
+def _by_template(network, routing) -> bool:
+    return (
+        isinstance(network, TorusNetwork)
+        and all(network.wrap)
+        and getattr(routing, "translation_invariant", False)
+    )
+
+
+def _lists_routes(routing) -> bool:
+    return hasattr(routing, "route_links") and getattr(routing, "lists_links", True)
 
 
 def _build_pair_links(network, routing) -> PairLinks | None:
     nn = network.num_nodes
     if nn < 2:
         return PairLinks(network, sp.csr_matrix((nn * nn, network.num_links)))
-    if (
-        isinstance(network, TorusNetwork)
-        and all(network.wrap)
-        and getattr(routing, "translation_invariant", False)
-    ):
+    if _by_template(network, routing):
         # Unit flows from node 0 to every other node; entry (d, link) of the template of
         # displacement d (node d's coordinates) shifts to source s as link + s.
         if nn * nn > MAX_PAIR_ENTRIES:  # every pair uses at least one link
@@ -175,24 +197,14 @@ def _build_pair_links(network, routing) -> PairLinks | None:
             (np.tile(frac, nn), cols, indptr), shape=(nn * nn, network.num_links)
         )
         return PairLinks(network, matrix, (disp, kind, tail_coords, frac))
+    if _lists_routes(routing):
+        return _listed_pair_links(network, routing)
     # Other networks: route every node pair, a chunk of unit flows at a time.
     if nn * nn * 8 > MAX_PAIR_ENTRIES:
         return None
     src_all, dst_all = np.divmod(np.arange(nn * nn), nn)
     keep = src_all != dst_all
     src_all, dst_all = src_all[keep], dst_all[keep]
-    if hasattr(routing, "route_links") and getattr(routing, "lists_links", True):
-        # One route per pair: its links listed directly, one entry per hop (routing unit
-        # flows as below fills a pairs x links array: 16.7 s for dor-simgrid on 8x8x8,
-        # against 0.25 s listed).
-        message, link = routing.route_links(network, src_all, dst_all)
-        if message.size > MAX_PAIR_ENTRIES:
-            return None
-        rows = src_all[message] * nn + dst_all[message]
-        matrix = sp.csr_matrix(
-            (np.ones(message.size), (rows, link)), shape=(nn * nn, network.num_links)
-        )
-        return PairLinks(network, matrix)
     rows, cols, vals = [], [], []
     total = 0
     for s in range(0, src_all.size, 256):
@@ -208,6 +220,53 @@ def _build_pair_links(network, routing) -> PairLinks | None:
     matrix = sp.csr_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
         shape=(nn * nn, network.num_links),
+    )
+    return PairLinks(network, matrix)
+
+
+def _listed_pair_links(network, routing) -> PairLinks | None:
+    """Every node pair's links as a single-path routing lists them (``route_links``), one
+    entry per hop (routing unit flows instead fills a pairs x links array: 16.7 s for
+    dor-simgrid on 8x8x8, against 0.25 s listed). The entries are counted first from the
+    hop distances: listing costs about 50 bytes per entry while it runs (1.2 GiB on
+    ``mesh:460`` before its 32 M entries were found to be over the limit), so a network
+    over ``MAX_PAIR_ENTRIES`` is refused before any route is listed, and the routes are
+    listed a block of sources at a time."""
+    nn = network.num_nodes
+    if nn * (nn - 1) > MAX_PAIR_ENTRIES:  # every pair of distinct nodes takes a hop
+        return None
+    ids = np.arange(nn, dtype=np.int64)
+    block = max(1, _SHIFT_BLOCK_ENTRIES // nn)
+    starts = range(0, nn, block)
+
+    def pairs_of(first):
+        src = np.repeat(ids[first : first + block], nn)
+        dst = np.tile(ids, src.size // nn)
+        keep = src != dst
+        return src[keep], dst[keep]
+
+    hops = 0
+    for first in starts:
+        hops += int(network.hop_distance(*pairs_of(first)).sum())
+        if hops > MAX_PAIR_ENTRIES:
+            return None
+    # int32 holds every row and link id: nn**2 <= MAX_PAIR_ENTRIES + nn here.
+    rows = np.empty(hops, dtype=np.int32)
+    links = np.empty(hops, dtype=np.int32)
+    filled = 0
+    for first in starts:
+        src, dst = pairs_of(first)
+        message, link = routing.route_links(network, src, dst)
+        if filled + message.size > hops:  # the routing takes a path longer than minimal
+            raise RuntimeError(
+                f"routing {routing.describe(network)!r} lists more links than the hop "
+                f"distances of {network.to_text()} count"
+            )
+        rows[filled : filled + message.size] = src[message] * nn + dst[message]
+        links[filled : filled + message.size] = link
+        filled += message.size
+    matrix = sp.csr_matrix(
+        (np.ones(filled), (rows[:filled], links[:filled])), shape=(nn * nn, network.num_links)
     )
     return PairLinks(network, matrix)
 

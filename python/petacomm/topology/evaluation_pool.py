@@ -14,12 +14,16 @@ a million-rank evaluation. For large searches :func:`keep_freed_memory` asks gli
 allocator to keep freed blocks of up to 256 MiB for reuse instead; the peak memory is the
 same, it is just not returned between chunks.
 
-Each evaluation routes the pattern's node pairs (messages between the same two nodes are
-routed once). The network's pair-link matrix (``contention.pair_link_matrix``: every node
-pair's share of every link) gives the same link loads by summing rows. The evaluations use
-it when the contention refinement built it already, and a search builds it first when its
-candidates together carry at least ``PAIR_LINKS_MESSAGES_PER_ROW`` messages per row of it
-(nodes squared) on a network of at most ``PAIR_LINKS_MAX_NODES`` nodes. Measured with
+Each evaluation routes the pattern's messages (those between the same two nodes once, for
+routings that split them over paths). The network's pair-link matrix
+(``contention.pair_link_matrix``: every node pair's share of every link) gives the same link
+loads by summing rows. The evaluations use it when the contention refinement built it
+already, and a search builds it first when its candidates together carry at least
+``PAIR_LINKS_MESSAGES_PER_ROW`` messages per row of it (nodes squared) on a network of at
+most ``PAIR_LINKS_MAX_NODES`` nodes, and the matrix builds quickly
+(``contention.builds_quickly``: from one template, or from single routes; routing unit flows
+for every node pair, on 256 nodes of a mesh, a fat tree with ECMP or a dragonfly, made such
+searches 2-27x slower). Measured with
 ``petacomm map --matrix FILE --network torus:4x8x8:t=4 --routing adaptive --jobs 1`` (the
 24 permutations): the dense 1,024-rank CMB graph (1 M messages) 6.74 s before, 3.01 s now,
 the same table, 60 MB more memory; the random geometric and Delaunay graphs (12 k and
@@ -92,9 +96,11 @@ def pair_links_for_search(network, routing, pattern, count: int):
         return None
     if pattern.num_messages * count < PAIR_LINKS_MESSAGES_PER_ROW * nodes * nodes:
         return None
-    from petacomm.topology.contention import pair_link_matrix
+    from petacomm.topology import contention
 
-    return pair_link_matrix(network, routing)
+    if not contention.builds_quickly(network, routing):
+        return None  # routing unit flows for every node pair costs more than it saves
+    return contention.pair_link_matrix(network, routing)
 
 
 def _evaluate(mapping) -> MappingMetrics:
