@@ -148,9 +148,9 @@ def cached_pair_links(network, routing) -> PairLinks | None:
 
 def builds_quickly(network, routing) -> bool:
     """Whether :func:`pair_link_matrix` is built from one routed template or by listing
-    each node pair's single route (0.02-0.25 s on a few hundred nodes), not by routing unit
-    flows for every pair of nodes (0.8-7 s on 256 nodes of a mesh, a fat tree with ECMP or
-    a dragonfly: more than the evaluations of a search it would serve)."""
+    each node pair's single route (0.01-0.34 s on 256-512 nodes), not by routing unit flows
+    for every pair of nodes (0.7-7.0 s on 224-256 nodes of a mesh, a fat tree with ECMP or a
+    dragonfly: more than the evaluations of a search it would serve)."""
     return _by_template(network, routing) or _lists_routes(routing)
 
 

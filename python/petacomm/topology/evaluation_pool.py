@@ -22,7 +22,7 @@ already, and a search builds it first when its candidates together carry at leas
 ``PAIR_LINKS_MESSAGES_PER_ROW`` messages per row of it (nodes squared) on a network of at
 most ``PAIR_LINKS_MAX_NODES`` nodes, and the matrix builds quickly
 (``contention.builds_quickly``: from one template, or from single routes; routing unit flows
-for every node pair, on 256 nodes of a mesh, a fat tree with ECMP or a dragonfly, made such
+for every node pair, on 224-256 nodes of a mesh, a fat tree with ECMP or a dragonfly, made such
 searches 2-27x slower). Measured with
 ``petacomm map --matrix FILE --network torus:4x8x8:t=4 --routing adaptive --jobs 1`` (the
 24 permutations): the dense 1,024-rank CMB graph (1 M messages) 6.74 s before, 3.01 s now,
