@@ -115,6 +115,7 @@ def test_bench_map_peers_scotch_prints_and_writes_the_comparison(capsys, tmp_pat
     doc = json.loads(out.read_text())
     assert doc["schema"] == "petacomm.bench-map-peers/1" and doc["ranks"] == 64
     assert doc["pair_link_matrix_s"] > 0 and "pair-link matrix" in text
+    assert text.count("matrix already built: scotch+petacomm") == 2
     assert [g["graph"] for g in doc["graphs"]] == ["rgg", "cmb"]
     for graph in doc["graphs"]:
         rows = {r["mapper"]: r for r in graph["mappers"]}
@@ -126,6 +127,7 @@ def test_bench_map_peers_scotch_prints_and_writes_the_comparison(capsys, tmp_pat
         # Scotch refined by petacomm never loses to Scotch on either figure.
         assert rows["scotch+petacomm"]["hop_bytes"] <= base["hop_bytes"] * (1 + 1e-12)
         assert rows["scotch+petacomm"]["max_link_bytes"] <= base["max_link_bytes"] * (1 + 1e-12)
+        assert rows["scotch+petacomm"]["seconds_matrix_built"] > 0
         if scotch.gmap_command() is not None:
             assert graph["commands"]["gmap_s"] > 0 and graph["commands"]["petacomm_map_s"] > 0
 

@@ -134,6 +134,32 @@ def test_refinement_limit_of_the_scotch_candidate():
 
 
 @needs_scotch
+def test_the_scotch_candidate_builds_the_pair_link_matrix_before_its_refinement_limit(
+    monkeypatch,
+):
+    """Built inside the contention stage's budget (a quarter of Scotch's time), the matrix
+    used it all up in a fresh process and `petacomm map --candidates scotch` returned
+    Scotch's own mapping: the stage now starts with the matrix built and handed to it."""
+    from petacomm.topology import contention
+
+    net = parse_network("torus:4x4x2:t=4")
+    pattern = make_graph("rgg", 128, seed=2)
+    routing = parse_routing("adaptive", net)
+    monkeypatch.setattr(contention, "_PAIR_CACHE", {})  # a fresh process's
+    seen = []
+    stage = contention.contention_stage
+
+    def spy(*args, pairs=None, **kwargs):
+        seen.append((pairs, contention.cached_pair_links(net, routing)))
+        return stage(*args, pairs=pairs, **kwargs)
+
+    monkeypatch.setattr(contention, "contention_stage", spy)
+    scotch.scotch_mapping(pattern, net, 60, routing=routing)
+    ((given, cached),) = seen
+    assert given is not None and given is cached
+
+
+@needs_scotch
 def test_scotch_placement_stays_when_refinement_loads_the_busiest_link_more(monkeypatch):
     # A hop-bytes stage that made the busiest link worse, and a contention stage that ran
     # out of time: the candidate falls back to Scotch's own placement.

@@ -146,6 +146,15 @@ def cached_pair_links(network, routing) -> PairLinks | None:
     return _PAIR_CACHE.get(_cache_key(network, routing))
 
 
+def forget_pair_links() -> None:
+    """Empties the cache of pair-link matrices and of the routing templates they are built
+    from, as a fresh process starts (benchmarks that time a single use start from there)."""
+    from petacomm.topology.routing import forget_templates
+
+    _PAIR_CACHE.clear()
+    forget_templates()
+
+
 def builds_quickly(network, routing) -> bool:
     """Whether :func:`pair_link_matrix` is built from one routed template or by listing
     each node pair's single route (0.01-0.34 s on 256-512 nodes), not by routing unit flows

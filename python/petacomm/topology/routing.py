@@ -222,6 +222,13 @@ def _ring_segments(dims, d, coords, offset, w) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
+def forget_templates() -> None:
+    """Empties the adaptive routing's template caches, as a fresh process starts (benchmarks
+    that time a single use start from there)."""
+    _adaptive_template.cache_clear()
+    _adaptive_template_of_magnitudes.cache_clear()
+
+
 @functools.lru_cache(maxsize=4096)
 def _adaptive_template(offset: tuple[int, ...], tie: tuple[bool, ...], split: str):
     """Fractional use of every link by one unit flow with this displacement, as arrays
