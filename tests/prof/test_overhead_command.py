@@ -36,12 +36,20 @@ def test_end_to_end_runs_do_the_same_work(tmp_path):
     out = tmp_path / "overhead.json"
     done = petacomm(
         "bench", "profiler-overhead", "--iterations", "20", "--calls", "2000", "--reps", "1",
-        "--compute-us", "10", "--keys", "none", "--peers", "ipm", "--end-to-end-ranks", "2",
+        "--compute-us", "10", "--keys", "none", "--peers", "ipm,mpip-k0", "--end-to-end-ranks", "2",
         "--end-to-end-reps", "1", "--end-to-end-compute-us", "20", "--json", str(out),
         env={"PETACOMM_PROF_CACHE": str(tmp_path / "cache")},
     )  # fmt: skip
     figures = json.loads(out.read_text())
     assert figures["peers"]["ipm"]["available"] is False
+    # mpiP without call sites is mpiP's build run with MPIP="-k 0": the note says to build mpip.
+    assert figures["peers"]["mpip-k0"]["available"] is False
+    assert "build-profiler-peer.sh mpip SOURCE" in figures["peers"]["mpip-k0"]["note"]
+    # Beside peers, petacomm is also measured recording call sites (as mpiP does by default):
+    # a stack walk per call, far above the plain table update.
+    sites = figures["callsites"]
+    assert sites["depth"] == 1 and sites["ns_per_call"] > 3 * max(figures["ns_per_call"], 20)
+    assert "petacomm --callsites 1" in done.stdout
     e2e = figures["end_to_end"]
     assert e2e["compute_units"] > 0
     tools = [name for name, f in e2e.items() if isinstance(f, dict)]

@@ -12,6 +12,10 @@ With ``--peers ipm,mpip`` the same in-process measurements run under each peer p
 note), and ``petacomm-prof-manykeys`` (about 37,000 distinct keys per rank) runs end to end
 plain, under ``petacomm profile`` (the command itself included) and under each peer: wall
 time, slowdown and log size. Targets: at most 5 % end to end, summary log at most 10x IPM's.
+mpiP walks the stack for a call site at every call by default, which petacomm does only
+with ``--callsites``: ``mpip-k0`` runs mpiP without call sites (``MPIP="-k 0"``), and with
+any peer the in-process figures are also measured for petacomm with ``--callsites 1``, so
+that each is compared with the peer doing the same work.
 """
 
 from __future__ import annotations
@@ -29,7 +33,11 @@ from petacomm.files import write_text_atomically
 TARGET_SLOWDOWN_PERCENT = 2.0
 TARGET_NS_PER_CALL = 50.0
 TARGET_END_TO_END_PERCENT = 5.0
-PEERS = {"ipm": "libipm.so", "mpip": "libmpiP.so"}
+PEERS = {"ipm": "libipm.so", "mpip": "libmpiP.so", "mpip-k0": "libmpiP.so"}
+# Peers run another way: (the peer whose build they use, its environment settings).
+PEER_VARIANTS = {"mpip-k0": ("mpip", {"MPIP": "-k 0"})}
+# petacomm's call-site depth when it is measured beside peers that record call sites.
+CALLSITES_BESIDE_PEERS = 1
 
 
 def register(subparsers) -> None:
@@ -57,8 +65,9 @@ def register(subparsers) -> None:
         "--peers",
         default="",
         metavar="LIST",
-        help="also measure these peer profilers (ipm, mpip) and run the many-keys program end "
-        "to end under each (scripts/build-profiler-peer.sh builds them)",
+        help="also measure these peer profilers (ipm, mpip, mpip-k0: mpiP without call sites) "
+        "and run the many-keys program end to end under each (scripts/build-profiler-peer.sh "
+        "builds them)",
     )
     p.add_argument(
         "--end-to-end-ranks", type=int, default=4, help="ranks of the many-keys program [4]"
@@ -123,8 +132,9 @@ def find_peer(name: str, libmpi) -> tuple[Path | None, str]:
     None and why not."""
     from petacomm.profile.builder import cache_root
 
+    built = PEER_VARIANTS.get(name, (name, {}))[0]
     root = cache_root() / "peers"
-    for record in sorted(root.glob(f"{name}-*/peer.json")):
+    for record in sorted(root.glob(f"{built}-*/peer.json")):
         try:
             info = json.loads(record.read_text())
         except (OSError, ValueError):
@@ -134,7 +144,7 @@ def find_peer(name: str, libmpi) -> tuple[Path | None, str]:
             return lib, ""
     return None, (
         f"not built for {libmpi or 'this MPI'} in {root} (build it with "
-        f"scripts/build-profiler-peer.sh {name} SOURCE --mpicc MPICC)"
+        f"scripts/build-profiler-peer.sh {built} SOURCE --mpicc MPICC)"
     )
 
 
@@ -213,6 +223,13 @@ def measure(args) -> dict:
             from petacomm.profile.builder import libmpi_of
 
             libmpi = libmpi_of(plan.library)
+            with_sites = _prepared_run(
+                args, command, Path(tmp) / "callsites.json", callsites=CALLSITES_BESIDE_PEERS
+            )
+            result["callsites"] = {
+                "depth": CALLSITES_BESIDE_PEERS,
+                **_figures(_run_json(with_sites.argv, with_sites.env, "petacomm --callsites")),
+            }
             result["peers"] = {}
             for name in peers:
                 lib, why = find_peer(name, libmpi)
@@ -220,7 +237,7 @@ def measure(args) -> dict:
                     result["peers"][name] = {"available": False, "note": why}
                     continue
                 argv = launcher.command(
-                    args.ranks, [str(program), *_overhead_args(args)], ["-x", f"LD_PRELOAD={lib}"]
+                    args.ranks, [str(program), *_overhead_args(args)], _peer_launch(name, lib)
                 )
                 # In the scratch directory: the peers write their logs in the working one.
                 peer_raw = _run_json(
@@ -233,6 +250,16 @@ def measure(args) -> dict:
                 }
             result["end_to_end"] = end_to_end(args, launcher, Path(tmp), peers, libmpi)
     return result
+
+
+def _peer_launch(name: str, lib: Path) -> list[str]:
+    """mpiexec options (Open MPI's) that preload the peer and pass its settings."""
+    settings = PEER_VARIANTS.get(name, (name, {}))[1]
+    return [
+        "-x",
+        f"LD_PRELOAD={lib}",
+        *(a for k, v in settings.items() for a in ("-x", f"{k}={v}")),
+    ]
 
 
 def _log_bytes(directory: Path) -> int:
@@ -285,8 +312,8 @@ def end_to_end(args, launcher, tmp: Path, peers: list[str], libmpi) -> dict:
     for name in peers:
         lib, _ = find_peer(name, libmpi)
         if lib is not None:
-            tools[name] = lambda d, lib=lib: (
-                launcher.command(args.end_to_end_ranks, body, ["-x", f"LD_PRELOAD={lib}"]),
+            tools[name] = lambda d, lib=lib, name=name: (
+                launcher.command(args.end_to_end_ranks, body, _peer_launch(name, lib)),
                 env,
             )
     figures: dict[str, dict] = {name: {"wall_s": [], "log_bytes": 0} for name in tools}
@@ -386,7 +413,8 @@ def _print_peers(r: dict) -> None:
     head = f"  {'profiler':<18} {'mix slowdown':>13} {'ns/call':>8}"
     head += "".join(f" {('ns@' + k + ' keys'):>14}" for k in keys)
     print(head)
-    rows = [("petacomm", r)] + [(n, p) for n, p in r["peers"].items()]
+    sites = f"petacomm --callsites {r['callsites']['depth']}"
+    rows = [("petacomm", r), (sites, r["callsites"])] + list(r["peers"].items())
     for name, f in rows:
         if not f.get("available", True):
             print(f"  {name:<18} skipped: {f['note']}")
