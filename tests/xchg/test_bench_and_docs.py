@@ -282,9 +282,62 @@ def test_bench_peers_petscsf(tmp_path):
             assert run["ratios"][stat]["choice_vs_fastest_candidate"] == pytest.approx(
                 chosen / fastest
             )
+        # The SF setups less their numpy work: never above the setups, so the ratio of auto's
+        # setup to them is never below the plain one.
+        for n in ("petscsf-range", "petscsf-holder"):
+            c = rows[n]
+            assert len(c["setup_without_glue_seconds"]) == len(c["setup_seconds"]) == 1
+            assert 0 < c["setup_without_glue_seconds"][0] <= c["setup_seconds"][0]
+        best = run["ratios"]["best"]
+        assert best["setup_vs_faster_sf_without_glue"] >= best["setup_vs_faster_sf"]
     table = [ln for ln in done.stdout.splitlines() if not ln.startswith(("building", "built"))]
     assert max(len(line) for line in table) <= 100
     assert "auto vs the faster PetscSF variant" in done.stdout
+    assert "without the SF's numpy work" in done.stdout
+
+
+def test_peers_reference_is_numpys_sum_per_key():
+    """The race's reference: each key's values summed over every rank holding it (here two
+    ranks' keys, gathered by a stand-in communicator)."""
+    import numpy as np
+
+    from petacomm.bench.sparse_reduce_peers import reference_sums
+
+    mine, theirs = np.array([2, 5, 9]), np.array([5, 7, 9, 11])
+    values = {2: 1.0, 5: 2.0, 9: 3.0}
+    other = {5: 10.0, 7: 20.0, 9: 30.0, 11: 40.0}
+
+    class TwoRanks:
+        def allgather(self, x):
+            peer = theirs if x.ndim == 1 else np.array([[other[k], -other[k]] for k in theirs])
+            return [x, peer]
+
+    got = reference_sums(TwoRanks(), mine, np.array([[values[k], -values[k]] for k in mine]))
+    assert got.tolist() == [[1.0, -1.0], [12.0, -12.0], [33.0, -33.0]]
+
+
+def test_contenders_that_disagree_are_left_out_of_the_ratios():
+    from petacomm.bench.sparse_reduce import _summarise_peers_run
+
+    def row(name, setup, execute, agrees=True):
+        return {"name": name, "setup_seconds": [setup], "execute_seconds": [execute],
+                "agrees": agrees}  # fmt: skip
+
+    run = {
+        "contenders": [
+            row("petacomm:auto", 2.0, 1.0),
+            row("petacomm:directory", 2.0, 0.5, agrees=False),  # fast but wrong
+            row("petacomm:owner", 2.0, 1.0),
+            row("petscsf-range", 1.0, 4.0),
+            row("petscsf-holder", 4.0, 0.25, agrees=False),
+        ],
+        "auto": {"choice": "owner", "candidates": ["directory", "owner"]},
+    }
+    _summarise_peers_run(run)
+    best = run["ratios"]["best"]
+    assert best["execute_vs_faster_sf"] == 0.25  # against the range SF alone
+    assert best["setup_vs_faster_sf"] == 2.0
+    assert best["fastest_candidate"] == "owner" and best["auto_vs_fastest_candidate"] == 1.0
 
 
 def test_bench_peers_skip_note_without_petsc4py():

@@ -380,11 +380,14 @@ def _summarise_peers_run(run: dict) -> None:
     best is the less noisy estimate: a repetition no rank was descheduled in."""
     import numpy as np
 
-    rows = {c["name"]: c for c in run["contenders"]}
+    # Contenders whose results differ from the independent reference are in the tables,
+    # flagged, and in no ratio.
+    rows = {c["name"]: c for c in run["contenders"] if c["agrees"]}
     for c in run["contenders"]:
-        for what in ("setup", "execute"):
-            c[f"{what}_median"] = float(np.median(c[f"{what}_seconds"]))
-            c[f"{what}_best"] = float(np.min(c[f"{what}_seconds"]))
+        for what in ("setup", "execute", "setup_without_glue"):
+            if f"{what}_seconds" in c:
+                c[f"{what}_median"] = float(np.median(c[f"{what}_seconds"]))
+                c[f"{what}_best"] = float(np.min(c[f"{what}_seconds"]))
     sf = [rows[n] for n in rows if n.startswith("petscsf")]
     auto = rows.get("petacomm:auto")
     run["ratios"] = {}
@@ -394,6 +397,9 @@ def _summarise_peers_run(run: dict) -> None:
             for what in ("execute", "setup"):
                 faster = min(c[f"{what}_{stat}"] for c in sf)
                 ratios[f"{what}_vs_faster_sf"] = auto[f"{what}_{stat}"] / faster
+            if all("setup_without_glue_seconds" in c for c in sf):
+                faster = min(c[f"setup_without_glue_{stat}"] for c in sf)
+                ratios["setup_vs_faster_sf_without_glue"] = auto[f"setup_{stat}"] / faster
         if auto is not None and run.get("auto"):
             candidates = [
                 rows[f"petacomm:{n}"] for n in run["auto"]["candidates"] if f"petacomm:{n}" in rows
@@ -453,9 +459,16 @@ def _print_peers_run(run: dict) -> None:
                     f"{best['choice_vs_fastest_candidate']:.2f}x)"
                 )
         print(line)
+    for c in sf:
+        if "setup_without_glue_best" in c:
+            print(
+                f"  {c['name']} setup less its numpy work: "
+                f"{c['setup_without_glue_median'] * 1e3:.2f} ms, "
+                f"best {c['setup_without_glue_best'] * 1e3:.2f} ms"
+            )
     print("(setup: plan or star-forest creation, discovery included; exec: one reduce + broadcast;")
     print(" each sample the max over ranks; median and best (minimum) over builds/repetitions;")
-    print(" /SF: best vs the faster PetscSF variant's best)")
+    print(" /SF: best vs the faster PetscSF variant's best; results checked against numpy's sums)")
 
 
 def _print_peers_summary(runs: list[dict]) -> None:
@@ -483,6 +496,29 @@ def _print_peers_summary(runs: list[dict]) -> None:
         )
     print("(ratios of the best samples, and of the medians; below 1.00x petacomm is faster;")
     print(" choice/best: the strategy auto chose, timed by name, over the fastest candidate)")
+    glue = [r for r in runs if "setup_vs_faster_sf_without_glue" in r["ratios"]["best"]]
+    if glue:
+        print(
+            "auto's setup vs the faster PetscSF variant's without its numpy work (the SF "
+            "setups in C would lie\nbetween; numpy's per-call cost is what a C caller saves):"
+        )
+        for run in glue:
+            best, median = run["ratios"]["best"], run["ratios"]["median"]
+            print(
+                f"{run['generator']:<7} {run['ranks']:>5} | setup/SF "
+                f"{best['setup_vs_faster_sf']:.2f}x ({median['setup_vs_faster_sf']:.2f}x), "
+                "without the SF's numpy work "
+                f"{best['setup_vs_faster_sf_without_glue']:.2f}x "
+                f"({median['setup_vs_faster_sf_without_glue']:.2f}x)"
+            )
+    differ = [
+        f"{r['generator']} at {r['ranks']}: {c['name']}"
+        for r in runs
+        for c in r["contenders"]
+        if not c["agrees"]
+    ]
+    if differ:
+        print("RESULTS DIFFER from numpy's sums (left out of every ratio): " + "; ".join(differ))
 
 
 def _load_model(path):

@@ -42,7 +42,7 @@ class _PetscSF:
         self._unit = unit
         self._sf = PETSc.SF().create(comm=comm)
         self._sf.setFromOptions()
-        self._sf.setGraph(int(nroots), None, np.ascontiguousarray(remote, dtype=PETSc.IntType))
+        self._sf.setGraph(int(nroots), None, remote)
         self._sf.setUp()
         self._roots = None
         self._nroots = int(nroots)
@@ -74,51 +74,87 @@ def split_ownership(total: int, size: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(counts)])
 
 
+class Glue:
+    """Seconds spent in the numpy work around a PetscSF's MPI and PETSc calls (``with
+    glue:``). A PETSc user's C code does that work too, but without numpy's per-call cost:
+    the setup less this time is a lower bound of what the variant would take in C."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def __enter__(self):
+        self._start = time.perf_counter()
+
+    def __exit__(self, *exc):
+        self.seconds += time.perf_counter() - self._start
+
+
 def _range_remote(keys: np.ndarray, ranges: np.ndarray) -> np.ndarray:
     owner = np.searchsorted(ranges, keys, side="right") - 1
     return np.stack([owner, keys - ranges[owner]], axis=1)
 
 
-def build_range_sf(PETSc, comm, keys: np.ndarray, key_range: int, unit) -> _PetscSF:
-    ranges = split_ownership(key_range, comm.size)
-    nroots = int(ranges[comm.rank + 1] - ranges[comm.rank])
-    return _PetscSF(PETSc, comm, nroots, _range_remote(keys, ranges), unit)
+def build_range_sf(PETSc, comm, keys: np.ndarray, key_range: int, unit, glue=None) -> _PetscSF:
+    glue = Glue() if glue is None else glue
+    with glue:
+        ranges = split_ownership(key_range, comm.size)
+        nroots = int(ranges[comm.rank + 1] - ranges[comm.rank])
+        remote = np.ascontiguousarray(_range_remote(keys, ranges), dtype=PETSc.IntType)
+    return _PetscSF(PETSc, comm, nroots, remote, unit)
 
 
-def build_holder_sf(PETSc, comm, keys: np.ndarray, key_range: int, unit) -> _PetscSF:
+def build_holder_sf(PETSc, comm, keys: np.ndarray, key_range: int, unit, glue=None) -> _PetscSF:
     """Roots on the lowest-ranked holder of each key; discovery by two MPI_Alltoallv."""
     from mpi4py import MPI
 
+    glue = Glue() if glue is None else glue
     size = comm.size
-    ranges = split_ownership(key_range, size)
-    owner = np.searchsorted(ranges, keys, side="right") - 1  # keys ascending: grouped
-    send_counts = np.bincount(owner, minlength=size).astype(np.int64)
-    recv_counts = np.empty(size, dtype=np.int64)
+    with glue:
+        ranges = split_ownership(key_range, size)
+        owner = np.searchsorted(ranges, keys, side="right") - 1  # keys ascending: grouped
+        send_counts = np.bincount(owner, minlength=size).astype(np.int64)
+        recv_counts = np.empty(size, dtype=np.int64)
     comm.Alltoall(send_counts, recv_counts)
-    pairs = np.stack([keys, np.arange(keys.size, dtype=np.int64)], axis=1)
-    sdispl = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
-    rdispl = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
-    got = np.empty((int(recv_counts.sum()), 2), dtype=np.int64)
+    with glue:
+        pairs = np.stack([keys, np.arange(keys.size, dtype=np.int64)], axis=1)
+        sdispl = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
+        rdispl = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
+        got = np.empty((int(recv_counts.sum()), 2), dtype=np.int64)
     comm.Alltoallv(
         [pairs, (send_counts * 2, sdispl * 2), MPI.INT64_T],
         [got, (recv_counts * 2, rdispl * 2), MPI.INT64_T],
     )
-    source = np.repeat(np.arange(size, dtype=np.int64), recv_counts)
-    order = np.argsort(got[:, 0], kind="stable")  # by key; sources ascending within a key
-    sorted_keys = got[order, 0]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
-    group = np.cumsum(first) - 1
-    lowest = order[first]  # the entry of each key's lowest-ranked holder
-    answer = np.empty((order.size, 2), dtype=np.int64)
-    answer[order, 0] = source[lowest][group]
-    answer[order, 1] = got[lowest, 1][group]
-    remote = np.empty((keys.size, 2), dtype=np.int64)
+    with glue:
+        source = np.repeat(np.arange(size, dtype=np.int64), recv_counts)
+        order = np.argsort(got[:, 0], kind="stable")  # by key; sources ascending within a key
+        sorted_keys = got[order, 0]
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+        group = np.cumsum(first) - 1
+        lowest = order[first]  # the entry of each key's lowest-ranked holder
+        answer = np.empty((order.size, 2), dtype=np.int64)
+        answer[order, 0] = source[lowest][group]
+        answer[order, 1] = got[lowest, 1][group]
+        remote = np.empty((keys.size, 2), dtype=np.int64)
     comm.Alltoallv(
         [answer, (recv_counts * 2, rdispl * 2), MPI.INT64_T],
         [remote, (send_counts * 2, sdispl * 2), MPI.INT64_T],
     )
+    with glue:
+        remote = np.ascontiguousarray(remote, dtype=PETSc.IntType)
     return _PetscSF(PETSc, comm, keys.size, remote, unit)
+
+
+def reference_sums(comm, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Every key's values summed over the ranks holding it, for this rank's keys: every
+    rank's keys and values gathered and added per key by numpy (neither petacomm nor
+    PETSc), the results every contender must give."""
+    all_keys = np.concatenate(comm.allgather(keys))
+    all_values = np.concatenate(comm.allgather(values))
+    distinct, where = np.unique(all_keys, return_inverse=True)
+    sums = np.zeros((distinct.size, values.shape[1]))
+    np.add.at(sums, where, all_values)
+    return sums[np.searchsorted(distinct, keys)]
 
 
 _SETUP, _EXECUTE = 0, 1
@@ -179,39 +215,53 @@ def worker_main(config_text: str) -> int:
     builders = {f"petacomm:{s}": petacomm_builder(s) for s in config["strategies"]}
     if PETSc is not None:
         if "petscsf-range" in config["peers"]:
-            builders["petscsf-range"] = lambda: build_range_sf(PETSc, comm, keys, key_range, unit)
+            builders["petscsf-range"] = lambda glue: build_range_sf(
+                PETSc, comm, keys, key_range, unit, glue
+            )
         if "petscsf-holder" in config["peers"]:
-            builders["petscsf-holder"] = lambda: build_holder_sf(PETSc, comm, keys, key_range, unit)
+            builders["petscsf-holder"] = lambda glue: build_holder_sf(
+                PETSc, comm, keys, key_range, unit, glue
+            )
     names = list(builders)
 
     # Setup: every contender built setup_reps + 1 times, in a random order (first dropped).
     setup = {n: [] for n in names}
+    setup_in_c = {n: [] for n in names if n.startswith("petscsf")}  # less the numpy glue
     plans = {}
     for rep in range(setup_reps + 1):
         for name in _order(names, _SETUP, rep):
+            glue = Glue()
             comm.Barrier()
             start = MPI.Wtime()
-            built = builders[name]()
-            seconds = _max_over_ranks(comm, MPI.Wtime() - start)
+            built = builders[name](glue) if name in setup_in_c else builders[name]()
+            elapsed = MPI.Wtime() - start
+            seconds = _max_over_ranks(comm, elapsed)
+            without_glue = _max_over_ranks(comm, elapsed - glue.seconds)
             if rep > 0:
                 setup[name].append(seconds)
+                if name in setup_in_c:
+                    setup_in_c[name].append(without_glue)
             old = plans.pop(name, None)
             if old is not None:
                 old.free()
             plans[name] = built
 
-    # Correctness against the first contender, then the timed executions.
-    reference = None
+    # Correctness against an independent reference (numpy sums per key), once before the
+    # timed executions and again on each contender's last timed result.
+    reference = reference_sums(comm, keys, values0)
+
+    def agree(values) -> bool:
+        ok = bool(np.allclose(values, reference, rtol=1e-12, atol=0))
+        return bool(comm.allreduce(int(ok), op=MPI.MIN))
+
     agrees = {}
     for name in names:
         values = values0.copy()
         plans[name].execute(values)
-        if reference is None:
-            reference = values
-        ok = bool(np.allclose(values, reference, rtol=1e-12, atol=0))
-        agrees[name] = bool(comm.allreduce(int(ok), op=MPI.MIN))
+        agrees[name] = agree(values)
     execute = {n: [] for n in names}
     values = values0.copy()
+    last = config["warmup"] + reps - 1
     for rep in range(config["warmup"] + reps):
         for name in _order(names, _EXECUTE, rep):
             values[...] = values0
@@ -221,6 +271,8 @@ def worker_main(config_text: str) -> int:
             seconds = _max_over_ranks(comm, MPI.Wtime() - start)
             if rep >= config["warmup"]:
                 execute[name].append(seconds)
+            if rep == last:
+                agrees[name] = agrees[name] and agree(values)
     auto = plans.get("petacomm:auto")
     chosen = auto.strategy if auto is not None else None
     described = auto.describe() if auto is not None else None
@@ -241,6 +293,7 @@ def worker_main(config_text: str) -> int:
                     "setup_seconds": setup[n],
                     "execute_seconds": execute[n],
                     "agrees": agrees[n],
+                    **({"setup_without_glue_seconds": setup_in_c[n]} if n in setup_in_c else {}),
                 }
                 for n in names
             ],
