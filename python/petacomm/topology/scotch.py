@@ -194,18 +194,26 @@ def _symmetric(graph) -> sp.csr_matrix:
     return without_diagonal(g)
 
 
-def scotch_placement(graph, network, seed: int = 0) -> np.ndarray:
+def scotch_graph(graph) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The graph as Scotch takes it: symmetric bytes without self edges, and its integer
+    edge weights (what :func:`scotch_placement` prepares; a caller timing Scotch alone
+    prepares it first, as ``gmap`` reads a graph file already in that form)."""
+    g = _symmetric(graph)
+    return g, integer_weights(g)
+
+
+def scotch_placement(graph, network, seed: int = 0, prepared=None) -> np.ndarray:
     """Node of every rank as Scotch maps the symmetric bytes ``graph`` onto ``network``
-    (module docstring). Raises ValueError for a network Scotch cannot describe and
-    ScotchError when Scotch is missing or fails."""
+    (module docstring); ``prepared``: :func:`scotch_graph` of it, if already made. Raises
+    ValueError for a network Scotch cannot describe and ScotchError when Scotch is missing
+    or fails."""
     from petacomm.topology.mapping import check_rank_count
 
-    g = _symmetric(graph)
+    g, weights = scotch_graph(graph) if prepared is None else prepared
     n = g.shape[0]
     check_rank_count(n, network)
     kind, sizes, costs = target_description(network)
     lib = _library()
-    weights = integer_weights(g)
     verttab = np.ascontiguousarray(g.indptr, dtype=np.int32)
     edgetab = np.ascontiguousarray(g.indices, dtype=np.int32)
     parttab = np.zeros(n, dtype=np.int32)
