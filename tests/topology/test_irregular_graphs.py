@@ -119,7 +119,7 @@ def test_bench_map_peers_scotch_prints_and_writes_the_comparison(capsys, tmp_pat
     assert [g["graph"] for g in doc["graphs"]] == ["rgg", "cmb"]
     for graph in doc["graphs"]:
         rows = {r["mapper"]: r for r in graph["mappers"]}
-        assert set(rows) == {"scotch", "multilevel", "scotch+petacomm"}
+        assert set(rows) == {"scotch", "scotch quality", "multilevel", "scotch+petacomm"}
         base = rows["scotch"]
         for r in rows.values():
             assert r["hop_bytes_ratio"] == pytest.approx(r["hop_bytes"] / base["hop_bytes"])

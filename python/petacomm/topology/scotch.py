@@ -45,6 +45,7 @@ from petacomm.topology.network import FatTreeNetwork, TorusNetwork
 # run reproducible (SCOTCH_OPTIONNUMDETERMINISTIC, SCOTCH_OPTIONNUMRANDOMFIXEDSEED) and its
 # libraries' names.
 _STRAT_DEFAULT = 0
+_STRAT_QUALITY = 1  # SCOTCH_STRATQUALITY: more refinement for a better mapping, slower
 _OPTION_DETERMINISTIC = 0
 _OPTION_RANDOM_FIXED_SEED = 1
 _LIBRARY_NAMES = ("scotch", "scotch-7.0")
@@ -202,11 +203,14 @@ def scotch_graph(graph) -> tuple[sp.csr_matrix, np.ndarray]:
     return g, integer_weights(g)
 
 
-def scotch_placement(graph, network, seed: int = 0, prepared=None) -> np.ndarray:
+def scotch_placement(
+    graph, network, seed: int = 0, prepared=None, quality: bool = False
+) -> np.ndarray:
     """Node of every rank as Scotch maps the symmetric bytes ``graph`` onto ``network``
-    (module docstring); ``prepared``: :func:`scotch_graph` of it, if already made. Raises
-    ValueError for a network Scotch cannot describe and ScotchError when Scotch is missing
-    or fails."""
+    (module docstring); ``prepared``: :func:`scotch_graph` of it, if already made;
+    ``quality``: Scotch's quality strategy (SCOTCH_STRATQUALITY) instead of its default.
+    Raises ValueError for a network Scotch cannot describe and ScotchError when Scotch is
+    missing or fails."""
     from petacomm.topology.mapping import check_rank_count
 
     g, weights = scotch_graph(graph) if prepared is None else prepared
@@ -263,7 +267,9 @@ def scotch_placement(graph, network, seed: int = 0, prepared=None) -> np.ndarray
         _check(lib.SCOTCH_stratInit(strat_p), "SCOTCH_stratInit")
         built.append(lambda: lib.SCOTCH_stratExit(strat_p))
         _check(
-            lib.SCOTCH_stratGraphMapBuild(strat_p, _STRAT_DEFAULT, network.num_nodes, 0.0),
+            lib.SCOTCH_stratGraphMapBuild(
+                strat_p, _STRAT_QUALITY if quality else _STRAT_DEFAULT, network.num_nodes, 0.0
+            ),
             "SCOTCH_stratGraphMapBuild",
         )
         _check(lib.SCOTCH_graphMap(bound_p, arch_p, strat_p, parttab), "SCOTCH_graphMap")
