@@ -19,6 +19,7 @@ from petacomm.xchg import strategy_names
 comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
 HIGH = 1 << 62
+TOP = (1 << 63) - 1  # the largest valid key
 STRATEGIES = strategy_names()  # "auto" and every registered strategy
 # Strategies that reduce every key in rank order whatever `deterministic` says.
 ALWAYS_ORDERED = {"allgather", "directory", "owner"}
@@ -42,6 +43,10 @@ def keys_for(scenario: str, r: int) -> np.ndarray:
         return (r * 1000 + 3 * np.arange(25)).astype(np.int64)
     if scenario == "one-key":
         return np.full(3, HIGH + 5, dtype=np.int64)
+    if scenario == "top-key":  # only the largest valid key, everywhere
+        return np.full(2, TOP, dtype=np.int64)
+    if scenario == "full-span":  # the widest range of keys: 0 to 2**63 - 1
+        return np.array([0, 7 + r, TOP], dtype=np.int64)
     return np.zeros(0, dtype=np.int64)  # empty everywhere
 
 
@@ -182,6 +187,27 @@ def main() -> int:
                 label = f"{scenario}/{strategy}/send_window={window}"
                 check(values.reshape(-1, 3), want, np.int64, label, None, None)
                 plan.free()
+    # The ends of the key range: every strategy, and the range the statistics report (a
+    # key set of 2**63 - 1 alone was once taken for no keys at all, and `range` then
+    # computed a negative owner rank).
+    for scenario, span in (("top-key", (TOP, TOP)), ("full-span", (0, TOP))):
+        keys = keys_for(scenario, rank)
+        want = reference(scenario, 3, np.int64, "sum")
+        for strategy in STRATEGIES:
+            plan = petacomm.SparseReducePlan(comm, keys, strategy=strategy)
+            described = plan.describe()
+            statistics = described.get("statistics") or {}
+            if "key_min" in statistics:
+                got_span = (statistics["key_min"], statistics["key_max"])
+                assert got_span == span, f"{scenario}/{strategy}: key range {got_span}"
+            if strategy == "auto":  # the range's width, 2**63 at most, in the reason
+                width = f"dense range {span[1] - span[0] + 1} keys"
+                assert width in described["reason"], described["reason"]
+            values = values_for(rank, keys.size, 3, np.int64, "sum")
+            plan.execute(values, "sum")
+            executions += 1
+            check(values.reshape(-1, 3), want, np.int64, f"{scenario}/{strategy}", None, None)
+            plan.free()
     print(f"matrix ok {executions} strategies={','.join(STRATEGIES)}", flush=True)
     return 0
 

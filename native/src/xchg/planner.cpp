@@ -164,8 +164,11 @@ PlanStatistics plan_statistics(MPI_Comm comm, const KeyIndex &index, const Histo
   for (std::uint64_t word : bits) r.add(FusedReduction::kOrI, static_cast<std::int64_t>(word));
   r.run(comm, clock);
 
-  g.key_min = r.integer(at_min) == kNone ? -1 : r.integer(at_min);
-  g.key_max = g.key_min < 0 ? -1 : r.integer(at_max);
+  // No rank holds a key when the largest is -1: the smallest's sentinel (kNone) is also a
+  // valid key, 2^63 - 1, and taking it for "none" once made a key set of that key alone
+  // look empty (and `range` compute a negative owner rank from the range [-1, -1]).
+  g.key_max = r.integer(at_max);
+  g.key_min = g.key_max < 0 ? -1 : r.integer(at_min);
   g.max_unique = r.integer(at_unique);
   for (int b = 0; b <= PETACOMM_XCHG_HUB_LEVELS; ++b) {
     g.multiplicity[b] = r.integer(at_hist + static_cast<std::size_t>(b));
@@ -207,7 +210,8 @@ std::string statistics_summary(const petacomm_xchg_global_stats &g) {
                                                         static_cast<double>(g.distinct_keys)
                                             : 0.0;
   return concat("; ", g.distinct_keys, " distinct keys, ", std::round(shared * 1000) / 10,
-                "% shared, dense range ", g.key_min < 0 ? 0 : g.key_max - g.key_min + 1, " keys");
+                "% shared, dense range ",
+                g.key_min < 0 ? 0 : static_cast<std::uint64_t>(g.key_max - g.key_min) + 1, " keys");
 }
 
 }  // namespace

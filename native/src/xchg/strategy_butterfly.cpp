@@ -158,7 +158,9 @@ class ButterflyStrategy final : public Strategy {
   void start(const ExecContext &ctx, const void *data) override {
     const std::size_t eb = ctx.op.elem_bytes();
     pool_.resize(pool_size_ * eb);
-    if (data != nullptr) std::memcpy(pool_.data(), data, static_cast<std::size_t>(own_) * eb);
+    // memcpy's pointers must be valid even for 0 bytes: a rank with no keys has neither.
+    if (data != nullptr && own_ > 0)
+      std::memcpy(pool_.data(), data, static_cast<std::size_t>(own_) * eb);
     for (const Step &s : steps_) {
       if (s.recv_count == 0 && s.send.empty()) continue;
       pack(s.send, pool_.data(), eb);
@@ -188,7 +190,7 @@ class ButterflyStrategy final : public Strategy {
         std::memcpy(pool_.data() + static_cast<std::size_t>(s->send[j]) * eb,
                     packed_.data() + j * eb, eb);
     }
-    std::memcpy(data, pool_.data(), static_cast<std::size_t>(own_) * eb);
+    if (own_ > 0) std::memcpy(data, pool_.data(), static_cast<std::size_t>(own_) * eb);
   }
 
   Traffic traffic() const override {
