@@ -288,7 +288,9 @@ typedef struct petacomm_xchg_global_stats {
   int64_t ranks;
   int64_t distinct_keys;
   int64_t key_min, key_max; /* -1 when no rank has keys */
-  int64_t dense_chunks;     /* chunks touched by any rank */
+  int64_t dense_chunks;     /* chunks touched by any rank; when they span 2^23 chunks or
+                               more (and reach beyond the first 4096): min(chunks spanned,
+                               distinct keys), an upper bound */
   int64_t chunk_keys;
   int64_t allgather_keys;
   int64_t max_unique;                                 /* max over ranks of n_unique */

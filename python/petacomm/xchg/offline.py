@@ -77,6 +77,11 @@ assert ctypes.sizeof(_capi.RankStats) == 8 * len(_FIELDS)
 # Sharing pairs (sum of d^2) up to which partners are counted from the pair list; beyond it
 # (keys on very many ranks) from the bit matrix, whose P^2/8 bytes limit P to BIT_MATRIX_RANKS.
 PAIR_BUDGET = 1 << 26
+# The native planner (planner.cpp) knows every touched chunk below this one from its fused
+# statistics reduction, and counts them by a second reduction over spans of fewer chunks
+# than the other; beyond both it estimates their number.
+_FUSED_CHUNKS = 64 * 64
+_COUNTED_CHUNK_SPAN = 1 << 23
 BIT_MATRIX_RANKS = 16384
 
 
@@ -187,8 +192,14 @@ def statistics(
     g.allgather_keys = allgather_keys
     g.max_unique = int(counts.max(initial=0))
     if distinct.size:
-        # Chunks aligned on multiples of chunk_keys, as the native dense-allreduce walks them.
-        g.dense_chunks = int(_distinct(distinct // chunk_keys).size)
+        # Chunks aligned on multiples of chunk_keys, as the native dense-allreduce walks them;
+        # counted as the native planner counts them: exactly while they are few or span
+        # fewer than 2^23 chunks, else estimated as min(chunks spanned, distinct keys).
+        first, last = int(distinct[0]) // chunk_keys, int(distinct[-1]) // chunk_keys
+        if last < _FUSED_CHUNKS or last - first < _COUNTED_CHUNK_SPAN:
+            g.dense_chunks = int(_distinct(distinct // chunk_keys).size)
+        else:
+            g.dense_chunks = min(last - first + 1, int(distinct.size))
         chunk = key // chunk_keys  # ascending, as key is; holders ascending within a key
         order = np.lexsort((holder, chunk))
         c, h = chunk[order], holder[order]
