@@ -9,7 +9,11 @@ survives any failure. Three rules hold for every output:
   mode, a new one gets ``0666`` minus the umask (the temporary file's private ``0600`` is
   not left behind);
 * a symbolic link at the output path is written *through*: its target is replaced and the
-  link stays (as ``cp`` and shell redirection do); a dangling link creates its target.
+  link stays (as ``cp`` and shell redirection do); a dangling link creates its target;
+* a device node, FIFO or socket, and any path under ``/dev`` or ``/proc`` (``/dev/stdout``,
+  ``/dev/fd/3``), is written into and never replaced: renaming a file over ``/dev/null``
+  would replace the device itself (as root), and over ``/dev/stdout`` the file the shell
+  redirected the command's output to. Such an output is appended to, as ``>>`` does.
 
 Commands call :func:`check_output_path` while checking their arguments, before any long
 work, and then one of the ``write_*_atomically`` functions (or :func:`atomic_output` for
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -47,6 +52,16 @@ def _same_file(a: Path, b: Path) -> bool:
         return a == b
 
 
+def _written_in_place(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is written into rather than replaced (module docstring)."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not os.path.isdir(path)
+    except (OSError, ValueError):
+        return False
+
+
 def check_output_path(
     path: str | os.PathLike, argument: str = "output", inputs: Inputs = ()
 ) -> Path:
@@ -57,6 +72,14 @@ def check_output_path(
         raise PetacommError(f"{argument}: empty file name")
     if "\0" in text:
         raise PetacommError(f"{argument}: the file name contains a NUL byte")
+    if _written_in_place(path):
+        if not os.path.exists(path):
+            raise PetacommError(f"{argument}: cannot write '{text}': no such file or device")
+        if os.path.isdir(path):
+            raise PetacommError(f"{argument}: '{text}' is a directory")
+        if not os.access(path, os.W_OK):
+            raise PetacommError(f"{argument}: cannot write '{text}' (not writable)")
+        return Path(path)
     target = _real_target(path)
     for input_argument, input_path in inputs:
         if input_path is None or not os.fspath(input_path):
@@ -102,6 +125,13 @@ def atomic_output(
     an exception (nothing is replaced otherwise). Missing parent directories are created."""
     target = check_output_path(path, argument, inputs)
     shown = os.fspath(path)
+    if _written_in_place(path):
+        try:
+            with open(path, "ab" if binary else "a", **({} if binary else _TEXT)) as out:
+                yield out
+        except OSError as err:
+            raise PetacommError(f"{argument}: cannot write '{shown}': {err.strerror}") from err
+        return
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

@@ -57,6 +57,46 @@ def test_a_symlink_is_written_through(tmp_path):
     assert dangling.is_symlink() and (tmp_path / "created.txt").read_bytes() == b"\x00\x01"
 
 
+def test_devices_and_fifos_are_written_into_never_replaced(tmp_path):
+    """Renaming over a FIFO or /dev/null would replace it by a regular file (the device
+    itself, as root); they are written into instead."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # so that opening to write succeeds
+    try:
+        write_text_atomically(fifo, "through the pipe\n")
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+        assert os.read(reader, 100) == b"through the pipe\n"
+    finally:
+        os.close(reader)
+    # A device node of its own (never /dev/null: a regression would replace it).
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pass  # not root: no device node to try
+    else:
+        write_bytes_atomically(null, b"discarded")
+        assert stat.S_ISCHR(os.stat(null).st_mode) and os.stat(null).st_rdev == os.makedev(1, 3)
+    with pytest.raises(PetacommError, match="--json: cannot write '/dev/no-such-device'"):
+        write_text_atomically("/dev/no-such-device", "x", "--json")
+
+
+def test_dev_stdout_redirected_to_a_file_is_appended_to(tmp_path):
+    """`... --output /dev/stdout > out.txt`: what was printed stays, the output follows."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.txt"
+    code = (
+        "from petacomm.files import write_text_atomically; print('table', flush=True); "
+        "write_text_atomically('/dev/stdout', 'mapping\\n', '--output')"
+    )
+    with open(out, "w") as handle:
+        subprocess.run([sys.executable, "-c", code], stdout=handle, check=True)
+    assert out.read_text() == "table\nmapping\n"
+
+
 def test_an_output_never_replaces_an_input(tmp_path):
     matrix = tmp_path / "m.csv"
     matrix.write_text("0,1\n1,0\n")
