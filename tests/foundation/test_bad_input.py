@@ -341,6 +341,8 @@ CASES = [
     (["bench", "map", "--peers", "scotch", "--graphs", "grid"], ("--graphs", "unknown graph")),
     (["bench", "map", "--ranks", "64"], ("--ranks", "only used with --peers")),
     (["bench", "map", "--peers", "scotch", "--ranks", "9999"], ("--ranks", "do not fit")),
+    (["bench", "map", "--json", ""], ("--json", "empty file name")),  # was ignored
+    (["bench", "map", "--peers", "scotch", "--json", ""], ("--json", "empty file name")),
     # ---- netbench ---------------------------------------------------------------------------
     ([*NETBENCH, "-n", "0"], ("-n/--ranks", "positive integer")),
     ([*NETBENCH, "-n", "-3"], ("-n/--ranks", "positive integer")),
@@ -393,6 +395,9 @@ CASES = [
     (["doctor", "--mpiexec"], ("--mpiexec", "expected one argument")),
     # ---- bench sparse-reduce: refused before any rank starts ----------------------------------
     (["bench", "sparse-reduce", "--nside", "0"], ("--nside", "must be > 0")),
+    (["bench", "sparse-reduce", "--json", ""], ("--json", "empty file name")),  # was ignored
+    # a million ranks were launched on the 2-core machine and hung
+    (["bench", "sparse-reduce", "--ranks", "1000000"], ("--ranks", "at most 1024 ranks")),
     (["bench", "sparse-reduce", "--nside", "3"], ("--nside", "power of two")),
     (["bench", "sparse-reduce", "--nside", "-4", "--model-only", "8"], ("--nside", "> 0")),
     (["bench", "sparse-reduce", "--samples-per-rank", "-1"], ("--samples-per-rank", ">= 0")),

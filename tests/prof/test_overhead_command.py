@@ -23,9 +23,25 @@ def test_overhead_command_prints_figures(tmp_path):
     assert figures["calls_with_profiler_s"] > 0 and figures["mix_without_profiler_s"] > 0
 
 
-def test_overhead_command_checks_arguments():
-    done = petacomm("bench", "profiler-overhead", "--reps", "0", check=False)
-    assert done.returncode == 2 and "--reps: must be a positive integer" in done.stderr
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--reps", "0"], "--reps: must be a positive integer"),
+        (["--compute-us", "nan"], "--compute-us: must be a number of microseconds from 0"),
+        (["--compute-us", "1e400"], "--compute-us: must be a number of microseconds from 0"),
+        (["--compute-us", "2e6"], "--compute-us: must be a number of microseconds from 0"),
+        (["--end-to-end-compute-us", "inf"], "--end-to-end-compute-us: must be a number"),
+        (["--end-to-end-ranks", "100000"], "--end-to-end-ranks: at most 1024 ranks"),
+        (["--ranks", "2000"], "--ranks: at most 1024 ranks"),
+        (["--json", ""], "--json: empty file name"),
+        (["--peers", ","], "--peers: no peer named"),
+    ],
+)
+def test_overhead_command_checks_arguments(argv, message):
+    """Each refused before anything runs, naming the option (nan once reached the native
+    program and came back as a JSON traceback; 100,000 ranks were launched)."""
+    done = petacomm("bench", "profiler-overhead", *argv, check=False)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
 
 
 def test_end_to_end_runs_do_the_same_work(tmp_path):

@@ -38,6 +38,8 @@ from petacomm.files import write_text_atomically
 
 SCHEMA_VERSION = 1
 MARK = "XCHGBENCH "
+# Measured runs launch every rank on this machine (oversubscribed beyond its cores).
+MAX_MEASURED_RANKS = 1024
 GENERATOR_DEFAULTS = {
     "cmb": {"nside": 128, "samples_per_rank": 20000},
     "uniform": {"keys_per_rank": 10000},
@@ -187,7 +189,7 @@ def run(args) -> int:
         results["peers"] = _measure_peers(args, generators, strategies)
     else:
         results["runs"] = _measure(args, generators, strategies)
-    if args.json:
+    if args.json is not None:
         _write_json(Path(args.json), results)
     return 0
 
@@ -204,14 +206,19 @@ def _check_before_launch(args, generators) -> None:
             field = str(err).split(":", 1)[0]
             raise PetacommError(f"--{field.replace('_', '-')}: {err}") from None
     if not (args.model_only or args.setup_scaling):
-        positive_int_list(args.ranks, "--ranks")
+        for ranks in positive_int_list(args.ranks, "--ranks"):
+            if ranks > MAX_MEASURED_RANKS:
+                raise PetacommError(
+                    f"--ranks: at most {MAX_MEASURED_RANKS} ranks are launched on one machine, "
+                    f"got {ranks} (--model-only predicts any count)"
+                )
     if args.peers:
         _names(args.peers, PEER_FAMILIES, "--peers")
         if args.model_only or args.setup_scaling:
             raise PetacommError(
                 "--peers: runs measured executions; not with --model-only or --setup-scaling"
             )
-    if args.json:
+    if args.json is not None:
         check_output_path(args.json, "--json", [("--model", args.model)])
 
 

@@ -63,7 +63,7 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--peers",
-        default="",
+        default=None,
         metavar="LIST",
         help="also measure these peer profilers (ipm, mpip, mpip-k0: mpiP without call sites) "
         "and run the many-keys program end to end under each (scripts/build-profiler-peer.sh "
@@ -85,29 +85,49 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+# Bounds of a benchmark run on one machine: ranks (oversubscribed beyond its cores) and the
+# compute per iteration (a second).
+MAX_RANKS = 1024
+MAX_COMPUTE_US = 1e6
+
+
 def _check(args) -> None:
+    import math
+
     for name in ("ranks", "iterations", "calls", "reps"):
         value = getattr(args, name)
         if value < 1:
             raise PetacommError(f"--{name}: must be a positive integer, got {value}")
     if args.reps > 101:
         raise PetacommError(f"--reps: at most 101, got {args.reps}")
-    if args.compute_us < 0:
-        raise PetacommError(f"--compute-us: must be non-negative, got {args.compute_us}")
+    for option, value in (
+        ("--compute-us", args.compute_us),
+        ("--end-to-end-compute-us", args.end_to_end_compute_us),
+    ):
+        if not (math.isfinite(value) and 0 <= value <= MAX_COMPUTE_US):
+            raise PetacommError(
+                f"{option}: must be a number of microseconds from 0 to {MAX_COMPUTE_US:g}, "
+                f"got {value}"
+            )
     _key_counts(args.keys)
-    for peer in _peer_names(args.peers):
+    if args.peers is not None and not _peer_names(args.peers):
+        raise PetacommError(f"--peers: no peer named (known: {', '.join(PEERS)})")
+    for peer in _peer_names(args.peers or ""):
         if peer not in PEERS:
             raise PetacommError(f"--peers: unknown peer {peer!r} (known: {', '.join(PEERS)})")
     for name in ("end_to_end_ranks", "end_to_end_reps"):
         if getattr(args, name) < 1:
             raise PetacommError(f"--{name.replace('_', '-')}: must be a positive integer")
-    if args.end_to_end_compute_us < 0:
-        raise PetacommError("--end-to-end-compute-us: must be non-negative")
+    for option, value in (("--ranks", args.ranks), ("--end-to-end-ranks", args.end_to_end_ranks)):
+        if value > MAX_RANKS:
+            raise PetacommError(f"{option}: at most {MAX_RANKS} ranks on one machine, got {value}")
     from petacomm.profile.run import check_library, check_writable
 
     if args.profiler_lib:
         check_library(Path(args.profiler_lib))
-    if args.json:
+    if args.json is not None:
+        if not args.json:
+            raise PetacommError("--json: empty file name")
         check_writable(Path(args.json).resolve(), "--json")
 
 
@@ -218,7 +238,7 @@ def measure(args) -> dict:
             raise PetacommError("the profiler was not active in the benchmark run (not preloaded?)")
         # Best of the repetitions: on a shared machine noise only ever adds time.
         result = {"profiler": str(plan.library), **_figures(raw)}
-        peers = _peer_names(args.peers)
+        peers = _peer_names(args.peers or "")
         if peers:
             from petacomm.profile.builder import libmpi_of
 

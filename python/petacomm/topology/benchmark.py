@@ -90,7 +90,8 @@ def run_benchmark_from_args(args, json_to_stdout: bool) -> int:
     (``--json`` prints the timings instead of the tables)."""
     from petacomm.files import check_output_path
 
-    json_file = None if json_to_stdout or not args.json else args.json
+    # bench map's --json names a file ("" is refused below); map --benchmark's is a flag.
+    json_file = args.json if isinstance(args.json, str) and not json_to_stdout else None
     if json_file is not None:
         check_output_path(json_file, "--json", [("--model", args.model)])
     if getattr(args, "peers", None) is not None:
