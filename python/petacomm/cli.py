@@ -85,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     name = getattr(args, "_command_name", f"petacomm {args.command}")
+    if argv is None:  # the command itself, not a caller's function call
+        from petacomm.launch import stop_on_sigterm
+
+        stop_on_sigterm()
     try:
         return int(args.func(args) or 0)
     except PetacommError as err:

@@ -21,6 +21,60 @@ from pathlib import Path
 
 from petacomm.errors import PetacommError
 
+# Seconds an interrupted job gets to stop on SIGTERM before it is killed.
+STOP_GRACE_S = 2.0
+
+
+def run_job(argv: list[str], timeout: float | None = None, **popen) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True)`` for an MPI job: the launcher
+    runs in a session of its own, and if this process is interrupted (Ctrl-C, or SIGTERM,
+    which :func:`stop_on_sigterm` turns into an interrupt) or the timeout passes, the whole
+    session (the launcher and the ranks it started) gets SIGTERM, then SIGKILL. Killing the
+    launcher alone left its ranks running, reparented to init, at 100 % CPU."""
+    child = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **popen,
+    )
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except BaseException:
+        stop_session(child)
+        raise
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)
+
+
+def stop_session(child: subprocess.Popen) -> None:
+    """SIGTERM to every process of ``child``'s session, SIGKILL after ``STOP_GRACE_S``."""
+    import contextlib
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, sig)
+        try:
+            child.communicate(timeout=STOP_GRACE_S)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)  # ranks that outlived the launcher
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (``timeout``, ``kill``) raises KeyboardInterrupt in this process, so that the
+    jobs it started are stopped on the way out as for Ctrl-C."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 # How each vendor is named in messages.
 VENDOR_NAMES = {
     "openmpi": "Open MPI",

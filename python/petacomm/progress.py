@@ -146,7 +146,12 @@ def run_showing_progress(
     with Progress(label, quiet=quiet) as progress:
         progress.status(what)
         child = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            **popen,
         )
         try:
             while True:
@@ -155,8 +160,9 @@ def run_showing_progress(
                     break
                 except subprocess.TimeoutExpired:
                     progress.tick()
-        except BaseException:  # interrupted: never leave the job running
-            child.kill()
-            child.wait()
+        except BaseException:  # interrupted: never leave the job (launcher and ranks) running
+            from petacomm.launch import stop_session
+
+            stop_session(child)
             raise
     return subprocess.CompletedProcess(argv, child.returncode, out, err)

@@ -535,3 +535,45 @@ def test_bench_model_only_shows_progress_unless_quiet(monkeypatch):
     quiet = _petacomm(*args, "--quiet")
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     assert quiet.stdout == done.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_stopping_the_bench_stops_its_ranks(how):
+    """SIGTERM to the command (as `timeout` sends) or SIGINT to its process group (Ctrl-C):
+    the ranks it launched stop too (killing only mpiexec left them running at 100 % CPU)."""
+    import signal
+    import time
+
+    seed = str(700_000 + os.getpid() % 100_000)  # marks this run's ranks
+    argv = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce", "--ranks", "2"]
+    argv += ["--generator", "uniform", "--keys-per-rank", "50", "--reps", "100000000"]
+    argv += ["--seed", seed, "--strategies", "directory"]
+    command = subprocess.Popen(
+        argv, env=mpi_test_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+
+    def ranks() -> list[str]:
+        found = subprocess.run(["pgrep", "-f", f'"seed": {seed}'], capture_output=True, text=True)
+        return found.stdout.split()
+
+    try:
+        deadline = time.monotonic() + 60
+        while len(ranks()) < 2:
+            assert command.poll() is None and time.monotonic() < deadline, "ranks never ran"
+            time.sleep(0.2)
+        if how == "SIGTERM":
+            command.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(command.pid, signal.SIGINT)
+        assert command.wait(timeout=30) != 0
+        deadline = time.monotonic() + 10
+        while ranks() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not ranks(), "ranks left running"
+    finally:
+        if command.poll() is None:
+            os.killpg(command.pid, signal.SIGKILL)
+        for pid in ranks():
+            os.kill(int(pid), signal.SIGKILL)

@@ -224,16 +224,14 @@ def _check_before_launch(args, generators) -> None:
 
 # ---- measured runs -----------------------------------------------------------------------
 def _launch(args, name: str, ranks: int, config: dict, env: dict | None = None) -> dict:
-    from petacomm.launch import find_mpiexec
+    from petacomm.launch import find_mpiexec, run_job
 
     launcher = find_mpiexec(args.mpiexec)
     launcher.check_can_run()
     argv = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce"]
     argv += ["--worker", json.dumps(config)]
     started = time.monotonic()
-    done = subprocess.run(
-        launcher.command(ranks, argv), capture_output=True, text=True, check=False, env=env
-    )
+    done = run_job(launcher.command(ranks, argv), env=env)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith(MARK)]
     if done.returncode != 0 or not lines:
         raise PetacommError(
@@ -314,7 +312,7 @@ def _measure_peers(args, generators, strategies) -> dict:
     from petacomm.bench.sparse_reduce_peers import MARK as PEERS_MARK
     from petacomm.bench.transpose import _check_same_mpi, _toolchain, build_for
     from petacomm.datasets import make
-    from petacomm.launch import describe_launcher
+    from petacomm.launch import describe_launcher, run_job
 
     note = _peers_unavailable(args)
     if note is not None:
@@ -365,7 +363,7 @@ def _measure_peers(args, generators, strategies) -> dict:
                 argv = launcher.command(
                     ranks, [python, "-c", PEERS_WORKER, package_root, json.dumps(config)]
                 )
-                done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+                done = run_job(argv, env=env)
             lines = [ln for ln in done.stdout.splitlines() if ln.startswith(PEERS_MARK)]
             if done.returncode != 0 or not lines:
                 raise PetacommError(

@@ -211,9 +211,12 @@ def _figures(raw: dict) -> dict:
 
 
 def _run_json(argv: list[str], env: dict, what: str, cwd: Path | None = None) -> dict:
-    done = subprocess.run(
-        argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=3600, check=False
-    )
+    from petacomm.launch import run_job
+
+    try:
+        done = run_job(argv, timeout=3600, env=env, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        raise PetacommError(f"{what} did not finish within an hour (stopped)") from None
     if done.returncode != 0:
         raise PetacommError(f"{what} exited {done.returncode}:\n{done.stderr[-2000:]}")
     line = next((x for x in done.stdout.splitlines() if x.startswith("{")), None)
