@@ -31,7 +31,19 @@ def run_job(argv: list[str], timeout: float | None = None, **popen) -> subproces
     which :func:`stop_on_sigterm` turns into an interrupt) or the timeout passes, the whole
     session (the launcher and the ranks it started) gets SIGTERM, then SIGKILL. Killing the
     launcher alone left its ranks running, reparented to init, at 100 % CPU."""
-    child = subprocess.Popen(
+    child = start_job(argv, **popen)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except BaseException:
+        stop_session(child)
+        raise
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)
+
+
+def start_job(argv: list[str], **popen) -> subprocess.Popen:
+    """The job started in a session of its own, its output captured as text (stop it with
+    :func:`stop_session`)."""
+    return subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -39,12 +51,6 @@ def run_job(argv: list[str], timeout: float | None = None, **popen) -> subproces
         start_new_session=True,
         **popen,
     )
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except BaseException:
-        stop_session(child)
-        raise
-    return subprocess.CompletedProcess(argv, child.returncode, out, err)
 
 
 def stop_session(child: subprocess.Popen) -> None:

@@ -145,14 +145,9 @@ def run_showing_progress(
     elapsed time redrawn on a terminal, a plain line every ``LINE_INTERVAL_S`` otherwise."""
     with Progress(label, quiet=quiet) as progress:
         progress.status(what)
-        child = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            **popen,
-        )
+        from petacomm.launch import start_job, stop_session
+
+        child = start_job(argv, **popen)
         try:
             while True:
                 try:
@@ -161,8 +156,6 @@ def run_showing_progress(
                 except subprocess.TimeoutExpired:
                     progress.tick()
         except BaseException:  # interrupted: never leave the job (launcher and ranks) running
-            from petacomm.launch import stop_session
-
             stop_session(child)
             raise
     return subprocess.CompletedProcess(argv, child.returncode, out, err)
