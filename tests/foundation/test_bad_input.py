@@ -65,6 +65,8 @@ FILES = {
     "short_row.csv": b"src,dst,bytes\n0,1\n",
     "not_square.csv": b"0,1,2\n3,4\n",
     "no_bytes_column.csv": b"src,dst,size_in_elephants\n0,1,5\n",
+    "header_only.csv": b"src,dst,bytes\n",  # was mapped as a table of zeros
+    "two_sources.csv": b"src,dst,bytes,src\n0,1,1000,2\n",  # the first src was used
     "words.csv": b"a,b\nc,d\n",
     "matrix.txt": b"0,1\n1,0\n",
     "empty.npy": b"",
@@ -126,6 +128,8 @@ CASES = [
     # ---- map: files ----------------------------------------------------------------------
     ([*MAP, "--matrix", "missing.csv"], ("--matrix", "no such file")),
     ([*MAP, "--matrix", "empty.csv"], ("--matrix", "empty")),
+    ([*MAP, "--matrix", "header_only.csv"], ("--matrix", "no messages")),
+    ([*MAP, "--matrix", "two_sources.csv"], ("--matrix", "source column more than once")),
     ([*MAP, "--matrix", "binary.csv"], ("--matrix", "binary")),
     ([*MAP, "--matrix", "a_directory.csv"], ("--matrix", "directory")),
     ([*MAP, "--matrix", "matrix.txt"], ("--matrix", "unknown matrix file type")),
@@ -251,7 +255,9 @@ CASES = [
     ([*MAP_RING, "--time-budget", "-5"], ("--time-budget", "> 0")),
     ([*MAP_RING, "--time-budget", "nan"], ("--time-budget", "finite")),
     ([*MAP_RING, "--time-budget", "inf"], ("--time-budget", "finite")),
-    ([*MAP_RING, "--seed", "-1"], ("--seed", ">= 0")),
+    ([*MAP_RING, "--seed", "-1"], ("--seed", "from 0 to 2147483647")),
+    # Scotch takes a C int: 2^32 gave seed 0's mapping
+    ([*MAP_RING, "--seed", "4294967296"], ("--seed", "from 0 to 2147483647")),
     ([*MAP_RING, "--rank-by", "speed"], ("--rank-by", "invalid choice")),
     ([*MAP_RING, "--candidates", ""], ("--candidates", "empty list")),
     ([*MAP_RING, "--candidates", "best"], ("--candidates", "unknown candidate 'best'")),

@@ -156,6 +156,12 @@ def test_matrix_csv_dense_and_triplets(tmp_path):
     ragged.write_text("0,1\n2\n")
     with pytest.raises(ValueError, match="line 2: expected 2 values"):
         load_matrix_file(ragged)
+    # A spreadsheet's export: a UTF-8 byte order mark and CRLF lines (the mark was read as
+    # part of the first column's name, which then matched no source column).
+    exported = tmp_path / "exported.csv"
+    exported.write_bytes(b"\xef\xbb\xbfsrc,dst,bytes\r\n0,2,100\r\n2,0,40\r\n")
+    p = load_matrix_file(exported)
+    assert p.nranks == 3 and p.matrix()[0, 2] == 100 and p.matrix()[2, 0] == 40
 
 
 def test_matrix_npy_and_language_import(tmp_path):

@@ -42,13 +42,21 @@ def positive_int(text: str) -> int:
     return value
 
 
-def non_negative_int(text: str) -> int:
+# Scotch takes its random seed as a C int: larger seeds reached it wrapped (2^32 gave seed
+# 0's mapping).
+MAX_SEED = (1 << 31) - 1
+
+
+def seed_value(text: str) -> int:
+    """argparse type: a random seed, an integer from 0 to MAX_SEED."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be an integer from 0 to {MAX_SEED}, got {text!r}"
+        ) from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {MAX_SEED}, got {text!r}")
     return value
 
 
@@ -192,7 +200,7 @@ def add_search_arguments(parser: argparse.ArgumentParser, group=None) -> None:
     )
     search.add_argument(
         "--seed",
-        type=non_negative_int,
+        type=seed_value,
         default=0,
         help="seed of the swap refinement and of permutation sampling (default: 0)",
     )

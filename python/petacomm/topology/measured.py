@@ -29,9 +29,14 @@ _BYTES_NAMES = ("bytes", "nbytes", "size", "sent_bytes", "bytes_sent")
 
 
 def _pick(names: list[str], wanted: tuple[str, ...], path, what: str) -> int:
-    for i, n in enumerate(names):
-        if n.strip().lower() in wanted:
-            return i
+    found = [i for i, n in enumerate(names) if n.strip().lower() in wanted]
+    if len(found) > 1:
+        raise ValueError(
+            f"{path}: CSV header {names} names the {what} column more than once "
+            f"({', '.join(names[i].strip() for i in found)})"
+        )
+    if found:
+        return found[0]
     raise ValueError(
         f"{path}: CSV header {names} has no {what} column (expected one of {', '.join(wanted)})"
     )
@@ -93,7 +98,7 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
     if b"\0" in data:
         raise ValueError(f"{path}: a binary file, not CSV text")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a spreadsheet's export may start with a BOM
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 CSV text") from None
     fast = _read_csv_numbers(text)
@@ -104,6 +109,7 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
         si = _pick(header, _SRC_NAMES, path, "source")
         di = _pick(header, _DST_NAMES, path, "destination")
         bi = _pick(header, _BYTES_NAMES, path, "bytes")
+        _check_rows(numbers, path)
         if np.any(numbers[:, [si, di]] != np.round(numbers[:, [si, di]])):
             raise ValueError(f"{path}: rank columns must hold integers")
         return _from_triplets(numbers[:, si], numbers[:, di], numbers[:, bi], nranks, path)
@@ -139,6 +145,7 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
         data = np.array(
             [[number(ln, i, row[i]) for i in (si, di, bi)] for ln, row in rows[1:]]
         ).reshape(-1, 3)
+        _check_rows(data, path)
         if np.any(data[:, :2] != np.round(data[:, :2])):
             raise ValueError(f"{path}: rank columns must hold integers")
         return _from_triplets(data[:, 0], data[:, 1], data[:, 2], nranks, path)
@@ -150,6 +157,12 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
             )
     arr = np.array([[number(ln, c, v) for c, v in enumerate(row)] for ln, row in rows])
     return _dense_pattern(arr, path, nranks)
+
+
+def _check_rows(rows, path) -> None:
+    """A header alone is refused as an empty file is: there is nothing to map."""
+    if rows.shape[0] == 0:
+        raise ValueError(f"{path}: no messages (a header and no rows)")
 
 
 def _dense_pattern(arr, path, nranks) -> CommPattern:
