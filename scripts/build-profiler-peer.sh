@@ -10,6 +10,7 @@
 # Needs: autoconf, automake, libtool (IPM); binutils-dev, libunwind-dev, libiberty-dev (mpiP).
 set -euo pipefail
 usage() { sed -n '2,11p' "$0"; }
+case ${1:-} in -h|--help) usage; exit 0 ;; esac
 [ $# -ge 2 ] || { usage >&2; exit 2; }
 name=$1 source=$2
 shift 2
@@ -18,15 +19,18 @@ mpicc="$root/.venv/bin/mpicc"
 cache=${PETACOMM_PROF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/petacomm/profilers}
 while [ $# -gt 0 ]; do
   case $1 in
-    --mpicc) mpicc=$2; shift 2 ;;
-    --cache) cache=$2; shift 2 ;;
+    --mpicc|--cache)
+      [ $# -ge 2 ] || { echo "build-profiler-peer: $1 needs a value" >&2; exit 2; }
+      if [ "$1" = --mpicc ]; then mpicc=$2; else cache=$2; fi
+      shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build-profiler-peer: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
 case $name in ipm|mpip) ;; *) echo "build-profiler-peer: NAME must be ipm or mpip, got '$name'" >&2; exit 2 ;; esac
 [ -e "$source" ] || { echo "build-profiler-peer: SOURCE '$source' does not exist" >&2; exit 2; }
-mpicc=$(command -v "$mpicc") || { echo "build-profiler-peer: --mpicc not found" >&2; exit 2; }
+found=$(command -v "$mpicc") || { echo "build-profiler-peer: --mpicc '$mpicc' not found" >&2; exit 2; }
+mpicc=$found
 mpicc=$(realpath -s "$mpicc")  # the build runs in another directory
 mpicxx=${mpicc%mpicc}mpicxx
 [ -x "$mpicxx" ] || mpicxx=$mpicc

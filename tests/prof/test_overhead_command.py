@@ -78,3 +78,22 @@ def test_end_to_end_runs_do_the_same_work(tmp_path):
     assert all(e2e[t]["keys_per_rank"] == 3 * 4096 + 2 for t in tools)
     assert all(e2e[t]["best_wall_s"] > 0 for t in tools)
     assert "many-keys program end to end" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["--help"], 0, "Builds a peer profiler"),  # --help first used to be refused
+        (["ipm", "/tmp", "--mpicc"], 2, "--mpicc needs a value"),  # "$2: unbound variable"
+        (["ipm", "/tmp", "--cache"], 2, "--cache needs a value"),
+        (["ipm", "/tmp", "--mpicc", "/no/such/mpicc"], 2, "--mpicc '/no/such/mpicc' not found"),
+        (["gprof", "/tmp"], 2, "NAME must be ipm or mpip"),
+    ],
+)
+def test_build_profiler_peer_script_checks_its_arguments(argv, code, message):
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "build-profiler-peer.sh"
+    done = subprocess.run(["bash", str(script), *argv], capture_output=True, text=True)
+    assert done.returncode == code and message in done.stdout + done.stderr, done
