@@ -402,6 +402,10 @@ CASES = [
     # ---- bench sparse-reduce: refused before any rank starts ----------------------------------
     (["bench", "sparse-reduce", "--nside", "0"], ("--nside", "must be > 0")),
     (["bench", "sparse-reduce", "--json", ""], ("--json", "empty file name")),  # was ignored
+    # a comma list naming a value twice ran it twice
+    (["bench", "sparse-reduce", "--ranks", "2,4,2"], ("--ranks", "2 is listed twice")),
+    (["bench", "sparse-reduce", "--generator", "cmb,cmb"], ("--generator", "listed twice")),
+    (["bench", "map", "--peers", "scotch", "--graphs", "rgg,rgg"], ("--graphs", "listed twice")),
     # a million ranks were launched on the 2-core machine and hung
     (["bench", "sparse-reduce", "--ranks", "1000000"], ("--ranks", "at most 1024 ranks")),
     (["bench", "sparse-reduce", "--nside", "3"], ("--nside", "power of two")),

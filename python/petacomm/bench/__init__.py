@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 
 
 def positive_int_list(text: str, what: str) -> list[int]:
@@ -13,4 +13,5 @@ def positive_int_list(text: str, what: str) -> list[int]:
         raise PetacommError(f"{what}: expected comma-separated integers, got '{text}'") from None
     if not values or min(values) < 1:
         raise PetacommError(f"{what}: expected positive integers, got '{text}'")
+    refuse_repeats(values, what)
     return values

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from petacomm.bench import positive_int_list
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import write_text_atomically
 
 SCHEMA_VERSION = 1
@@ -57,6 +57,7 @@ def _names(text: str, allowed, what: str) -> list[str]:
         raise PetacommError(
             f"{what}: unknown {', '.join(unknown) or 'empty list'} (expected {', '.join(allowed)})"
         )
+    refuse_repeats(names, what)
     return names
 
 

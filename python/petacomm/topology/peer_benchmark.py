@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 
 PEERS = ("scotch",)
 DEFAULT_GRAPHS = "rgg,delaunay,cmb"
@@ -64,6 +64,7 @@ def check_peers(text: str) -> list[str]:
     for p in peers:
         if p not in PEERS:
             raise PetacommError(f"--peers: unknown peer {p!r} (expected {', '.join(PEERS)})")
+    refuse_repeats(peers, "--peers")
     return peers
 
 
@@ -78,6 +79,7 @@ def check_graphs(text: str) -> list[str]:
             raise PetacommError(
                 f"--graphs: unknown graph {name!r} (expected some of {', '.join(GRAPHS)})"
             )
+    refuse_repeats(names, "--graphs")
     return names
 
 
