@@ -348,6 +348,20 @@ CASES = [
     (["bench", "map", "--ranks", "64"], ("--ranks", "only used with --peers")),
     (["bench", "map", "--peers", "scotch", "--ranks", "9999"], ("--ranks", "do not fit")),
     (["bench", "map", "--json", ""], ("--json", "empty file name")),  # was ignored
+    # options the comparison does not use: refused, not silently ignored
+    (
+        ["bench", "map", "--peers", "scotch", "--link-bandwidth", "-5"],
+        ("--link-bandwidth", "not used with --peers"),
+    ),
+    (
+        ["bench", "map", "--peers", "scotch", "--mapping", "bogus"],
+        ("--mapping", "not used with --peers"),
+    ),
+    (
+        ["bench", "map", "--peers", "scotch", "--time-model", "flows"],
+        ("--time-model", "not used with --peers"),
+    ),
+    (["bench", "map", "--graphs", "bogus"], ("--graphs", "only used with --peers")),
     (["bench", "map", "--peers", "scotch", "--json", ""], ("--json", "empty file name")),
     # ---- netbench ---------------------------------------------------------------------------
     ([*NETBENCH, "-n", "0"], ("-n/--ranks", "positive integer")),

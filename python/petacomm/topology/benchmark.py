@@ -16,6 +16,7 @@ import time
 
 from petacomm.errors import PetacommError
 from petacomm.topology.arguments import (
+    DEFAULT_MAX_CANDIDATES,
     add_machine_arguments,
     add_quiet_argument,
     add_search_arguments,
@@ -32,6 +33,18 @@ DEFAULT_CORES = 4
 DEFAULT_PATTERN = "grid3d 64x64x32 periodic box 1MiB"
 DEFAULT_MAPPING = "block"  # fill node by node: TXYZ on a 3-D torus
 JSON_SCHEMA = "petacomm.bench-map/1"
+DEFAULT_GRAPHS = "rgg,delaunay,cmb"
+# (option, its default): what --peers does not use.
+PEERS_IGNORE = (
+    ("--link-bandwidth", None),
+    ("--link-latency", None),
+    ("--time-model", "links"),
+    ("--mapping", DEFAULT_MAPPING),
+    ("--max-candidates", DEFAULT_MAX_CANDIDATES),
+    ("--rank-by", "time"),
+    ("--top", None),
+    ("--jobs", None),
+)
 
 
 def register(subparsers) -> None:
@@ -69,7 +82,7 @@ def register(subparsers) -> None:
     peers.add_argument(
         "--graphs",
         metavar="LIST",
-        default="rgg,delaunay,cmb",
+        default=DEFAULT_GRAPHS,
         help="with --peers: the irregular graphs (rgg, delaunay, cmb; default all three; "
         "python -m petacomm.topology.irregular_graphs writes them as files)",
     )
@@ -99,6 +112,8 @@ def run_benchmark_from_args(args, json_to_stdout: bool) -> int:
     for option in ("ranks",):
         if getattr(args, option, None) is not None:
             raise PetacommError(f"--{option}: only used with --peers")
+    if getattr(args, "graphs", DEFAULT_GRAPHS) != DEFAULT_GRAPHS:
+        raise PetacommError("--graphs: only used with --peers")
     if args.network is None:
         args.network = DEFAULT_NETWORK
         if args.cores_per_node is None:
@@ -134,6 +149,11 @@ def _run_peers(args, json_file) -> int:
     if args.pattern is not None or args.candidates is not None:
         option = "--pattern" if args.pattern is not None else "--candidates"
         raise PetacommError(f"{option}: not used with --peers (the graphs come from --graphs)")
+    # Options of the engine's timing that the comparison has no use for: refused, not
+    # ignored (each holds its default unless given).
+    for option, default in PEERS_IGNORE:
+        if getattr(args, option.lstrip("-").replace("-", "_")) != default:
+            raise PetacommError(f"{option}: not used with --peers")
     results = run_peer_benchmark(args)
     if json_file is not None:
         from petacomm.files import write_text_atomically
