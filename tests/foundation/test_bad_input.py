@@ -418,6 +418,9 @@ CASES = [
     (["bench", "sparse-reduce", "--json", ""], ("--json", "empty file name")),  # was ignored
     # a comma list naming a value twice ran it twice
     (["bench", "sparse-reduce", "--ranks", "2,4,2"], ("--ranks", "2 is listed twice")),
+    (["bench", "sparse-reduce", "--model", "not_json.json"], ("--model",)),  # was unnamed
+    (["bench", "sparse-reduce", "--generator", ""], ("--generator", "empty list")),
+    (["bench", "map", "--peers", "scotch", "--ranks", "1"], ("--ranks", "at least 2 ranks")),
     (["bench", "sparse-reduce", "--generator", "cmb,cmb"], ("--generator", "listed twice")),
     (["bench", "map", "--peers", "scotch", "--graphs", "rgg,rgg"], ("--graphs", "listed twice")),
     # a million ranks were launched on the 2-core machine and hung

@@ -53,10 +53,10 @@ PEER_FAMILIES = {"petscsf": ("petscsf-range", "petscsf-holder")}
 def _names(text: str, allowed, what: str) -> list[str]:
     names = [v.strip() for v in text.split(",") if v.strip()]
     unknown = [n for n in names if n not in allowed]
-    if unknown or not names:
-        raise PetacommError(
-            f"{what}: unknown {', '.join(unknown) or 'empty list'} (expected {', '.join(allowed)})"
-        )
+    if not names:
+        raise PetacommError(f"{what}: empty list (expected some of {', '.join(allowed)})")
+    if unknown:
+        raise PetacommError(f"{what}: unknown {', '.join(unknown)} (expected {', '.join(allowed)})")
     refuse_repeats(names, what)
     return names
 
@@ -221,6 +221,8 @@ def _check_before_launch(args, generators) -> None:
             )
     if args.json is not None:
         check_output_path(args.json, "--json", [("--model", args.model)])
+    if args.model is not None:  # read by every rank: a bad file named before any starts
+        _load_model(args.model)
 
 
 # ---- measured runs -----------------------------------------------------------------------
@@ -530,7 +532,10 @@ def _print_peers_summary(runs: list[dict]) -> None:
 def _load_model(path):
     from petacomm.xchg.cost import load_model
 
-    return load_model(path)
+    try:
+        return load_model(path)
+    except PetacommError as err:
+        raise PetacommError(f"--model: {err}") from None
 
 
 def _build_plan(config: dict, comm, keys, strategy: str, dtype, k: int, model):
@@ -919,9 +924,9 @@ def _model_only(args, generators, elem_bytes: int) -> list[dict]:
     from petacomm.datasets import make
     from petacomm.progress import Progress
     from petacomm.xchg import offline
-    from petacomm.xchg.cost import cost_params, load_model, p2p_curve
+    from petacomm.xchg.cost import cost_params, p2p_curve
 
-    model = load_model(args.model)
+    model = _load_model(args.model)
     out = []
     for name in generators:
         for p in positive_int_list(args.model_only, "--model-only"):

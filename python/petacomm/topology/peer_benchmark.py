@@ -113,6 +113,8 @@ def run_peer_benchmark(args, out=print) -> dict:
         raise PetacommError(
             f"--ranks: {ranks} ranks do not fit on {network.to_text()} ({network.num_slots} slots)"
         )
+    if ranks < 2:
+        raise PetacommError(f"--ranks: the graphs need at least 2 ranks, got {ranks}")
     try:
         from petacomm.topology.scotch import target_description
 
