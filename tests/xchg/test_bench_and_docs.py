@@ -549,9 +549,12 @@ def test_stopping_the_bench_stops_its_ranks(how):
     argv = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce", "--ranks", "2"]
     argv += ["--generator", "uniform", "--keys-per-rank", "50", "--reps", "100000000"]
     argv += ["--seed", seed, "--strategies", "directory"]
+    # SIGINT as a terminal's Ctrl-C delivers it: a suite started in the background (as CI
+    # does) inherits SIGINT ignored, and so would the command.
     command = subprocess.Popen(
         argv, env=mpi_test_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 
     def ranks() -> list[str]:
