@@ -10,10 +10,11 @@ survives any failure. Three rules hold for every output:
   not left behind);
 * a symbolic link at the output path is written *through*: its target is replaced and the
   link stays (as ``cp`` and shell redirection do); a dangling link creates its target;
-* a device node, FIFO or socket, and any path under ``/dev`` or ``/proc`` (``/dev/stdout``,
-  ``/dev/fd/3``), is written into and never replaced: renaming a file over ``/dev/null``
-  would replace the device itself (as root), and over ``/dev/stdout`` the file the shell
-  redirected the command's output to. Such an output is appended to, as ``>>`` does.
+* a device node, FIFO or socket, and the name of an open descriptor (``/dev/stdout``,
+  ``/dev/fd/3``, ``/proc/self/fd/1``), is written into and never replaced: renaming a file
+  over ``/dev/null`` would replace the device itself (as root), and over ``/dev/stdout``
+  the file the shell redirected the command's output to. Such an output is appended to,
+  as ``>>`` does.
 
 Commands call :func:`check_output_path` while checking their arguments, before any long
 work, and then one of the ``write_*_atomically`` functions (or :func:`atomic_output` for
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -52,9 +54,14 @@ def _same_file(a: Path, b: Path) -> bool:
         return a == b
 
 
+# The names of an open descriptor (``/dev/stdout``, ``/dev/fd/3``, ``/proc/self/fd/1``).
+_DESCRIPTOR_NAME = re.compile(r"/dev/(stdin|stdout|stderr|fd/\d+)|/proc/(self|\d+)/fd/\d+")
+
+
 def _written_in_place(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is written into rather than replaced (module docstring)."""
-    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+    """Whether ``path`` is written into rather than replaced (module docstring). A regular
+    file elsewhere under /dev (/dev/shm) is replaced like any other."""
+    if _DESCRIPTOR_NAME.fullmatch(os.path.abspath(path)):
         return True
     try:
         return not stat.S_ISREG(os.stat(path).st_mode) and not os.path.isdir(path)

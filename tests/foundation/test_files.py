@@ -78,8 +78,18 @@ def test_devices_and_fifos_are_written_into_never_replaced(tmp_path):
     else:
         write_bytes_atomically(null, b"discarded")
         assert stat.S_ISCHR(os.stat(null).st_mode) and os.stat(null).st_rdev == os.makedev(1, 3)
-    with pytest.raises(PetacommError, match="--json: cannot write '/dev/no-such-device'"):
-        write_text_atomically("/dev/no-such-device", "x", "--json")
+    with pytest.raises(PetacommError, match="--json: cannot write '/dev/fd/987'"):
+        write_text_atomically("/dev/fd/987", "x", "--json")  # a descriptor not open
+    # A regular file under /dev (tmpfs) is replaced atomically like any other, not appended.
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        shm = f"/dev/shm/petacomm-test-{os.getpid()}.json"
+        try:
+            write_text_atomically(shm, "first")
+            write_text_atomically(shm, "second")
+            with open(shm) as handle:
+                assert handle.read() == "second"
+        finally:
+            os.unlink(shm)
 
 
 def test_dev_stdout_redirected_to_a_file_is_appended_to(tmp_path):
