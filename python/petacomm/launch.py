@@ -23,6 +23,9 @@ from petacomm.errors import PetacommError
 
 # Seconds an interrupted job gets to stop on SIGTERM before it is killed.
 STOP_GRACE_S = 2.0
+# Ranks a benchmark launches on this machine at most (oversubscribed beyond its cores):
+# more were launched and hung.
+MAX_LOCAL_RANKS = 1024
 
 
 def run_job(argv: list[str], timeout: float | None = None, **popen) -> subprocess.CompletedProcess:

@@ -313,7 +313,7 @@ def test_listed_pair_links_are_the_same_listed_a_few_sources_at_a_time(
     (the last one short) give the matrix one block gives."""
     net = parse_network(network_text)
     routing = parse_routing(routing_name, net)
-    assert ct._lists_routes(routing) and not ct._by_template(net, routing)
+    assert ct.lists_routes(routing) and not ct._by_template(net, routing)
     whole = ct._build_pair_links(net, routing).matrix
     for sources in (1, 7):
         monkeypatch.setattr(ct, "_SHIFT_BLOCK_ENTRIES", sources * net.num_nodes)

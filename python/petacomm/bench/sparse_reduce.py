@@ -38,8 +38,6 @@ from petacomm.files import write_text_atomically
 
 SCHEMA_VERSION = 1
 MARK = "XCHGBENCH "
-# Measured runs launch every rank on this machine (oversubscribed beyond its cores).
-MAX_MEASURED_RANKS = 1024
 GENERATOR_DEFAULTS = {
     "cmb": {"nside": 128, "samples_per_rank": 20000},
     "uniform": {"keys_per_rank": 10000},
@@ -207,10 +205,12 @@ def _check_before_launch(args, generators) -> None:
             field = str(err).split(":", 1)[0]
             raise PetacommError(f"--{field.replace('_', '-')}: {err}") from None
     if not (args.model_only or args.setup_scaling):
+        from petacomm.launch import MAX_LOCAL_RANKS
+
         for ranks in positive_int_list(args.ranks, "--ranks"):
-            if ranks > MAX_MEASURED_RANKS:
+            if ranks > MAX_LOCAL_RANKS:
                 raise PetacommError(
-                    f"--ranks: at most {MAX_MEASURED_RANKS} ranks are launched on one machine, "
+                    f"--ranks: at most {MAX_LOCAL_RANKS} ranks are launched on one machine, "
                     f"got {ranks} (--model-only predicts any count)"
                 )
     if args.peers:

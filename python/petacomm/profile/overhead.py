@@ -85,14 +85,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-# Bounds of a benchmark run on one machine: ranks (oversubscribed beyond its cores) and the
-# compute per iteration (a second).
-MAX_RANKS = 1024
+# The compute per iteration at most (a second).
 MAX_COMPUTE_US = 1e6
 
 
 def _check(args) -> None:
     import math
+
+    from petacomm.launch import MAX_LOCAL_RANKS
 
     for name in ("ranks", "iterations", "calls", "reps"):
         value = getattr(args, name)
@@ -119,8 +119,10 @@ def _check(args) -> None:
         if getattr(args, name) < 1:
             raise PetacommError(f"--{name.replace('_', '-')}: must be a positive integer")
     for option, value in (("--ranks", args.ranks), ("--end-to-end-ranks", args.end_to_end_ranks)):
-        if value > MAX_RANKS:
-            raise PetacommError(f"{option}: at most {MAX_RANKS} ranks on one machine, got {value}")
+        if value > MAX_LOCAL_RANKS:
+            raise PetacommError(
+                f"{option}: at most {MAX_LOCAL_RANKS} ranks on one machine, got {value}"
+            )
     from petacomm.profile.run import check_library, check_writable
 
     if args.profiler_lib:

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from petacomm.topology.csr import csr_entries
 from petacomm.topology.network import TorusNetwork
+from petacomm.topology.routing import lists_routes
 
 MAX_PAIR_ENTRIES = 30_000_000
 # How much hop-bytes may rise (a fraction of it) to relieve the busiest link, when the
@@ -160,7 +161,7 @@ def builds_quickly(network, routing) -> bool:
     each node pair's single route (0.01-0.34 s on 256-512 nodes), not by routing unit flows
     for every pair of nodes (0.7-7.0 s on 224-256 nodes of a mesh, a fat tree with ECMP or a
     dragonfly: more than the evaluations of a search it would serve)."""
-    return _by_template(network, routing) or _lists_routes(routing)
+    return _by_template(network, routing) or lists_routes(routing)
 
 
 def _by_template(network, routing) -> bool:
@@ -169,10 +170,6 @@ def _by_template(network, routing) -> bool:
         and all(network.wrap)
         and getattr(routing, "translation_invariant", False)
     )
-
-
-def _lists_routes(routing) -> bool:
-    return hasattr(routing, "route_links") and getattr(routing, "lists_links", True)
 
 
 def _build_pair_links(network, routing) -> PairLinks | None:
@@ -206,7 +203,7 @@ def _build_pair_links(network, routing) -> PairLinks | None:
             (np.tile(frac, nn), cols, indptr), shape=(nn * nn, network.num_links)
         )
         return PairLinks(network, matrix, (disp, kind, tail_coords, frac))
-    if _lists_routes(routing):
+    if lists_routes(routing):
         return _listed_pair_links(network, routing)
     # Other networks: route every node pair, a chunk of unit flows at a time.
     if nn * nn * 8 > MAX_PAIR_ENTRIES:

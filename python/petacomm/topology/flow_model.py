@@ -72,8 +72,10 @@ class FlowLinks:
 
 def supports(routing) -> bool:
     """True when ``routing`` can list each message's links (the flow model needs them):
-    the torus's dimension orders and the fat tree's dmodk."""
-    return hasattr(routing, "route_links") and getattr(routing, "lists_links", True)
+    ``routing.lists_routes``."""
+    from petacomm.topology.routing import lists_routes
+
+    return lists_routes(routing)
 
 
 def phase_time(

@@ -656,6 +656,12 @@ class DragonflyRouting:
 Routing = DimensionOrderRouting | MinimalAdaptiveRouting | FatTreeRouting | DragonflyRouting
 
 
+def lists_routes(routing) -> bool:
+    """Whether ``routing`` routes each message on one path and lists its links
+    (``route_links``): the torus's dimension orders and the fat tree's dmodk."""
+    return hasattr(routing, "route_links") and getattr(routing, "lists_links", True)
+
+
 # --------------------------------------------------------------------------------------------
 # The registry of routing models: one entry per name, read by parse_routing, the command's
 # help and the docs' table (checked by a test).
