@@ -30,6 +30,8 @@ atexit.register(shutil.rmtree, os.environ["TMPDIR"], ignore_errors=True)
 # Tests must not depend on (or overwrite) the machine model netbench wrote for this user:
 # point the default model path at a file that does not exist, so planners use the defaults.
 os.environ["PETACOMM_MODEL"] = str(Path(tempfile.gettempdir()) / "petacomm-tests-no-model.json")
+# Model contents found valid are remembered in this session's own directory (not the user's).
+os.environ["PETACOMM_MODEL_CACHE"] = str(Path(os.environ["TMPDIR"]) / "validated-models")
 
 
 # Every test that starts MPI ranks is marked @pytest.mark.mpi, and that stays true. In a test

@@ -8,7 +8,6 @@ SimGrid's smpicc) build the native part again, with ``petacomm.profile.builder``
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -22,12 +21,9 @@ SKIPPED = shutil.ignore_patterns("tests", "__pycache__")
 
 def build_cache() -> Path:
     """Root of the cached native builds: PETACOMM_BUILD_CACHE, else the user cache."""
-    override = os.environ.get("PETACOMM_BUILD_CACHE")
-    if override:
-        return Path(override)
-    from platformdirs import user_cache_dir
+    from petacomm.user_cache import cache_directory
 
-    return Path(user_cache_dir("petacomm")) / "native"
+    return cache_directory("native", "PETACOMM_BUILD_CACHE")
 
 
 def source_tree() -> Path:

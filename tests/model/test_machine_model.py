@@ -158,3 +158,76 @@ def test_save_is_atomic(tmp_path):
         save(model, target)
     assert target.read_text() == "precious"
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def _count_schema_checks(monkeypatch) -> list:
+    """Calls of the JSON Schema validator from here on, one entry each."""
+    calls = []
+    real = jsonschema.Draft202012Validator
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jsonschema, "Draft202012Validator", counted)
+    return calls
+
+
+def test_content_found_valid_is_not_checked_against_the_schema_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("PETACOMM_MODEL_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model_from_raw(synthetic_raw()).to_dict()))
+    calls = _count_schema_checks(monkeypatch)
+    first = load(path)
+    assert len(calls) == 1
+    again = load(path)
+    assert len(calls) == 1  # remembered: one marker file, named by the content's digest
+    assert again.to_dict() == first.to_dict()
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+    # The same content elsewhere is the same marker; any other content is checked.
+    (tmp_path / "copy.json").write_text(path.read_text())
+    load(tmp_path / "copy.json")
+    assert len(calls) == 1
+    path.write_text(path.read_text() + "\n")
+    load(path)
+    assert len(calls) == 2
+
+
+def test_a_changed_file_is_checked_and_refused_after_a_valid_load(tmp_path, monkeypatch):
+    monkeypatch.setenv("PETACOMM_MODEL_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "m.json"
+    data = model_from_raw(synthetic_raw()).to_dict()
+    path.write_text(json.dumps(data))
+    load(path)
+    data["operations"]["pingpong.intra"]["pieces"] = []
+    path.write_text(json.dumps(data))
+    with pytest.raises(PetacommError, match="invalid at operations/pingpong.intra/pieces"):
+        load(path)
+    # Invalid content is never remembered: refused again.
+    with pytest.raises(PetacommError, match="invalid at operations/pingpong.intra/pieces"):
+        load(path)
+
+
+def test_a_new_schema_checks_remembered_content_again(tmp_path, monkeypatch):
+    from petacomm.model import machine
+
+    monkeypatch.setenv("PETACOMM_MODEL_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model_from_raw(synthetic_raw()).to_dict()))
+    load(path)
+    calls = _count_schema_checks(monkeypatch)
+    text = machine._schema_text()
+    monkeypatch.setattr(machine, "_schema_text", lambda: text + " ")
+    load(path)
+    assert len(calls) == 1
+
+
+def test_a_cache_that_cannot_be_written_only_costs_the_check(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("PETACOMM_MODEL_CACHE", str(blocker / "cache"))  # under a file
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model_from_raw(synthetic_raw()).to_dict()))
+    calls = _count_schema_checks(monkeypatch)
+    assert load(path).to_dict() == load(path).to_dict()
+    assert len(calls) == 2

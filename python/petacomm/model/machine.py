@@ -218,8 +218,11 @@ class MachineModel:
         }
 
     @classmethod
-    def from_dict(cls, data: dict, origin: str = "machine model") -> MachineModel:
-        validate(data, origin)
+    def from_dict(
+        cls, data: dict, origin: str = "machine model", text: str | None = None
+    ) -> MachineModel:
+        """The model of a parsed model file (``text``: its content, see :func:`validate`)."""
+        validate(data, origin, text)
         operations = {}
         for name, entry in data["operations"].items():
             points = [
@@ -248,15 +251,19 @@ class MachineModel:
 
 
 @cache
+def _schema_text() -> str:
+    return resources.files("petacomm.model").joinpath("machine-model.schema.json").read_text()
+
+
+@cache
 def schema() -> dict:
-    text = resources.files("petacomm.model").joinpath("machine-model.schema.json").read_text()
-    return json.loads(text)
+    return json.loads(_schema_text())
 
 
-def validate(data: object, origin: str = "machine model") -> None:
-    """Raises PetacommError naming the file and the first problem found."""
-    import jsonschema
-
+def validate(data: object, origin: str = "machine model", text: str | None = None) -> None:
+    """Raises PetacommError naming the file and the first problem found. ``text``: the
+    file's content when ``data`` was read from it; content already found valid under this
+    schema skips the JSON Schema check (see :func:`_validated_marker`)."""
     if not isinstance(data, dict):
         raise PetacommError(f"{origin}: not a JSON object")
     if data.get("schema") != SCHEMA_NAME:
@@ -269,12 +276,39 @@ def validate(data: object, origin: str = "machine model") -> None:
             f"{origin}: schema_version {version!r} is not supported (this petacomm reads "
             f"version {SCHEMA_VERSION}; re-run 'petacomm netbench' to make a new model)"
         )
-    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data), key=str)
-    if errors:
-        where = "/".join(str(part) for part in errors[0].absolute_path) or "(top level)"
-        raise PetacommError(f"{origin}: invalid at {where}: {errors[0].message}")
+    marker = _validated_marker(text) if text is not None else None
+    if marker is None or not marker.exists():
+        import jsonschema
+
+        errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data), key=str)
+        if errors:
+            where = "/".join(str(part) for part in errors[0].absolute_path) or "(top level)"
+            raise PetacommError(f"{origin}: invalid at {where}: {errors[0].message}")
     for name in data["operations"]:
         collectives.coefficients(name, 2)
+    if marker is not None:
+        _remember_valid(marker)
+
+
+def _validated_marker(text: str) -> Path:
+    """An empty file whose name is the SHA-256 of the schema and of a model file's content,
+    created once that content passed the schema. Checking the schema costs ~90 ms (most of
+    it importing jsonschema), more than the rest of a planner's start; the marker turns it
+    into one ``stat`` for a file read before. A changed file or schema is another name."""
+    import hashlib
+
+    from petacomm.user_cache import cache_directory
+
+    digest = hashlib.sha256(f"{_schema_text()}\0{text}".encode()).hexdigest()
+    return cache_directory("validated-models", "PETACOMM_MODEL_CACHE") / digest
+
+
+def _remember_valid(marker: Path) -> None:
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # a cache that cannot be written only costs the check next time
 
 
 def default_model_path() -> Path:
@@ -309,7 +343,7 @@ def load(path: str | os.PathLike | None = None) -> MachineModel:
         raise PetacommError(
             f"machine model: {file} is not valid JSON ({err.msg}, line {err.lineno})"
         ) from err
-    return MachineModel.from_dict(data, origin=str(file))
+    return MachineModel.from_dict(data, origin=str(file), text=text)
 
 
 def _refuse_constant(name: str):

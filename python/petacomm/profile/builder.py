@@ -40,12 +40,9 @@ class Profiler:
 
 
 def cache_root() -> Path:
-    override = os.environ.get("PETACOMM_PROF_CACHE")
-    if override:
-        return Path(override)
-    from platformdirs import user_cache_dir
+    from petacomm.user_cache import cache_directory
 
-    return Path(user_cache_dir("petacomm")) / "profilers"
+    return cache_directory("profilers", "PETACOMM_PROF_CACHE")
 
 
 def libmpi_of(path: Path) -> Path | None:
