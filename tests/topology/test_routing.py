@@ -279,6 +279,29 @@ def test_adaptive_templates_equal_per_flow_walk(network, method, split):
     assert np.allclose(fast, slow, atol=1e-12)
 
 
+@pytest.mark.parametrize("split", ["hop", "path"])
+@pytest.mark.parametrize(
+    "network",
+    [TorusNetwork((4, 3, 2)), TorusNetwork((4, 4)), TorusNetwork((4, 3), (True, False))],
+)
+def test_adaptive_route_shares_list_each_messages_own_shares(network, split):
+    """Each message's (link, share) entries are its own unit flow walked by the reference,
+    a link once; on a 4x4 torus a displacement of 2 both ways reaches one node by two
+    progress states (+2 and -2), whose next links must be summed, not listed twice."""
+    n = network.num_nodes
+    src, dst = np.divmod(np.arange(n * n), n)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    message, link, share = MinimalAdaptiveRouting(split).route_shares(network, src, dst)
+    assert np.all(np.diff(message) >= 0)  # a message's entries together
+    assert np.unique(message * network.num_links + link).size == message.size
+    got = np.zeros((src.size, network.num_links))
+    got[message, link] = share
+    want = torus_adaptive_reference(network, src, dst, np.eye(src.size), split)
+    assert np.allclose(got, want, atol=1e-12)
+    assert np.all(np.abs(share) > 1e-12)
+
+
 @pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0)])
 def test_dor_prefix_sums_equal_per_flow_walk(order):
     network = TorusNetwork((5, 4, 3), (True, True, False))

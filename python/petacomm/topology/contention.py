@@ -11,9 +11,10 @@ placement's hop-bytes stays at or below what it was when refinement started. So 
 the maximum link load nor hop-bytes ever rises.
 
 Link loads come from :func:`pair_link_matrix`: the share of a message between every pair
-of nodes on every link, from the routing model itself (one ``route`` call of unit flows
-from node 0 on a torus or mesh with wrap-around in every dimension, shifted to every source
-by translation symmetry, for routing models whose routes a translation moves alike;
+of nodes on every link, from the routing model itself (the routes from node 0 as the
+routing lists them, ``route_shares`` or ``route_links``, on a torus or mesh with
+wrap-around in every dimension, shifted to every source by translation symmetry, for
+routing models whose routes a translation moves alike;
 otherwise every node pair's links as the routing lists them when it routes each message on
 one path, as ``dor-simgrid`` (whose half-ring direction depends on the source's coordinate)
 and ``dmodk`` do, else one ``route`` call per chunk of node pairs). It is built only when it
@@ -181,19 +182,9 @@ def _build_pair_links(network, routing) -> PairLinks | None:
         # displacement d (node d's coordinates) shifts to source s as link + s.
         if nn * nn > MAX_PAIR_ENTRIES:  # every pair uses at least one link
             return None
-        parts = []
-        entries = 0
-        for first in range(1, nn, 128):  # unit flows from node 0, 128 displacements a time
-            targets = np.arange(first, min(nn, first + 128))
-            shares = routing.route(
-                network, np.zeros(targets.size, np.int64), targets, np.eye(targets.size)
-            )
-            row, link = np.nonzero(np.abs(shares) > 1e-12)
-            parts.append((targets[row] - 1, link, shares[row, link]))
-            entries += row.size * nn
-            if entries > MAX_PAIR_ENTRIES:
-                return None
-        disp, link, frac = (np.concatenate(p) for p in zip(*parts, strict=True))
+        disp, link, frac = _routes_from_origin(network, routing)
+        if disp.size * nn > MAX_PAIR_ENTRIES:
+            return None
         kind, tail = np.divmod(link, nn)  # link id = kind * num_nodes + tail node
         tail_coords = network.coordinates(tail)
         per_disp = np.bincount(disp + 1, minlength=nn)  # displacement 0 has no entry
@@ -228,6 +219,29 @@ def _build_pair_links(network, routing) -> PairLinks | None:
         shape=(nn * nn, network.num_links),
     )
     return PairLinks(network, matrix)
+
+
+def _routes_from_origin(network, routing):
+    """The routes from node 0 to every other node, by destination: arrays (destination
+    minus one, link id, share), as the routing lists them (``route_shares``,
+    ``route_links``) or else routed as unit flows, 128 destinations a time."""
+    targets = np.arange(1, network.num_nodes)
+    origin = np.zeros(targets.size, np.int64)
+    if hasattr(routing, "route_shares"):
+        message, link, share = routing.route_shares(network, origin, targets)
+    elif lists_routes(routing):
+        message, link = routing.route_links(network, origin, targets)
+        share = np.ones(message.size)
+    else:
+        parts = []
+        for first in range(0, targets.size, 128):
+            part = targets[first : first + 128]
+            shares = routing.route(network, origin[: part.size], part, np.eye(part.size))
+            row, column = np.nonzero(np.abs(shares) > 1e-12)
+            parts.append((first + row, column, shares[row, column]))
+        message, link, share = (np.concatenate(p) for p in zip(*parts, strict=True))
+    order = np.argsort(message, kind="stable")
+    return message[order], link[order], share[order]
 
 
 def _listed_pair_links(network, routing) -> PairLinks | None:
