@@ -220,6 +220,8 @@ CASES = [
         ("--network", "cores per node exceed"),
     ),
     (["map", "--network", "torus:4x4:wrap=1", "--pattern", "ring 1"], ("--network", "wrap=")),
+    # an option given twice: the last one won
+    (["map", "--network", "torus:2x2:t=2:t=3", "--pattern", "ring 1"], ("--network", "t= is")),
     (["map", "--network", "torus:4x4:colour=red", "--pattern", "ring 1"], ("--network", "colour")),
     (["map", "--network", "fattree:2;4,4;1,2", "--pattern", "ring 1"], ("--network", "LEVELS")),
     (

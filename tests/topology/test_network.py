@@ -53,6 +53,14 @@ def test_torus_parse_details():
         ("dragonfly:9,4,2", "dragonfly expects GROUPS,ROUTERS,NODES,GLOBAL"),
         ("dragonfly:10,4,2,2", "must be a multiple of groups-1"),
         ("dragonfly:g=9,a=4,p=2", "missing dragonfly field(s) ['global_links']"),
+        # an option or field given twice: the last one won, silently
+        ("torus:2x2:t=2:t=3", "option t= is given twice"),
+        ("torus:2x2:T=2:t=2", "option t= is given twice"),
+        ("torus:2x2:t=2:cores=3", "t= and cores= both give the cores per node"),
+        ("mesh:2x2:wrap=0,0:wrap=1,1", "option wrap= is given twice"),
+        ("fattree:2;4,4;1,2;1,2:cores=2:cores=4", "option cores= is given twice"),
+        ("dragonfly:9,4,2,2:t=1:t=2", "option t= is given twice"),
+        ("dragonfly:g=9,a=4,p=2,h=2,groups=5", "dragonfly field groups is given twice"),
     ],
 )
 def test_parse_errors_name_the_problem(text, message):

@@ -538,6 +538,8 @@ def _parse_dragonfly(kind: str, shape: str, options: dict[str, str], text: str) 
                     f"network {text!r}: unknown dragonfly field {key!r} "
                     "(expected g/groups, a/routers, p/nodes, h/global)"
                 )
+            if key in values:  # the last would win, silently
+                raise ValueError(f"network {text!r}: dragonfly field {names[key]} is given twice")
             values[key] = _positive_int(value, f"network {text!r}: {names[key]}")
         missing = [names[k] for k in "gaph" if k not in values]
         if missing:
@@ -596,7 +598,12 @@ def parse_network(text: str) -> Network:
         key, eq, value = opt.partition("=")
         if not eq:
             raise ValueError(f"network {text!r}: option {opt!r} should be key=value")
-        options[key.strip().lower()] = value.strip()
+        key = key.strip().lower()
+        if key in options:  # the last would win, silently
+            raise ValueError(f"network {text!r}: option {key}= is given twice")
+        options[key] = value.strip()
+    if "t" in options and "cores" in options:
+        raise ValueError(f"network {text!r}: t= and cores= both give the cores per node")
     cores = 1
     for key in ("t", "cores"):
         if key in options:
