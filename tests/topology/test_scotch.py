@@ -139,7 +139,8 @@ def test_the_scotch_candidate_builds_the_pair_link_matrix_before_its_refinement_
 ):
     """Built inside the contention stage's budget (a quarter of Scotch's time), the matrix
     used it all up in a fresh process and `petacomm map --candidates scotch` returned
-    Scotch's own mapping: the stage now starts with the matrix built and handed to it."""
+    Scotch's own mapping: the stage now starts with the matrix built and handed to it,
+    with the rest of what it reads whatever the placement (prepared while Scotch maps)."""
     from petacomm.topology import contention
 
     net = parse_network("torus:4x4x2:t=4")
@@ -149,14 +150,72 @@ def test_the_scotch_candidate_builds_the_pair_link_matrix_before_its_refinement_
     seen = []
     stage = contention.contention_stage
 
-    def spy(*args, pairs=None, **kwargs):
-        seen.append((pairs, contention.cached_pair_links(net, routing)))
-        return stage(*args, pairs=pairs, **kwargs)
+    def spy(*args, prepared=None, **kwargs):
+        seen.append((prepared, contention.cached_pair_links(net, routing)))
+        return stage(*args, prepared=prepared, **kwargs)
 
     monkeypatch.setattr(contention, "contention_stage", spy)
     scotch.scotch_mapping(pattern, net, 60, routing=routing)
     ((given, cached),) = seen
-    assert given is not None and given is cached
+    assert given is not None and cached is not None and given.pairs is cached
+    src, dst, nbytes = pattern.edges()
+    assert np.array_equal(given.src, src) and np.array_equal(given.nbytes, nbytes)
+
+
+@needs_scotch
+def test_the_scotch_candidate_builds_the_pair_link_matrix_while_scotch_maps(monkeypatch):
+    """The matrix does not depend on the placement, and Scotch's C code runs without
+    Python's lock: the matrix is built beside Scotch, so a fresh process pays the longer
+    of the two, not their sum. Here Scotch waits (5 s at most) for the build to start."""
+    import threading
+
+    from petacomm.topology import contention
+
+    net = parse_network("torus:4x4x2:t=4")
+    pattern = make_graph("rgg", 128, seed=2)
+    routing = parse_routing("adaptive", net)
+    monkeypatch.setattr(contention, "_PAIR_CACHE", {})
+    building = threading.Event()
+    build, place = contention.pair_link_matrix, scotch.scotch_placement
+
+    def spy_build(*args):
+        building.set()
+        return build(*args)
+
+    def spy_place(*args, **kwargs):
+        assert building.wait(timeout=5), "the matrix was not being built while Scotch mapped"
+        return place(*args, **kwargs)
+
+    monkeypatch.setattr(contention, "pair_link_matrix", spy_build)
+    monkeypatch.setattr(scotch, "scotch_placement", spy_place)
+    mapping = scotch.scotch_mapping(pattern, net, 60, routing=routing)
+    mapping.validate(net)
+    assert contention.cached_pair_links(net, routing) is not None
+
+
+@needs_scotch
+@pytest.mark.parametrize("failing", ["matrix", "scotch"])
+def test_an_error_beside_scotch_reaches_the_caller_and_leaves_no_thread(monkeypatch, failing):
+    import threading
+
+    from petacomm.topology import contention
+
+    net = parse_network("torus:4x4x2:t=4")
+    pattern = make_graph("rgg", 128, seed=2)
+    routing = parse_routing("adaptive", net)
+    monkeypatch.setattr(contention, "_PAIR_CACHE", {})
+    threads = threading.active_count()
+
+    def broken(*args, **kwargs):
+        raise scotch.ScotchError(f"{failing} broke")
+
+    target = (
+        (contention, "pair_link_matrix") if failing == "matrix" else (scotch, "scotch_placement")
+    )
+    monkeypatch.setattr(*target, broken)
+    with pytest.raises(scotch.ScotchError, match=f"{failing} broke"):
+        scotch.scotch_mapping(pattern, net, 60, routing=routing)
+    assert threading.active_count() == threads
 
 
 @needs_scotch

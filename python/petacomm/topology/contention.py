@@ -328,6 +328,7 @@ def contention_stage(
     allowance: float = 0.0,
     hop_bytes_cap: float | None = None,
     pairs=None,
+    prepared=None,
 ) -> tuple[np.ndarray, str, float | None]:
     """:func:`refine_contention` as the last stage of an optimiser: (node of every rank,
     stop reason: ``converged``, ``time budget`` or why link loads were not refined, the
@@ -342,6 +343,7 @@ def contention_stage(
         pairs=pairs,
         hop_slack=allowance,
         hop_bytes_cap=hop_bytes_cap,
+        prepared=prepared,
     )
     after = stats.max_link_bytes_after
     if stats.stop_reason not in ("converged", "time budget"):
@@ -369,6 +371,32 @@ def link_loads(pattern, network, routing, node, pairs: PairLinks | None = None):
     return pairs.loads(pairs.rows(node_src[inter], node_dst[inter]), nbytes[inter])[0]
 
 
+def prepare_contention(pattern, network, routing, graph, pairs: PairLinks | None = None):
+    """What :func:`refine_contention` reads and never changes, whatever the placement: the
+    directed messages, the messages touching each rank, the pair-link matrix (``pairs``, or
+    built), the bytes graph, node distances and neighbourhoods. A caller with time to
+    spare before the placement is known (``scotch.scotch_mapping``, while Scotch maps)
+    prepares it then. None when the network is too large for the pair-link matrix."""
+    pairs = pair_link_matrix(network, routing) if pairs is None else pairs
+    if pairs is None:
+        return None
+    src, dst, nbytes = directed_messages(pattern)
+    n = pattern.nranks
+    # Messages touching each rank (CSR over ranks, both ends).
+    ends = np.concatenate([src, dst])
+    message_of_end = np.concatenate([np.arange(src.size), np.arange(src.size)])
+    # numpy's stable sort is a radix sort on 16-bit integers: O(messages) for n <= 65536.
+    by_rank = np.argsort(ends.astype(np.uint16) if n <= 1 << 16 else ends, kind="stable")
+    rank_start = np.searchsorted(ends[by_rank], np.arange(n + 1))
+    incident = message_of_end[by_rank]
+    distance = _distances(network)
+    graph = sp.csr_matrix(graph)
+    near = _near_nodes(network, distance)
+    return _Messages(
+        src, dst, nbytes, rank_start, incident, pairs, graph, graph.tocoo(), distance, near
+    )
+
+
 def refine_contention(
     pattern,
     network,
@@ -379,12 +407,14 @@ def refine_contention(
     pairs: PairLinks | None = None,
     hop_slack: float = 0.0,
     hop_bytes_cap: float | None = None,
+    prepared=None,
 ) -> tuple[np.ndarray, ContentionStats]:
     """Node of every rank after contention-aware refinement of ``node`` (module docstring),
     and what it did. ``graph`` is the symmetric bytes graph hop-bytes is measured on;
-    ``pairs`` the :func:`pair_link_matrix` already built for this network and routing.
-    Hop-bytes stays at or below ``hop_bytes_cap`` if given, else at or below the start's
-    hop-bytes times ``1 + hop_slack``."""
+    ``pairs`` the :func:`pair_link_matrix` already built for this network and routing;
+    ``prepared`` what :func:`prepare_contention` gave for them. Hop-bytes stays at or
+    below ``hop_bytes_cap`` if given, else at or below the start's hop-bytes times
+    ``1 + hop_slack``."""
     deadline = time.perf_counter() + time_budget
     stats = ContentionStats()
     node = np.asarray(node, dtype=np.int64).copy()
@@ -392,36 +422,26 @@ def refine_contention(
         stats.stop_reason = "time budget"
         return node, stats
     nn, cores = network.num_nodes, network.cores_per_node
-    pairs = pair_link_matrix(network, routing) if pairs is None else pairs
-    if pairs is None:
+    if prepared is None:
+        prepared = prepare_contention(pattern, network, routing, graph, pairs)
+    if prepared is None:
         stats.stop_reason = "network too large for exact link loads"
         return node, stats
-    src, dst, nbytes = directed_messages(pattern)
+    fixed = prepared
+    src, dst, nbytes, pairs = fixed.src, fixed.dst, fixed.nbytes, fixed.pairs
+    rank_start, incident, near = fixed.rank_start, fixed.incident, fixed.near
     if src.size == 0:  # no link carries anything
         stats.max_link_bytes_before = stats.max_link_bytes_after = 0.0
         return node, stats
     n = node.size
-    # Messages touching each rank (CSR over ranks, both ends).
-    ends = np.concatenate([src, dst])
-    message_of_end = np.concatenate([np.arange(src.size), np.arange(src.size)])
-    # numpy's stable sort is a radix sort on 16-bit integers: O(messages) for n <= 65536.
-    by_rank = np.argsort(ends.astype(np.uint16) if n <= 1 << 16 else ends, kind="stable")
-    rank_start = np.searchsorted(ends[by_rank], np.arange(n + 1))
-    incident = message_of_end[by_rank]
-    distance = _distances(network)
-    graph = sp.csr_matrix(graph)
-    fixed = _Messages(src, dst, nbytes, rank_start, incident, pairs, graph, distance)
-
-    coo = graph.tocoo()
     node_src, node_dst = node[src], node[dst]
     message_rows = pairs.rows(node_src, node_dst)
     inter = node_src != node_dst
     loads = pairs.loads(message_rows[inter], nbytes[inter])[0]
-    hop_now = 0.5 * float((coo.data * distance(node[coo.row], node[coo.col])).sum())
+    hop_now = fixed.hop_bytes(node)
     hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
     stats.max_link_bytes_before = float(loads.max(initial=0.0))
     free = np.full(nn, cores) - np.bincount(node, minlength=nn)
-    near = _near_nodes(network, distance)
     while True:
         if time.perf_counter() > deadline:
             stats.stop_reason = "time budget"
@@ -480,9 +500,10 @@ def refine_contention(
 
 @dataclass(frozen=True)
 class _Messages:
-    """What a refinement step reads and never changes: the directed messages, the messages
-    touching each rank (CSR over ranks, both ends), the pair-to-links matrix, the bytes
-    graph and the node distance."""
+    """What a refinement reads and never changes (:func:`prepare_contention`): the directed
+    messages, the messages touching each rank (CSR over ranks, both ends), the
+    pair-to-links matrix, the bytes graph (CSR and COO), the node distance and the nodes
+    near each node."""
 
     src: np.ndarray
     dst: np.ndarray
@@ -491,7 +512,22 @@ class _Messages:
     incident: np.ndarray
     pairs: PairLinks
     graph: sp.csr_matrix
+    coo: sp.coo_matrix
     distance: object
+    near: list
+
+    def link_loads(self, node) -> np.ndarray:
+        """Bytes on every link with the ranks on ``node`` (:func:`link_loads`)."""
+        node_src, node_dst = node[self.src], node[self.dst]
+        inter = node_src != node_dst
+        rows = self.pairs.rows(node_src[inter], node_dst[inter])
+        return self.pairs.loads(rows, self.nbytes[inter])[0]
+
+    def hop_bytes(self, node) -> float:
+        """Hop-bytes of the bytes graph with the ranks on ``node``, as the refinement
+        counts it (each edge of the symmetric graph once)."""
+        coo = self.coo
+        return 0.5 * float((coo.data * self.distance(node[coo.row], node[coo.col])).sum())
 
 
 def _best_change(cv, cu, cx, node, loads, top, at_top, tol, hop_room, fixed, deadline):

@@ -282,6 +282,30 @@ def scotch_placement(
     return _empty_overfull_nodes(parttab.astype(np.int64), g, network)
 
 
+class _Beside:
+    """``function(*args)`` run in a thread of its own; :meth:`result` waits for it and
+    returns its value or raises its exception."""
+
+    def __init__(self, function, *args):
+        import threading
+
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(function, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, function, *args):
+        try:
+            self._value = function(*args)
+        except BaseException as err:  # handed to the caller by result()
+            self._error = err
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 def _check(code: int, call: str) -> None:
     if code != 0:
         raise ScotchError(f"scotch: {call} failed (error {code}; Scotch printed why on stderr)")
@@ -384,31 +408,45 @@ def scotch_mapping(
     The refinement runs for at most ``refine_factor`` times the seconds Scotch took (half
     for each stage when both run), so the candidate costs about ``1 + refine_factor`` times
     Scotch's time plus its fixed costs: with a ``routing``, the network's pair-link matrix
-    (``contention.pair_link_matrix``) is built first unless this process built it already.
-    It is not refinement and does not count against the limit: built inside it, the 0.1-0.2 s
-    it takes on torus 4x8x8 used up the contention stage's 15-35 ms and a single
-    ``petacomm map --candidates scotch`` returned Scotch's own mapping. ``None`` lets the
+    (``contention.pair_link_matrix``), unless this process built it already. It is built in
+    a thread beside Scotch, and not against the limit: built inside it, the 0.1-0.2 s it
+    took on torus 4x8x8 used up the contention stage's 15-35 ms and a single ``petacomm
+    map --candidates scotch`` returned Scotch's own mapping. ``None`` lets the
     refinement run until it converges or ``time_budget`` (which counts Scotch's time and the
     matrix's too) is spent. ``stop_reason``: ``converged``, ``time budget`` or ``refinement
     limit``."""
-    from petacomm.topology.contention import contention_stage, link_loads, pair_link_matrix
+    from petacomm.topology.contention import contention_stage, prepare_contention
     from petacomm.topology.mapping_search import communication_graph, hop_bytes
     from petacomm.topology.multilevel import cores_in_rank_order, refine_placement
 
     start = time.perf_counter()
     graph = communication_graph(pattern) if graph is None else graph
-    node = scotch_placement(graph, network, seed)
-    scotch_seconds = time.perf_counter() - start
+    # What the contention stage reads whatever the placement (the pair-link matrix above
+    # all) is prepared on another core while Scotch maps: Scotch's C code runs without
+    # Python's lock.
+    beside = None
+    if routing is not None:
+        beside = _Beside(prepare_contention, pattern, network, routing, graph)
+    try:
+        prepared_graph = scotch_graph(graph)
+        node = scotch_placement(graph, network, seed, prepared_graph)
+        scotch_seconds = time.perf_counter() - start  # the limit's unit: Scotch's own time
+    finally:
+        fixed = beside.result() if beside is not None else None
     scotch_node = node
-    scotch_hop_bytes = hop_bytes(graph, node, network)
-    pairs = pair_link_matrix(network, routing) if routing is not None else None
+    if fixed is not None:
+        scotch_hop_bytes = fixed.hop_bytes(node)
+    else:
+        scotch_hop_bytes = hop_bytes(graph, node, network)
     left = max(0.0, time_budget - (time.perf_counter() - start))
     limited = refine_factor is not None and refine_factor * scotch_seconds < left
     if limited:
         left = refine_factor * scotch_seconds
     refine_start = time.perf_counter()
     share = left * (0.5 if routing is not None else 1.0) if limited else left * 0.6
-    node, stats = refine_placement(graph, network, node, share, resplit=not limited)
+    node, stats = refine_placement(
+        prepared_graph[0], network, node, share, resplit=not limited, clean=True
+    )
     reason = stats.stop_reason
     if routing is not None:
         rest = max(0.0, left - (time.perf_counter() - refine_start))
@@ -420,18 +458,17 @@ def scotch_mapping(
             graph,
             rest,
             hop_bytes_cap=scotch_hop_bytes,
-            pairs=pairs,
+            prepared=fixed,
         )
         reason = "time budget" if "time budget" in (reason, reason2) else reason
         # The hop-bytes stage may load the busiest link more than Scotch did and the
         # contention stage, stopped early, not undo it: then Scotch's placement stays.
-        if not np.array_equal(node, scotch_node):
-            before = link_loads(pattern, network, routing, scotch_node, pairs)
-            if before is not None:
-                if after is None:  # the contention stage had no time to compute them
-                    after = link_loads(pattern, network, routing, node, pairs).max(initial=0.0)
-                if after > before.max(initial=0.0) * (1 + 1e-12):
-                    node = scotch_node
+        if fixed is not None and not np.array_equal(node, scotch_node):
+            before = fixed.link_loads(scotch_node).max(initial=0.0)
+            if after is None:  # the contention stage had no time to compute them
+                after = fixed.link_loads(node).max(initial=0.0)
+            if after > before * (1 + 1e-12):
+                node = scotch_node
     if limited and reason == "time budget":
         reason = "refinement limit"
     name = "scotch" + (" (budget hit)" if reason == "time budget" else "")
