@@ -2,7 +2,7 @@
 
 Writing: a file is written to a temporary name in the target's directory, flushed to disk,
 then renamed over the target, so a reader never sees it half-written and an existing file
-survives any failure. Three rules hold for every output:
+survives any failure. These rules hold for every output:
 
 * an output never replaces one of the command's inputs (``report X -o X`` is refused);
 * the file gets the permissions a plain ``open()`` would give it: an existing file keeps its
@@ -10,6 +10,9 @@ survives any failure. Three rules hold for every output:
   not left behind);
 * a symbolic link at the output path is written *through*: its target is replaced and the
   link stays (as ``cp`` and shell redirection do); a dangling link creates its target;
+* the directory must exist: it is never created (a typo in a path would silently create
+  directories), and a new file must be creatable in it (tried, since permissions do not
+  tell: root, read-only mounts, /proc);
 * a device node, FIFO or socket, and the name of an open descriptor (``/dev/stdout``,
   ``/dev/fd/3``, ``/proc/self/fd/1``), is written into and never replaced: renaming a file
   over ``/dev/null`` would replace the device itself (as root), and over ``/dev/stdout``
@@ -28,6 +31,7 @@ wrong (missing, a directory, unreadable, empty, not text) into a one-line
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -106,11 +110,39 @@ def check_output_path(
         existing = existing.parent
     if not existing.is_dir():
         raise PetacommError(f"{argument}: cannot write '{text}' ('{existing}' is not a directory)")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise PetacommError(f"{argument}: cannot write '{text}' (directory not writable)")
+    if existing != target.parent:  # a typo in a path must not create directories
+        given = os.path.dirname(text)
+        missing = given if given and not os.path.isdir(given) else target.parent
+        raise PetacommError(
+            f"{argument}: cannot write '{text}': directory '{missing}' does not exist"
+        )
     if target.exists() and not os.access(target, os.W_OK):
         raise PetacommError(f"{argument}: cannot write '{text}' (file not writable)")
+    try:  # tried: permissions do not tell (root, read-only mounts, /proc)
+        handle, probe = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as err:
+        raise PetacommError(
+            f"{argument}: cannot write '{text}': {_cannot_create(target.parent, err)}"
+        ) from None
+    os.close(handle)
+    os.unlink(probe)
     return target
+
+
+def _cannot_create(directory: Path, err: OSError) -> str:
+    """Why no temporary file could be made in ``directory`` (an output is written to one
+    beside it, then renamed over it): the reason, not errno's words alone (/proc answers
+    'No such file or directory' for a directory that exists)."""
+    if err.errno == errno.EROFS:
+        return f"'{directory}' is on a read-only file system"
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return f"directory '{directory}' not writable ({err.strerror})"
+    if err.errno == errno.ENOENT and directory.is_dir():
+        return (
+            f"'{directory}' does not allow creating files (outputs are written to a new file "
+            "in the same directory, then renamed over the old one)"
+        )
+    return f"cannot create a file in '{directory}' ({err.strerror})"
 
 
 def _new_file_mode(target: Path) -> int:
@@ -129,7 +161,7 @@ def atomic_output(
     path: str | os.PathLike, argument: str = "output", binary: bool = False, inputs: Inputs = ()
 ) -> Iterator:
     """A file object whose contents replace ``path`` atomically when the block ends without
-    an exception (nothing is replaced otherwise). Missing parent directories are created."""
+    an exception (nothing is replaced otherwise). The directory must exist."""
     target = check_output_path(path, argument, inputs)
     shown = os.fspath(path)
     if _written_in_place(path):
@@ -140,10 +172,10 @@ def atomic_output(
             raise PetacommError(f"{argument}: cannot write '{shown}': {err.strerror}") from err
         return
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as err:
-        raise PetacommError(f"{argument}: cannot write '{shown}': {err.strerror}") from err
+        reason = _cannot_create(target.parent, err)
+        raise PetacommError(f"{argument}: cannot write '{shown}': {reason}") from err
     try:
         with os.fdopen(handle, "wb" if binary else "w", **({} if binary else _TEXT)) as out:
             yield out
@@ -165,7 +197,7 @@ def write_text_atomically(
     path: str | os.PathLike, text: str, argument: str = "output", inputs: Inputs = ()
 ) -> Path:
     """Writes ``text`` (UTF-8) to ``path`` atomically; PetacommError names ``argument`` and
-    the reason on failure. Missing parent directories are created."""
+    the reason on failure. The directory must exist (it is not created)."""
     with atomic_output(path, argument, inputs=inputs) as out:
         out.write(text)
     return Path(path)

@@ -110,7 +110,7 @@ def inputs(d: Path) -> list[Path]:
 
 
 def check(workdir, args, names, timeout=120):
-    expect_clean_error(
+    return expect_clean_error(
         *args,
         names=names,
         inputs=inputs(workdir),
@@ -438,6 +438,16 @@ CASES = [
     (["bench", "sparse-reduce", "--generator", "nosuch"], ("--generator", "unknown")),
     (["bench", "sparse-reduce", "--strategies", "fastest"], ("--strategies", "unknown")),
     (["bench", "sparse-reduce", "--json", "a_directory.json"], ("--json", "directory")),
+    # a missing directory was created by these two, refused by map and profiler-overhead
+    (["bench", "map", "--json", "nodir/x.json"], ("--json", "directory 'nodir' does not exist")),
+    (
+        ["bench", "sparse-reduce", "--json", "nodir/x.json"],
+        ("--json", "directory 'nodir' does not exist"),
+    ),
+    (
+        ["bench", "profiler-overhead", "--json", "nodir/x.json"],
+        ("--json", "directory 'nodir' does not exist"),
+    ),
 ]
 
 
@@ -465,6 +475,7 @@ def outcomes(workdir) -> dict:
         results = dict(zip(IDS, pool.map(one, CASES), strict=True))
     # Nothing was written in the working directory: every output is refused before work.
     assert not (workdir / "written-model.json").exists() and not (workdir / "out.txt").exists()
+    assert not (workdir / "nodir").exists()
     return results
 
 
@@ -513,3 +524,22 @@ def test_inputs_survive_even_when_permissions_would_allow_writing(workdir):
         [*MAP, "--matrix", "./dense.csv", "--output", "dense.csv", "--format", "csv"],
         ("--output", "input of --matrix"),
     )
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        ([*MAP_RING, "--output", "/proc/version", "--format", "csv"], "--output"),
+        (["bench", "map", "--json", "/proc/version"], "--json"),
+        (["bench", "sparse-reduce", "--json", "/proc/version"], "--json"),
+    ],
+    ids=["map", "bench map", "bench sparse-reduce"],
+)
+def test_an_output_no_file_can_be_created_beside_is_refused_with_the_reason(workdir, args, option):
+    """/proc/version exists; outputs are written through a temporary file beside it, which
+    /proc does not allow: the error said 'No such file or directory' (and bench map ran its
+    benchmark first)."""
+    require(os.path.isfile("/proc/version"), "no /proc/version")
+    why = "'/proc' does not allow creating files" if os.geteuid() == 0 else "not writable"
+    result = check(workdir, args, (option, "'/proc/version'", why))
+    assert "No such file" not in result.stderr and "best by time" not in result.stdout

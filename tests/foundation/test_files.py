@@ -2,8 +2,11 @@
 through symbolic links; inputs that are missing, empty, directories or binary give one-line
 errors naming the argument."""
 
+import errno
 import os
+import re
 import stat
+import tempfile
 
 import pytest
 
@@ -145,6 +148,52 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
 def test_unwritable_outputs_are_named(tmp_path, setup, message):
     with pytest.raises(PetacommError, match=f"^--out: .*{message}"):
         check_output_path(setup(tmp_path), "--out")
+
+
+def test_a_missing_directory_is_refused_not_created(tmp_path, monkeypatch):
+    """A typo in a path (nodir/x.json) is refused by every output, not created (bench map
+    and bench sparse-reduce created it, map and profiler-overhead refused it)."""
+    missing = re.escape(f"directory '{tmp_path}/nodir' does not exist")
+    with pytest.raises(PetacommError, match=f"^--json: cannot write '.*': {missing}"):
+        check_output_path(tmp_path / "nodir" / "x.json", "--json")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PetacommError, match="^--json: cannot write 'nodir/x.json': directory 'no"):
+        write_text_atomically("nodir/x.json", "{}", "--json")
+    with pytest.raises(PetacommError, match="directory 'nodir/deeper' does not exist"):
+        write_text_atomically("nodir/deeper/x.json", "{}", "--json")
+    assert sorted(os.listdir(tmp_path)) == []
+    (tmp_path / "nodir").mkdir()
+    write_text_atomically("nodir/x.json", "{}", "--json")
+    assert (tmp_path / "nodir" / "x.json").read_text() == "{}"
+
+
+def test_a_directory_no_file_can_be_created_in_is_named_with_the_reason(tmp_path, monkeypatch):
+    """/proc/version exists, but no temporary file can be created beside it: the error said
+    'No such file or directory'."""
+    if not os.path.isfile("/proc/version"):
+        pytest.skip("no /proc/version")
+    with pytest.raises(PetacommError) as err:
+        check_output_path("/proc/version", "--output")
+    assert str(err.value).startswith("--output: cannot write '/proc/version'")
+    assert "No such file" not in str(err.value)
+    if os.geteuid() == 0:
+        assert "'/proc' does not allow creating files" in str(err.value)
+    # Other reasons, whatever mounts this machine has.
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    for code, reason in (
+        (errno.EROFS, re.escape(f"'{tmp_path}' is on a read-only file system")),
+        (errno.EACCES, re.escape(f"directory '{tmp_path}' not writable")),
+    ):
+
+        def refuse(*args, code=code, **kwargs):
+            raise OSError(code, os.strerror(code))
+
+        monkeypatch.setattr(tempfile, "mkstemp", refuse)
+        with pytest.raises(PetacommError, match=f"^--json: cannot write '.*': {reason}"):
+            write_text_atomically(target, "new", "--json")
+        monkeypatch.undo()
+    assert target.read_text() == "old"
 
 
 @pytest.mark.parametrize(

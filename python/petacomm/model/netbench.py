@@ -172,6 +172,14 @@ def check_arguments(args) -> Settings:
         raise PetacommError("--mpiexec: empty launcher name")
     inputs = [("--raw", args.raw)]
     output = Path(args.output) if args.output is not None else default_model_path()
+    if args.output is None:  # the default place is created (a path given must exist)
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise PetacommError(
+                f"--output: cannot create the default model directory '{output.parent}' "
+                f"({err.strerror}; pass --output FILE)"
+            ) from None
     check_output_path(output, "--output", inputs)
     outputs = [("--output", output)]
     for argument, path in (("--plot", args.plot), ("--keep-raw", args.keep_raw)):

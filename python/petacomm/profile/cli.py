@@ -166,6 +166,4 @@ def _report(args) -> int:
 
 
 def _write_atomically(path: Path, text: str, inputs) -> None:
-    if not path.resolve().parent.is_dir():
-        raise PetacommError(f"-o: directory '{path.resolve().parent}' does not exist")
     write_text_atomically(path, text, "-o", inputs)

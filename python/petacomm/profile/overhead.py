@@ -130,7 +130,7 @@ def _check(args) -> None:
     if args.json is not None:
         if not args.json:
             raise PetacommError("--json: empty file name")
-        check_writable(Path(args.json).resolve(), "--json")
+        check_writable(Path(args.json), "--json")
 
 
 def _key_counts(text: str) -> list[int]:

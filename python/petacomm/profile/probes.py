@@ -64,6 +64,7 @@ def remembered(kind: str, path: Path, probe: Callable[[], object], extra: str = 
         from petacomm.files import write_text_atomically
 
         text = json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "facts": facts})
+        cache.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomically(cache, text + "\n", "probe cache")
     return value
 

@@ -20,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -103,19 +102,14 @@ def check_library(path: Path) -> None:
 
 
 def check_writable(path: Path, argument: str) -> None:
-    """A file can be created beside `path` (tried, as permissions alone do not tell: root,
-    read-only mounts, /proc); PetacommError naming `argument` otherwise."""
-    where = path.parent
-    if not where.is_dir():
-        raise PetacommError(f"{argument}: directory '{where}' does not exist")
+    """`path` can be written as petacomm.files checks every output (its directory exists, a
+    file can be created in it) and is a regular file if it exists; PetacommError naming
+    `argument` otherwise."""
+    from petacomm.files import check_output_path
+
+    check_output_path(path, argument)
     if path.exists() and not path.is_file():
         raise PetacommError(f"{argument}: '{path}' exists and is not a regular file")
-    try:
-        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=where)
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as err:
-        raise PetacommError(f"{argument}: cannot write in '{where}' ({err.strerror})") from err
 
 
 def check_output(log: Path) -> None:
