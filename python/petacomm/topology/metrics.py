@@ -26,6 +26,7 @@ import numpy as np
 
 from petacomm.topology.mapping import Mapping, check_rank_count
 from petacomm.topology.pattern import CommPattern
+from petacomm.topology.unique_keys import unique_keys
 
 # Loads below this fraction of a message are rounding noise from prefix sums / FFTs.
 _USED_LINK_TOLERANCE = 1e-9
@@ -169,7 +170,7 @@ def node_level_flows(network, src_node, dst_node, nbytes):
     and the index of each message's pair."""
     n = network.num_nodes
     key = src_node * n + dst_node
-    uniq, inverse = np.unique(key, return_inverse=True)
+    uniq, inverse = unique_keys(key, n * n)
     agg_bytes = np.bincount(inverse, weights=nbytes, minlength=uniq.size)
     agg_count = np.bincount(inverse, minlength=uniq.size).astype(np.float64)
     return uniq // n, uniq % n, agg_bytes, agg_count, inverse

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from petacomm.topology.unique_keys import unique_keys
+
 # Patterns larger than this many messages are refused: routing them needs several arrays of
 # this length (~1.2 GB each 24 bytes per message) and they would not fit in memory.
 MAX_MESSAGES = 50_000_000
@@ -201,7 +203,7 @@ class CommPattern:
         )
         keep = src != dst
         pair = src[keep] * self.nranks + dst[keep]
-        uniq, inverse = np.unique(pair, return_inverse=True)
+        uniq, inverse = unique_keys(pair, self.nranks * self.nranks)
         edges = (uniq // self.nranks, uniq % self.nranks, np.bincount(inverse, weights=nb[keep]))
         for array in edges:
             array.flags.writeable = False  # shared by every caller
