@@ -51,6 +51,7 @@ import scipy.sparse as sp
 
 from petacomm.topology.mapping import Mapping, check_rank_count
 from petacomm.topology.network import TorusNetwork
+from petacomm.topology.unique_keys import unique_keys
 
 # Groups per depth up to which a dense group-distance matrix is kept (8 MB of float64).
 _DENSE_GROUPS = 1024
@@ -325,7 +326,7 @@ class _Refiner:
         row = np.repeat(np.arange(n), np.diff(g.indptr))
         ngroups = self.capacity.size
         key = row * ngroups + self.group[g.indices]
-        uniq, inverse = np.unique(key, return_inverse=True)
+        uniq, inverse = unique_keys(key, n * ngroups)
         wsum = np.bincount(inverse, weights=g.data)
         brow, bgroup = uniq // ngroups, uniq % ngroups
         bstart = np.searchsorted(brow, np.arange(n + 1))
@@ -379,7 +380,7 @@ class _Refiner:
             # Edge weight per (vertex, group of the neighbour): dense graphs shrink a lot.
             ngroups = hier.num_groups(position_depth)
             key = row * ngroups + position[g.indices]
-            uniq, inverse = np.unique(key, return_inverse=True)
+            uniq, inverse = unique_keys(key, n * ngroups)
             by_group = np.bincount(inverse, weights=g.data)
             vrow, nb = uniq // ngroups, uniq % ngroups
             d0 = hier.distance(depth, c0[vrow], position_depth, nb)
