@@ -89,6 +89,12 @@ FILES = {
     "hosts.txt": b"node-a\nnode-b\n",
     "hwloc_bad.xml": b"<topology><object",
     "hwloc_no_cores.xml": b'<topology><object type="Machine"/></topology>',
+    "old.json": b'{"an earlier result": "kept"}\n',
+}
+# Executables (mode 755) in the working directory.
+PROGRAMS = {
+    "fakecc": "#!/bin/sh\necho cc\n",  # no MPI launcher beside it
+    "fakepy": "#!/bin/sh\necho garbage\n",  # not a Python
 }
 
 
@@ -102,6 +108,9 @@ def workdir(tmp_path_factory) -> Path:
     (d / "a_directory.csv").mkdir()
     (d / "a_directory.json").mkdir()
     (d / "file_not_dir").write_text("x")
+    for name, text in PROGRAMS.items():
+        (d / name).write_text(text)
+        (d / name).chmod(0o755)
     return d
 
 
@@ -121,6 +130,10 @@ def check(workdir, args, names, timeout=120):
 
 
 MAP = ["map", "--network", "torus:4x4"]
+SPARSE = ["bench", "sparse-reduce"]
+# after the option under test (so that it shows in the case's id): a small run, were it to run
+PEERS = ["--peers", "petscsf", "--ranks", "2", "--generator", "uniform", "--keys-per-rank", "100"]
+PEERS += ["--reps", "2", "--setup-reps", "1", "--json", "old.json"]
 MAP_RING = [*MAP, "--pattern", "ranks 16; ring 1KiB"]
 NETBENCH = ["netbench", "-o", "written-model.json"]
 
@@ -438,6 +451,34 @@ CASES = [
     (["bench", "sparse-reduce", "--generator", "nosuch"], ("--generator", "unknown")),
     (["bench", "sparse-reduce", "--strategies", "fastest"], ("--strategies", "unknown")),
     (["bench", "sparse-reduce", "--json", "a_directory.json"], ("--json", "directory")),
+    # A --mpicc or --python named that cannot serve: the peers were skipped (exit status 0)
+    # and the skip note replaced old.json.
+    ([*SPARSE, "--mpicc", "", *PEERS], ("--mpicc", "empty program name ''")),
+    ([*SPARSE, "--mpicc", "nonexist", *PEERS], ("--mpicc", "'nonexist' not found")),
+    (
+        [*SPARSE, "--mpicc", "a_directory.csv", *PEERS],
+        ("--mpicc", "'a_directory.csv' is a directory"),
+    ),
+    ([*SPARSE, "--mpicc", "./dense.csv", *PEERS], ("--mpicc", "'./dense.csv' is not executable")),
+    ([*SPARSE, "--python", "", *PEERS], ("--python", "empty program name ''")),
+    ([*SPARSE, "--python", "nonexist", *PEERS], ("--python", "'nonexist' not found")),
+    (
+        [*SPARSE, "--python", "a_directory.csv", *PEERS],
+        ("--python", "'a_directory.csv' is a directory"),
+    ),
+    ([*SPARSE, "--python", "dense.csv", *PEERS], ("--python", "'dense.csv' is not executable")),
+    (
+        [*SPARSE, "--python", "/bin/false", *PEERS],
+        ("--python", "'/bin/false' did not answer the probe as a Python with mpi4py would"),
+    ),
+    # was: --python: its mpi4py links None, petacomm was built against ...
+    (
+        [*SPARSE, "--python", "./fakepy", *PEERS],
+        ("--python", "did not answer the probe", "'garbage'"),
+    ),
+    # was: --mpiexec: 'fakecc' not found or not executable (no --mpiexec was given)
+    ([*SPARSE, "--mpicc", "./fakecc", *PEERS], ("--mpicc", "no MPI launcher beside './fakecc'")),
+    ([*SPARSE, "--mpicc", "fakecc", *PEERS], ("--mpicc", "not found on PATH", "./fakecc")),
     # a missing directory was created by these two, refused by map and profiler-overhead
     (["bench", "map", "--json", "nodir/x.json"], ("--json", "directory 'nodir' does not exist")),
     (

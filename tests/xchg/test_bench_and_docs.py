@@ -340,14 +340,43 @@ def test_contenders_that_disagree_are_left_out_of_the_ratios():
     assert best["fastest_candidate"] == "owner" and best["auto_vs_fastest_candidate"] == 1.0
 
 
-def test_bench_peers_skip_note_without_petsc4py():
-    done = _petacomm(
-        "bench", "sparse-reduce", "--peers", "petscsf", "--python", "/nonexistent/python3"
-    )
+def test_bench_peers_skip_note_without_the_default_toolchain(tmp_path):
+    """Without Debian's mpicc.openmpi (a PATH without it) and no --mpicc named, the peers are
+    skipped with a note; a --python named that does not exist is an error naming it (it was
+    a skip note and exit status 0 too)."""
+    peers = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce", "--peers", "petscsf"]
+    peers += ["--ranks", "2", "--generator", "uniform", "--keys-per-rank", "100"]
+    env = mpi_test_env({"PATH": str(tmp_path)})
+    done = subprocess.run(peers, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr
-    assert "--peers petscsf: skipped" in done.stdout and "/nonexistent/python3" in done.stdout
+    assert "--peers petscsf: skipped, mpicc.openmpi not found" in done.stdout
+    named = peers + ["--python", "/nonexistent/python3"]
+    done = subprocess.run(named, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 2 and "--python: '/nonexistent/python3' not found" in done.stderr
     bad = _petacomm("bench", "sparse-reduce", "--peers", "slepc")
     assert bad.returncode == 2 and "--peers: unknown slepc" in bad.stderr
+
+
+def test_the_peers_launcher_is_the_one_beside_the_compiler(tmp_path):
+    """mpicc.X runs with mpiexec.X beside it, a compiler without 'mpicc' in its name with the
+    mpiexec beside it; none there is an error naming --mpicc (it named --mpiexec, which was
+    not given, and took the compiler itself as the launcher)."""
+    from petacomm.bench.transpose import mpi_toolchain
+    from petacomm.errors import PetacommError
+
+    for name in ("mpicc.x", "mpiexec.x", "cc", "mpiexec"):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
+    assert mpi_toolchain(str(tmp_path / "mpicc.x"), None) == (
+        str(tmp_path / "mpicc.x"),
+        str(tmp_path / "mpiexec.x"),
+    )
+    assert mpi_toolchain(str(tmp_path / "cc"), None)[1] == str(tmp_path / "mpiexec")
+    (tmp_path / "mpiexec").unlink()
+    with pytest.raises(PetacommError, match="^--mpicc: no MPI launcher beside '.*/cc'"):
+        mpi_toolchain(str(tmp_path / "cc"), None)
+    with pytest.raises(PetacommError, match="^--mpiexec: empty program name ''$"):
+        mpi_toolchain(str(tmp_path / "cc"), "")
 
 
 def test_offline_partners_both_ways_equal_brute_force():

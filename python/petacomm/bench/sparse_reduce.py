@@ -46,6 +46,9 @@ GENERATOR_DEFAULTS = {
 }
 MODEL_ONLY_RANKS = 1 << 18
 PEER_FAMILIES = {"petscsf": ("petscsf-range", "petscsf-holder")}
+# The peers' toolchain unless --mpicc / --python name another: Debian's Open MPI and Python.
+PEER_MPICC, PEER_PYTHON = "mpicc.openmpi", "/usr/bin/python3"
+PEER_MODULES = ("numpy", "petsc4py")  # besides mpi4py
 
 
 def _names(text: str, allowed, what: str) -> list[str]:
@@ -113,14 +116,12 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--python",
-        default="/usr/bin/python3",
         help="with --peers: the Python whose mpi4py and petsc4py run the ranks "
-        "(default /usr/bin/python3)",
+        f"(default {PEER_PYTHON})",
     )
     parser.add_argument(
         "--mpicc",
-        default="mpicc.openmpi",
-        help="with --peers: petacomm is built against this MPI (default mpicc.openmpi)",
+        help=f"with --peers: petacomm is built against this MPI (default {PEER_MPICC})",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument(
@@ -185,7 +186,7 @@ def run(args) -> int:
     elif args.setup_scaling:
         results["setup_scaling"] = _setup_scaling(args, generators, strategies)
     elif args.peers:
-        results["peers"] = _measure_peers(args, generators, strategies)
+        results["peers"] = _measure_peers(args, generators, strategies, _peer_toolchain(args))
     else:
         results["runs"] = _measure(args, generators, strategies)
     if args.json is not None:
@@ -272,31 +273,36 @@ def _measure(args, generators, strategies) -> list[dict]:
 
 
 # ---- peers ---------------------------------------------------------------------------------
-def _peers_unavailable(args) -> str | None:
-    """Why the peers cannot run here (a note for the skip), or None."""
+def _peer_toolchain(args) -> dict:
+    """The peers' MPI compiler, launcher and Python and the MPI library its mpi4py links,
+    checked before anything runs; ``{"skipped": note}`` when the default ones are not
+    installed here. A --mpicc, --mpiexec or --python the user named that cannot serve is an
+    error naming it (it was a skip note and exit status 0)."""
     import shutil
 
-    if not shutil.which(args.mpicc):
-        return (
-            f"{args.mpicc} not found (the peers need the MPI that petsc4py uses; Debian: "
-            "apt-get install libopenmpi-dev python3-petsc4py, or pass --mpicc)"
-        )
-    python = shutil.which(args.python)
-    if not python:
-        return f"--python {args.python} not found (Debian: apt-get install python3-petsc4py)"
-    done = subprocess.run(
-        [python, "-c", "import numpy, mpi4py, petsc4py"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return (
-            f"{python} cannot import numpy, mpi4py and petsc4py ({last}; Debian: apt-get "
-            "install python3-petsc4py)"
-        )
-    return None
+    from petacomm.bench.transpose import mpi4py_library, mpi_toolchain, named_program
+
+    python = library = None
+    if args.python is not None:
+        python = named_program(args.python, "--python")
+        library = mpi4py_library(python, PEER_MODULES)
+    if args.mpicc is None and not shutil.which(PEER_MPICC):
+        return {
+            "skipped": f"{PEER_MPICC} not found (the peers need the MPI that petsc4py uses; "
+            "Debian: apt-get install libopenmpi-dev python3-petsc4py, or pass --mpicc)"
+        }
+    mpicc, mpiexec = mpi_toolchain(PEER_MPICC if args.mpicc is None else args.mpicc, args.mpiexec)
+    if python is None:
+        python = shutil.which(PEER_PYTHON)
+        if not python:
+            return {
+                "skipped": f"{PEER_PYTHON} not found (Debian: apt-get install python3-petsc4py)"
+            }
+        try:
+            library = mpi4py_library(python, PEER_MODULES)
+        except PetacommError as err:
+            return {"skipped": str(err).removeprefix("--python: ")}
+    return {"mpicc": mpicc, "mpiexec": mpiexec, "python": python, "mpi4py_links": library}
 
 
 PEERS_WORKER = (
@@ -306,27 +312,27 @@ PEERS_WORKER = (
 )
 
 
-def _measure_peers(args, generators, strategies) -> dict:
+def _measure_peers(args, generators, strategies, tools: dict) -> dict:
+    """The peers' runs with the toolchain ``tools`` (_peer_toolchain's)."""
     import pickle
 
     import numpy as np
 
     import petacomm
     from petacomm.bench.sparse_reduce_peers import MARK as PEERS_MARK
-    from petacomm.bench.transpose import _check_same_mpi, _toolchain, build_for
+    from petacomm.bench.transpose import _check_same_mpi, build_for
     from petacomm.datasets import make
     from petacomm.launch import describe_launcher, run_job
 
-    note = _peers_unavailable(args)
-    if note is not None:
-        print(f"--peers {args.peers}: skipped, {note}")
-        return {"skipped": note}
+    if "skipped" in tools:
+        print(f"--peers {args.peers}: skipped, {tools['skipped']}")
+        return {"skipped": tools["skipped"]}
     peers = [
         v for name in _names(args.peers, PEER_FAMILIES, "--peers") for v in PEER_FAMILIES[name]
     ]
-    mpicc, mpiexec, python = _toolchain(args)
+    mpicc, mpiexec, python = tools["mpicc"], tools["mpiexec"], tools["python"]
     native = build_for(mpicc, family="xchg")
-    _check_same_mpi(python, native)
+    _check_same_mpi(python, native, tools["mpi4py_links"])
     launcher = describe_launcher(mpiexec)
     launcher.check_can_run()
     model = _load_model(args.model)

@@ -121,23 +121,106 @@ def _cost(model_path: str | None) -> dict:
 
 
 # ---- the toolchain of the race -----------------------------------------------------------
-def _toolchain(args) -> tuple[str, str, str]:
-    mpicc = shutil.which(args.mpicc)
-    if not mpicc:
+def named_program(value: str, option: str) -> str:
+    """The program a user named with ``option`` (a name on PATH or a path), as shutil.which
+    gives it; PetacommError naming ``option`` and echoing the value when it cannot be run
+    (empty, missing, a directory, not executable)."""
+    if not value:
+        raise PetacommError(f"{option}: empty program name ''")
+    found = shutil.which(value)
+    if found and not os.path.isdir(found):
+        return found
+    if os.path.isdir(value):
+        raise PetacommError(f"{option}: '{value}' is a directory, not a program")
+    if os.path.exists(value):
+        if not os.access(value, os.X_OK):
+            raise PetacommError(f"{option}: '{value}' is not executable")
+        # executable, but a bare name is looked up on PATH only
         raise PetacommError(
-            f"--mpicc: '{args.mpicc}' not found (the peers use Debian's Open MPI: "
-            "apt-get install libopenmpi-dev, or pass the mpicc of your MPI)"
+            f"{option}: '{value}' not found on PATH (for the one in this directory: ./{value})"
         )
-    mpiexec = args.mpiexec
-    if not mpiexec:
-        name = Path(args.mpicc).name.replace("mpicc", "mpiexec", 1)
-        mpiexec = str(Path(mpicc).parent / name)
-    if not shutil.which(mpiexec):
-        raise PetacommError(f"--mpiexec: '{mpiexec}' not found or not executable")
-    python = shutil.which(args.python)
-    if not python:
-        raise PetacommError(f"--python: '{args.python}' not found")
-    return os.path.abspath(mpicc), shutil.which(mpiexec), python
+    where = "" if os.sep in value else " on PATH"
+    raise PetacommError(f"{option}: '{value}' not found{where}")
+
+
+def mpi_toolchain(mpicc: str, mpiexec: str | None) -> tuple[str, str]:
+    """(mpicc, mpiexec) of a job on the MPI of ``mpicc``, checked before any build: the
+    launcher is ``mpiexec`` when given, else the one beside ``mpicc`` (mpicc.openmpi:
+    mpiexec.openmpi). PetacommError naming the option at fault."""
+    # Not resolved: wrappers such as Open MPI's opal_wrapper behave by the name they run as.
+    mpicc_path = os.path.abspath(named_program(mpicc, "--mpicc"))
+    if mpiexec is not None:
+        return mpicc_path, named_program(mpiexec, "--mpiexec")
+    name = os.path.basename(mpicc_path)
+    name = name.replace("mpicc", "mpiexec", 1) if "mpicc" in name else "mpiexec"
+    launcher = os.path.join(os.path.dirname(mpicc_path), name)
+    if not (os.path.isfile(launcher) and os.access(launcher, os.X_OK)):
+        raise PetacommError(
+            f"--mpicc: no MPI launcher beside '{mpicc}' (looked for {launcher}); pass --mpiexec"
+        )
+    return mpicc_path, launcher
+
+
+def _toolchain(args) -> tuple[str, str, str]:
+    return (*mpi_toolchain(args.mpicc, args.mpiexec), named_program(args.python, "--python"))
+
+
+PROBE_MARK = "petacomm-probe "
+
+
+def _shortened(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def mpi4py_library(python: str, modules: tuple[str, ...] = (), option: str = "--python") -> Path:
+    """The file of the MPI library ``python``'s mpi4py links, asked of ``python`` without
+    starting MPI (``modules`` must import too); PetacommError naming ``option`` when it
+    cannot import them or does not answer as a Python with mpi4py would."""
+    from petacomm.profile.builder import libmpi_of
+
+    wanted = ("mpi4py", *modules)
+    code = (
+        f"import importlib.util, {', '.join(wanted)}; "
+        f"print({PROBE_MARK!r} + importlib.util.find_spec('mpi4py.MPI').origin)"
+    )
+    try:
+        done = subprocess.run(
+            [python, "-c", code],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        raise PetacommError(
+            f"{option}: '{python}' did not answer the probe as a Python with mpi4py would "
+            "(no answer in 120 s)"
+        ) from None
+    except OSError as err:
+        raise PetacommError(f"{option}: cannot run '{python}' ({err.strerror})") from None
+    answers = [
+        ln[len(PROBE_MARK) :] for ln in done.stdout.splitlines() if ln.startswith(PROBE_MARK)
+    ]
+    if done.returncode == 0 and answers and Path(answers[-1]).is_file():
+        library = libmpi_of(Path(answers[-1]))
+        if library is None:
+            raise PetacommError(f"{option}: '{python}''s mpi4py ({answers[-1]}) links no MPI")
+        return library
+    if done.returncode != 0 and "Traceback (most recent call last)" in done.stderr:
+        last = done.stderr.strip().splitlines()[-1]
+        raise PetacommError(
+            f"{option}: '{python}' cannot import {', '.join(wanted)} ({last}; Debian: "
+            f"apt-get install {' '.join('python3-' + m for m in wanted)})"
+        )
+    printed = (done.stdout + done.stderr).strip()
+    shown = _shortened(printed) if printed else "nothing"
+    raise PetacommError(
+        f"{option}: '{python}' did not answer the probe as a Python with mpi4py would "
+        f"(exit status {done.returncode}; it printed {shown})"
+    )
 
 
 def build_for(mpicc: str, log=print, family: str = "transpose") -> Path:
@@ -172,22 +255,14 @@ def build_for(mpicc: str, log=print, family: str = "transpose") -> Path:
     return target
 
 
-def _check_same_mpi(python: str, native: Path) -> None:
+def _check_same_mpi(python: str, native: Path, theirs: Path | None = None) -> None:
+    """``python``'s mpi4py (``theirs``, probed when not given) and petacomm's build in
+    ``native`` link the same MPI library; PetacommError naming --python otherwise."""
     from petacomm.profile.builder import libmpi_of
 
-    done = subprocess.run(
-        [python, "-c", "from mpi4py import MPI; print(MPI.__file__)"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise PetacommError(
-            f"--python: {python} cannot import mpi4py (Debian: apt-get install python3-mpi4py)"
-        )
-    theirs = libmpi_of(Path(done.stdout.strip()))
+    theirs = mpi4py_library(python) if theirs is None else theirs
     ours = libmpi_of(native / "lib" / "libpetacomm.so")
-    if theirs is None or ours is None or theirs != ours:
+    if ours is None or theirs != ours:
         raise PetacommError(
             f"--python: its mpi4py links {theirs}, petacomm was built against {ours}: the race "
             "needs one MPI (pass the matching --mpicc and --python)"
