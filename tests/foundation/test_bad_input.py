@@ -445,6 +445,12 @@ CASES = [
     (["bench", "sparse-reduce", "--samples-per-rank", "-1"], ("--samples-per-rank", ">= 0")),
     (["bench", "sparse-reduce", "--total-samples", "-5"], ("--total-samples", ">= 0")),
     (["bench", "sparse-reduce", "--ranks", "0"], ("--ranks", "positive integers")),
+    (["bench", "sparse-reduce", "--ranks", ","], ("--ranks", "empty list")),
+    # an empty list was taken as the option not given (--model-only '' launched ranks)
+    (["bench", "sparse-reduce", "--strategies", ""], ("--strategies", "empty list")),
+    (["bench", "sparse-reduce", "--peers", ""], ("--peers", "empty list")),
+    (["bench", "sparse-reduce", "--model-only", ""], ("--model-only", "empty list")),
+    (["bench", "sparse-reduce", "--setup-scaling", ""], ("--setup-scaling", "empty list")),
     (["bench", "sparse-reduce", "--ranks", "two"], ("--ranks", "integers")),
     (["bench", "sparse-reduce", "--reps", "0"], ("--reps", ">= 1")),
     (["bench", "sparse-reduce", "--k", "0"], ("--k", ">= 1")),

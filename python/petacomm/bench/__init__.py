@@ -11,7 +11,9 @@ def positive_int_list(text: str, what: str) -> list[int]:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise PetacommError(f"{what}: expected comma-separated integers, got '{text}'") from None
-    if not values or min(values) < 1:
+    if not values:
+        raise PetacommError(f"{what}: empty list (expected positive integers, got '{text}')")
+    if min(values) < 1:
         raise PetacommError(f"{what}: expected positive integers, got '{text}'")
     refuse_repeats(values, what)
     return values

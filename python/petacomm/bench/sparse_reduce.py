@@ -156,7 +156,9 @@ def run(args) -> int:
     generators = _names(args.generator, GENERATORS, "--generator")
     registered = registered_strategies()
     strategies = (
-        _names(args.strategies, registered, "--strategies") if args.strategies else list(registered)
+        _names(args.strategies, registered, "--strategies")
+        if args.strategies is not None  # an empty list is refused, not taken as every one
+        else list(registered)
     )
     if args.reps < 1:
         raise PetacommError(f"--reps: must be >= 1, got {args.reps}")
@@ -199,6 +201,12 @@ def _check_before_launch(args, generators) -> None:
     from petacomm.datasets import make
     from petacomm.files import check_output_path
 
+    for option, value in (
+        ("--model-only", args.model_only),
+        ("--setup-scaling", args.setup_scaling),
+    ):
+        if value is not None:  # an empty list was taken as the option not given
+            positive_int_list(value, option)
     for name in generators:
         try:
             make(name, 1, **_generator_params(args, name))
@@ -214,7 +222,7 @@ def _check_before_launch(args, generators) -> None:
                     f"--ranks: at most {MAX_LOCAL_RANKS} ranks are launched on one machine, "
                     f"got {ranks} (--model-only predicts any count)"
                 )
-    if args.peers:
+    if args.peers is not None:
         _names(args.peers, PEER_FAMILIES, "--peers")
         if args.model_only or args.setup_scaling:
             raise PetacommError(
