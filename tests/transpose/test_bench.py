@@ -94,6 +94,16 @@ def test_bench_transpose_argument_errors(args, names):
     expect_clean_error("bench", "transpose", *args, names=names)
 
 
+def test_bench_transpose_keeps_an_existing_json_on_an_error(tmp_path):
+    """--json was checked by writing '{}' into it: an earlier result was lost to any error
+    that followed (here a --mpicc that does not exist)."""
+    old = tmp_path / "old.json"
+    old.write_text('{"an earlier result": "kept"}\n')
+    args = ["bench", "transpose", "--json", str(old), "--mpicc", "/nonexistent/mpicc"]
+    expect_clean_error(*args, names=("--mpicc", "/nonexistent/mpicc"), inputs=[old])
+    expect_clean_error("bench", "transpose", "--json", "", names=("--json", "empty file name"))
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", ("2", "3"))
 def test_bench_fftfilter_variants_verified(tmp_path, ranks):

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import write_text_atomically
+from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
@@ -78,8 +78,8 @@ def run(args) -> int:
     program = program_path("petacomm-fftfilter")
     launcher = find_mpiexec(args.mpiexec)
     launcher.check_can_run()
-    if args.json:
-        write_text_atomically(Path(args.json), "{}", "--json")  # unwritable: fail before running
+    if args.json is not None:  # before running; an existing file is kept until the end
+        check_output_path(args.json, "--json")
     results = {"schema": "petacomm-bench-fftfilter", "schema_version": SCHEMA_VERSION, "runs": []}
     for p in ranks:
         grid = _ints(args.grid, 2, "--grid") if args.grid else [1, p]
@@ -108,7 +108,7 @@ def run(args) -> int:
             entry = json.loads(out.read_text())
         results["runs"].append(entry)
         _print(entry)
-    if args.json:
+    if args.json is not None:
         write_text_atomically(Path(args.json), json.dumps(results, indent=1), "--json")
     return 0
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from petacomm.bench import positive_int_list
 from petacomm.errors import PetacommError
-from petacomm.files import write_text_atomically
+from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
@@ -312,8 +312,8 @@ def run(args) -> int:
     if args.dtype not in DTYPES:
         raise PetacommError(f"--dtype: unknown {args.dtype} (expected {', '.join(DTYPES)})")
     strategies = _strategies(args.strategies)
-    if args.json:
-        write_text_atomically(Path(args.json), "{}", "--json")  # unwritable: fail before running
+    if args.json is not None:  # before running; an existing file is kept until the end
+        check_output_path(args.json, "--json", [("--model", args.model)])
     results = {"schema": "petacomm-bench-transpose", "schema_version": SCHEMA_VERSION}
     cost = _cost(args.model)
     if args.model_only:
@@ -341,7 +341,7 @@ def run(args) -> int:
                 _print_case(run, case, args.reps)
         if args.weak:
             results["weak"] = _weak(args, mpiexec, python, native, cost)
-    if args.json:
+    if args.json is not None:
         write_text_atomically(Path(args.json), json.dumps(results, indent=1), "--json")
     return 0
 
