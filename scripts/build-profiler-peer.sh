@@ -17,21 +17,31 @@ shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 mpicc="$root/.venv/bin/mpicc"
 cache=${PETACOMM_PROF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/petacomm/profilers}
+cache_from="the cache (PETACOMM_PROF_CACHE or ~/.cache/petacomm/profilers)"
 while [ $# -gt 0 ]; do
   case $1 in
     --mpicc|--cache)
       [ $# -ge 2 ] || { echo "build-profiler-peer: $1 needs a value" >&2; exit 2; }
-      if [ "$1" = --mpicc ]; then mpicc=$2; else cache=$2; fi
+      if [ "$1" = --mpicc ]; then mpicc=$2; else cache=$2 cache_from=--cache; fi
       shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build-profiler-peer: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
 case $name in ipm|mpip) ;; *) echo "build-profiler-peer: NAME must be ipm or mpip, got '$name'" >&2; exit 2 ;; esac
-[ -e "$source" ] || { echo "build-profiler-peer: SOURCE '$source' does not exist" >&2; exit 2; }
-found=$(command -v "$mpicc") || { echo "build-profiler-peer: --mpicc '$mpicc' not found" >&2; exit 2; }
-mpicc=$found
-mpicc=$(realpath -s "$mpicc")  # the build runs in another directory
+die() { echo "build-profiler-peer: $1" >&2; exit 2; }
+[ -e "$source" ] || die "SOURCE '$source' does not exist"
+[ -n "$mpicc" ] || die "--mpicc '' is empty"
+[ ! -d "$mpicc" ] || die "--mpicc '$mpicc' is a directory, not a compiler"
+found=$(command -v -- "$mpicc") && [ -x "$found" ] && [ ! -d "$found" ] || {
+  [ -e "$mpicc" ] && die "--mpicc '$mpicc' is not executable"
+  die "--mpicc '$mpicc' not found"
+}
+mpicc=$(realpath -s "$found")  # the build runs in another directory
+# The cache must take the result: checked now, not after the whole build.
+why=$(mkdir -p -- "$cache/peers" 2>&1 && mktemp -d "$cache/peers/.probe.XXXXXX" 2>&1) ||
+  die "$cache_from '$cache' cannot be written (${why%%$'\n'*})"
+rmdir -- "$why"
 mpicxx=${mpicc%mpicc}mpicxx
 [ -x "$mpicxx" ] || mpicxx=$mpicc
 key=$(printf '%s' "$mpicc" | sha256sum | cut -c1-12)
@@ -41,7 +51,9 @@ trap 'rm -rf "$work"' EXIT
 if [ -d "$source" ]; then
   cp -a "$source" "$work/src"
 else
-  mkdir "$work/src" && tar -xf "$source" -C "$work/src" --strip-components=1
+  mkdir "$work/src"
+  tar -xf "$source" -C "$work/src" --strip-components=1 2>"$work/tar.log" ||
+    die "SOURCE '$source' is neither a directory nor a tarball tar can read ($(head -n 1 "$work/tar.log"))"
 fi
 cd "$work/src"
 log="$work/build.log"

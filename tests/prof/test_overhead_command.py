@@ -97,3 +97,45 @@ def test_build_profiler_peer_script_checks_its_arguments(argv, code, message):
     script = Path(__file__).resolve().parents[2] / "scripts" / "build-profiler-peer.sh"
     done = subprocess.run(["bash", str(script), *argv], capture_output=True, text=True)
     assert done.returncode == code and message in done.stdout + done.stderr, done
+
+
+def test_build_profiler_peer_script_checks_mpicc_source_and_cache_before_building(tmp_path):
+    """--mpicc values are echoed with the reason (an empty one, a directory and a file that
+    is not executable all said 'not found'); a SOURCE that is no tarball is named (tar's own
+    words alone came out); a cache that cannot be written is refused before the build (it
+    was noticed after configure and make)."""
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "build-profiler-peer.sh"
+    source = tmp_path / "src"
+    source.mkdir()
+    configured = tmp_path / "configured"
+    (source / "configure").write_text(f"#!/bin/sh\ntouch '{configured}'\n")
+    (source / "configure").chmod(0o755)
+    mpicc = tmp_path / "mpicc"
+    mpicc.write_text("#!/bin/sh\nexit 1\n")
+    mpicc.chmod(0o755)
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a compiler, not a tarball\n")
+    cache = ["--cache", str(tmp_path / "cache")]
+    for argv, message in (
+        (["ipm", source, "--mpicc", ""], "--mpicc '' is empty"),
+        (["ipm", source, "--mpicc", tmp_path], f"--mpicc '{tmp_path}' is a directory"),
+        (["ipm", source, "--mpicc", plain, *cache], f"--mpicc '{plain}' is not executable"),
+        (
+            ["ipm", plain, "--mpicc", mpicc, *cache],
+            f"SOURCE '{plain}' is neither a directory nor a tarball tar can read",
+        ),
+        (
+            ["ipm", source, "--mpicc", mpicc, "--cache", plain / "cache"],
+            f"--cache '{plain / 'cache'}' cannot be written",
+        ),
+    ):
+        done = subprocess.run(
+            ["bash", str(script), *map(str, argv)], capture_output=True, text=True, check=False
+        )
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, done
+        assert lines[0].startswith("build-profiler-peer: ") and message in lines[0], done
+    assert not configured.exists()  # nothing was built
