@@ -316,6 +316,69 @@ def test_peers_reference_is_numpys_sum_per_key():
     assert got.tolist() == [[1.0, -1.0], [12.0, -12.0], [33.0, -33.0]]
 
 
+def test_range_sf_zeroes_only_the_roots_its_leaves_reference(monkeypatch):
+    """petscsf-range's dense root block (key range / P x k) was zeroed whole on every
+    execute; only the roots a leaf points at are read back, so only those are zeroed (found
+    once, at setup). A stand-in for petsc4py's SF on one rank: the sums stay right, and a
+    root no leaf references keeps whatever it held."""
+    import types
+
+    import numpy as np
+
+    from petacomm.bench import sparse_reduce_peers as peers
+
+    degrees = []
+
+    class SF:
+        def create(self, comm):
+            return self
+
+        def setFromOptions(self):
+            pass
+
+        def setGraph(self, nroots, local, remote):
+            self.nroots, self.remote = nroots, np.asarray(remote)
+
+        def setUp(self):
+            pass
+
+        def computeDegree(self):
+            degrees.append(1)
+            return np.bincount(self.remote[:, 1], minlength=self.nroots)
+
+        def reduceBegin(self, unit, leaves, roots, op):
+            k = leaves.size // len(self.remote)
+            np.add.at(roots.reshape(-1, k), self.remote[:, 1], leaves.reshape(-1, k))
+
+        def bcastBegin(self, unit, roots, leaves, op):
+            k = leaves.size // len(self.remote)
+            leaves.reshape(-1, k)[...] = roots.reshape(-1, k)[self.remote[:, 1]]
+
+        def reduceEnd(self, *args):
+            pass
+
+        bcastEnd = destroy = reduceEnd
+
+    PETSc = types.SimpleNamespace(SF=SF, IntType=np.int64)
+    mpi = types.SimpleNamespace(SUM="sum", REPLACE="replace")
+    monkeypatch.setitem(sys.modules, "mpi4py", types.SimpleNamespace(MPI=mpi))
+    comm = types.SimpleNamespace(size=1, rank=0)
+    keys = np.array([1, 4, 5, 9])  # of the key range 0..11: roots 1, 4, 5 and 9 referenced
+    sf = peers.build_range_sf(PETSc, comm, keys, 12, unit=None)
+    assert degrees == [1]
+    values0 = np.arange(8.0).reshape(4, 2) + 1
+    values = values0.copy()
+    sf.execute(values)
+    assert np.array_equal(values, values0)  # one rank holds each key: its sum is its value
+    unreferenced = [0, 2, 3, 6, 7, 8, 10, 11]
+    sf._roots[unreferenced] = np.nan  # whatever they hold is never read
+    for _ in range(3):
+        values = values0.copy()
+        sf.execute(values)
+        assert np.array_equal(values, values0)  # the referenced roots were zeroed
+    assert np.isnan(sf._roots[unreferenced]).all() and degrees == [1]
+
+
 def test_contenders_that_disagree_are_left_out_of_the_ratios():
     from petacomm.bench.sparse_reduce import _summarise_peers_run
 
