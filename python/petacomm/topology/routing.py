@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from petacomm.lazy_module import LazyModule
+from petacomm.topology.csr import csr_entries
 from petacomm.topology.network import DragonflyNetwork, FatTreeNetwork, TorusNetwork
 
 # numpy is imported on first use: the registries below are read by `petacomm map --help`.
@@ -408,16 +409,25 @@ class MinimalAdaptiveRouting:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         nn, dims = network.num_nodes, np.asarray(network.dims, dtype=np.int64)
-        parts = [(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))]
         offsets, tie = network.dimension_offsets(src, dst)
-        src_coords = network.coordinates(src)
         groups = _displacement_groups(dims, offsets, tie)
-        for members, disp, dim, sign, frac in self._templates(offsets, tie, groups):
-            links, _ = _template_direct_terms(
-                dims, nn, src_coords[members], np.ones((1, members.size)), disp, dim, sign, frac
-            )
-            parts.append((np.repeat(members, frac.size), links, np.tile(frac, members.size)))
-        message, link, share = (np.concatenate(p) for p in zip(*parts, strict=True))
+        first, order, bounds = groups
+        # Every group's template once, then every (message, template entry) at once: one
+        # numpy pass over all entries, not a few per group (255 groups from one source).
+        none = np.zeros(0, np.int64)
+        empty = (np.zeros((0, dims.size), np.int64), none, none, np.zeros(0))
+        templates = [empty] + [t[1:] for t in self._templates(offsets, tie, groups)]
+        disp, dim, sign, frac = (np.concatenate(p) for p in zip(*templates, strict=True))
+        entries = np.r_[0, np.cumsum([t[3].size for t in templates[1:]])]
+        group_of = np.repeat(np.arange(first.size), np.diff(bounds))  # of order's messages
+        owner, entry = csr_entries(entries, group_of)
+        message = order[owner]
+        at = np.mod(network.coordinates(src)[message] + disp[entry], dims)
+        node = np.zeros(at.shape[0], dtype=np.int64)
+        for d in range(dims.size - 1, -1, -1):
+            node = node * dims[d] + at[:, d]
+        link = (2 * dim[entry] + sign[entry]) * nn + node
+        share = frac[entry]
         # Two states of a template may be one node (+n/2 and -n/2 on a ring): one entry each.
         key, at = np.unique(message * network.num_links + link, return_inverse=True)
         share = np.bincount(at, weights=share, minlength=key.size)
