@@ -35,7 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from petacomm.lazy_module import LazyModule
-from petacomm.topology.csr import csr_entries
 from petacomm.topology.network import DragonflyNetwork, FatTreeNetwork, TorusNetwork
 
 # numpy is imported on first use: the registries below are read by `petacomm map --help`.
@@ -406,6 +405,8 @@ class MinimalAdaptiveRouting:
         counterpart of dimension order's ``route_links`` (``contention.pair_link_matrix``
         reads the routes from node 0 to every node; routing them as unit flows filled a
         flows x links array, 2-3x slower)."""
+        from petacomm.topology.csr import csr_entries  # numpy: not at import (map --help)
+
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         nn, dims = network.num_nodes, np.asarray(network.dims, dtype=np.int64)
