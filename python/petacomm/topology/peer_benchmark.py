@@ -18,8 +18,9 @@ Every mapping is scored by the same routed evaluation (``metrics.evaluate_mappin
 hop-bytes, the most and the mean loaded link (the mean in the JSON only), and the wall-clock
 and CPU seconds its optimiser took in this process; the ratio columns divide by Scotch's.
 The CPU seconds are the figure to compare on a shared machine (every mapper runs on one
-core, except that OpenBLAS's threads may spin on the others after a dense product, which
-adds CPU seconds, not wall time). ``scotch`` and ``scotch+petacomm`` take a fraction of a
+core, except that ``scotch+petacomm`` prepares its contention stage in a second thread
+while Scotch maps, and OpenBLAS's threads may spin on the others after a dense product,
+which adds CPU seconds, not wall time). ``scotch`` and ``scotch+petacomm`` take a fraction of a
 second: each runs ``TIMED_RUNS`` times, the two alternately, and the fastest run of each is
 shown (its figures: the refinement's limit follows Scotch's time, so runs can differ),
 each pair run in turn in both orders (Scotch alone keeps its memory warm for a Scotch run

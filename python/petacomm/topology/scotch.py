@@ -54,8 +54,13 @@ GMAP_COMMANDS = ("scotch_gmap", "gmap")
 # petacomm's refinement of Scotch's mapping runs for at most this many times the seconds
 # Scotch took (scotch_mapping). The ``scotch`` candidate's fixed costs come on top: the
 # hop-bytes and link-load checks, the machine hierarchy, and with a routing model the
-# network's pair-link matrix unless this process built it already.
-REFINE_FACTOR = 0.5
+# network's pair-link matrix unless this process built it already (prepared beside Scotch).
+# 0.3 keeps a single use within 2x Scotch's time on the benchmark's three 1,024-rank graphs
+# (best of five in a fresh process: 1.64-1.93x; 1.89-2.32x at 0.5), and still beats
+# Scotch's quality strategy on hop-bytes and on the busiest link on all three (hop-bytes
+# 0.956-0.998x Scotch's default, busiest link 0.884-0.987x; 0.952-0.996x and 0.822-0.970x
+# at 0.5). Measured 2026-11-28 alternating 0.5, 0.35 and 0.3 five times.
+REFINE_FACTOR = 0.3
 
 
 class ScotchError(RuntimeError):
