@@ -231,3 +231,25 @@ def test_a_cache_that_cannot_be_written_only_costs_the_check(tmp_path, monkeypat
     calls = _count_schema_checks(monkeypatch)
     assert load(path).to_dict() == load(path).to_dict()
     assert len(calls) == 2
+
+
+def test_a_cache_that_cannot_be_looked_in_only_costs_the_check(tmp_path, monkeypatch):
+    """Path.exists raises for permissions and stale mounts (it hides only a missing
+    file): the model is then checked, not refused with a traceback."""
+    from pathlib import Path
+
+    monkeypatch.setenv("PETACOMM_MODEL_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model_from_raw(synthetic_raw()).to_dict()))
+    load(path)  # remembered
+    real_exists = Path.exists
+
+    def exists(self, *args, **kwargs):
+        if self.parent == tmp_path / "cache":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_exists(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", exists)
+    calls = _count_schema_checks(monkeypatch)
+    assert load(path).to_dict() == model_from_raw(synthetic_raw()).to_dict()
+    assert len(calls) == 1

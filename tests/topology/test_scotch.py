@@ -166,7 +166,8 @@ def test_the_scotch_candidate_builds_the_pair_link_matrix_before_its_refinement_
 def test_the_scotch_candidate_builds_the_pair_link_matrix_while_scotch_maps(monkeypatch):
     """The matrix does not depend on the placement, and Scotch's C code runs without
     Python's lock: the matrix is built beside Scotch, so a fresh process pays the longer
-    of the two, not their sum. Here Scotch waits (5 s at most) for the build to start."""
+    of the two, not their sum. Here each waits (5 s at most) for the other to have started:
+    one run after the other, in either order, fails."""
     import threading
 
     from petacomm.topology import contention
@@ -175,14 +176,16 @@ def test_the_scotch_candidate_builds_the_pair_link_matrix_while_scotch_maps(monk
     pattern = make_graph("rgg", 128, seed=2)
     routing = parse_routing("adaptive", net)
     monkeypatch.setattr(contention, "_PAIR_CACHE", {})
-    building = threading.Event()
+    building, mapping_started = threading.Event(), threading.Event()
     build, place = contention.pair_link_matrix, scotch.scotch_placement
 
     def spy_build(*args):
         building.set()
+        assert mapping_started.wait(timeout=5), "the matrix was built before Scotch mapped"
         return build(*args)
 
     def spy_place(*args, **kwargs):
+        mapping_started.set()
         assert building.wait(timeout=5), "the matrix was not being built while Scotch mapped"
         return place(*args, **kwargs)
 
@@ -205,15 +208,50 @@ def test_an_error_beside_scotch_reaches_the_caller_and_leaves_no_thread(monkeypa
     routing = parse_routing("adaptive", net)
     monkeypatch.setattr(contention, "_PAIR_CACHE", {})
     threads = threading.active_count()
+    real = {"matrix": contention.pair_link_matrix, "scotch": scotch.scotch_placement}[failing]
+    calls = []
 
-    def broken(*args, **kwargs):
-        raise scotch.ScotchError(f"{failing} broke")
+    def broken_once(*args, **kwargs):  # a second call (a rebuild after a lost error) works
+        calls.append(1)
+        if len(calls) == 1:
+            raise scotch.ScotchError(f"{failing} broke")
+        return real(*args, **kwargs)
 
     target = (
         (contention, "pair_link_matrix") if failing == "matrix" else (scotch, "scotch_placement")
     )
-    monkeypatch.setattr(*target, broken)
+    monkeypatch.setattr(*target, broken_once)
     with pytest.raises(scotch.ScotchError, match=f"{failing} broke"):
+        scotch.scotch_mapping(pattern, net, 60, routing=routing)
+    assert threading.active_count() == threads
+
+
+@needs_scotch
+def test_an_interrupt_while_scotch_maps_is_not_replaced_by_an_error_beside_it(monkeypatch):
+    """Ctrl-C during Scotch reaches the caller as KeyboardInterrupt even when the thread
+    beside it fails too (its error would turn the interrupt into a candidate's error)."""
+    import threading
+
+    from petacomm.topology import contention
+
+    net = parse_network("torus:4x4x2:t=4")
+    pattern = make_graph("rgg", 128, seed=2)
+    routing = parse_routing("adaptive", net)
+    monkeypatch.setattr(contention, "_PAIR_CACHE", {})
+    building = threading.Event()
+
+    def broken_build(*args):
+        building.set()
+        raise ValueError("matrix broke")
+
+    def interrupted(*args, **kwargs):
+        building.wait(timeout=5)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(contention, "pair_link_matrix", broken_build)
+    monkeypatch.setattr(scotch, "scotch_placement", interrupted)
+    threads = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
         scotch.scotch_mapping(pattern, net, 60, routing=routing)
     assert threading.active_count() == threads
 

@@ -5,14 +5,16 @@ import pytest
 
 from petacomm.topology import unique_keys as uk
 
+_CASES = [(0, 10), (1, 1), (5, 3), (1000, 50), (1000, 1 << 13), (300, 1 << 40), (200_000, 1 << 20)]
+
 
 @pytest.mark.parametrize(
-    "size, key_range",
-    [(0, 10), (1, 1), (5, 3), (1000, 50), (1000, 1 << 13), (300, 1 << 40), (200_000, 1 << 20)],
+    "size, key_range, dtype",
+    [(n, r, t) for n, r in _CASES for t in (np.int64, np.int32) if r <= np.iinfo(t).max],
 )
-def test_unique_keys_are_numpys(size, key_range):
+def test_unique_keys_are_numpys(size, key_range, dtype):
     rng = np.random.default_rng(size)
-    key = rng.integers(0, key_range, size, dtype=np.int64)
+    key = rng.integers(0, key_range, size, dtype=dtype)
     distinct, index = uk.unique_keys(key, key_range)
     want_distinct, want_index = np.unique(key, return_inverse=True)
     assert distinct.dtype == key.dtype

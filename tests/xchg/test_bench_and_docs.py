@@ -416,6 +416,11 @@ def test_bench_peers_skip_note_without_the_default_toolchain(tmp_path):
     named = peers + ["--python", "/nonexistent/python3"]
     done = subprocess.run(named, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 2 and "--python: '/nonexistent/python3' not found" in done.stderr
+    # A --mpiexec named is checked too, skip or not (it was ignored here: exit status 0).
+    # (Not named mpiexec: the tests' guard would take the command for an MPI launch.)
+    named = peers + ["--mpiexec", "/nonexistent/launcher"]
+    done = subprocess.run(named, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 2 and "--mpiexec: '/nonexistent/launcher' not found" in done.stderr
     bad = _petacomm("bench", "sparse-reduce", "--peers", "slepc")
     assert bad.returncode == 2 and "--peers: unknown slepc" in bad.stderr
 

@@ -221,7 +221,8 @@ class MachineModel:
     def from_dict(
         cls, data: dict, origin: str = "machine model", text: str | None = None
     ) -> MachineModel:
-        """The model of a parsed model file (``text``: its content, see :func:`validate`)."""
+        """The model of a parsed model file (``text``: the content ``data`` was parsed from,
+        and only that: content remembered as valid skips the schema, see :func:`validate`)."""
         validate(data, origin, text)
         operations = {}
         for name, entry in data["operations"].items():
@@ -277,7 +278,7 @@ def validate(data: object, origin: str = "machine model", text: str | None = Non
             f"version {SCHEMA_VERSION}; re-run 'petacomm netbench' to make a new model)"
         )
     marker = _validated_marker(text) if text is not None else None
-    if marker is None or not marker.exists():
+    if marker is None or not _remembered_valid(marker):
         import jsonschema
 
         errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data), key=str)
@@ -301,6 +302,13 @@ def _validated_marker(text: str) -> Path:
 
     digest = hashlib.sha256(f"{_schema_text()}\0{text}".encode()).hexdigest()
     return cache_directory("validated-models", "PETACOMM_MODEL_CACHE") / digest
+
+
+def _remembered_valid(marker: Path) -> bool:
+    try:
+        return marker.exists()
+    except OSError:  # a cache that cannot be looked in (permissions, a stale mount)
+        return False
 
 
 def _remember_valid(marker: Path) -> None:

@@ -135,11 +135,13 @@ def pair_link_matrix(network, routing) -> PairLinks | None:
     """:class:`PairLinks` for the network and routing model (cached: the candidates of one
     search share it); None when the network is too large for it."""
     key = _cache_key(network, routing)
-    if key not in _PAIR_CACHE:
-        if len(_PAIR_CACHE) >= 4:
-            _PAIR_CACHE.clear()
-        _PAIR_CACHE[key] = _build_pair_links(network, routing)
-    return _PAIR_CACHE[key]
+    if key in _PAIR_CACHE:
+        return _PAIR_CACHE[key]
+    built = _build_pair_links(network, routing)
+    if len(_PAIR_CACHE) >= 4:
+        _PAIR_CACHE.clear()
+    _PAIR_CACHE[key] = built
+    return built  # not read back: another thread may have emptied the cache meanwhile
 
 
 def cached_pair_links(network, routing) -> PairLinks | None:

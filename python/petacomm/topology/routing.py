@@ -419,7 +419,7 @@ class MinimalAdaptiveRouting:
         empty = (np.zeros((0, dims.size), np.int64), none, none, np.zeros(0))
         templates = [empty] + [t[1:] for t in self._templates(offsets, tie, groups)]
         disp, dim, sign, frac = (np.concatenate(p) for p in zip(*templates, strict=True))
-        entries = np.r_[0, np.cumsum([t[3].size for t in templates[1:]])]
+        entries = np.r_[0, np.cumsum([t[3].size for t in templates[1:]], dtype=np.int64)]
         group_of = np.repeat(np.arange(first.size), np.diff(bounds))  # of order's messages
         owner, entry = csr_entries(entries, group_of)
         message = order[owner]

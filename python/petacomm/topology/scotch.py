@@ -304,8 +304,11 @@ class _Beside:
         except BaseException as err:  # handed to the caller by result()
             self._error = err
 
-    def result(self):
+    def join(self) -> None:
         self._thread.join()
+
+    def result(self):
+        self.join()
         if self._error is not None:
             raise self._error
         return self._value
@@ -435,11 +438,17 @@ def scotch_mapping(
     beside = None
     if routing is not None:
         beside = _Beside(prepare_contention, pattern, network, routing, graph)
+    # While it runs, this thread touches none of the caches it fills (pair-link matrices,
+    # routing templates): Scotch only.
     try:
         node = scotch_placement(graph, network, seed, prepared_graph)
-        scotch_seconds = time.perf_counter() - start  # the limit's unit: Scotch's own time
-    finally:
-        fixed = beside.result() if beside is not None else None
+        # The limit's unit: Scotch's time, its graph's preparation included.
+        scotch_seconds = time.perf_counter() - start
+    except BaseException:
+        if beside is not None:
+            beside.join()  # its own error, if any, must not replace this one (Ctrl-C)
+        raise
+    fixed = beside.result() if beside is not None else None
     scotch_node = node
     if fixed is not None:
         scotch_hop_bytes = fixed.hop_bytes(node)

@@ -17,12 +17,13 @@ _MAX_RANGE = 1 << 26
 
 def unique_keys(key: np.ndarray, key_range: int) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct keys, index of each key among them) of integer keys in
-    ``0..key_range - 1``: the same arrays as ``np.unique(key, return_inverse=True)``."""
+    ``0..key_range - 1`` (never negative: counting would wrap them): the same arrays as
+    ``np.unique(key, return_inverse=True)``."""
     key = np.asarray(key)
     if key_range > min(_MAX_RANGE, _ENTRIES_PER_KEY * key.size + _FLOOR):
         return np.unique(key, return_inverse=True)
     present = np.zeros(key_range, dtype=bool)
     present[key] = True
     distinct = np.flatnonzero(present)
-    position = np.cumsum(present, dtype=np.int64) - 1
+    position = np.cumsum(present, dtype=np.int32) - 1  # key_range < 2**31: half the bytes
     return distinct.astype(key.dtype, copy=False), position[key]
