@@ -433,6 +433,9 @@ CASES = [
     # ---- bench sparse-reduce: refused before any rank starts ----------------------------------
     (["bench", "sparse-reduce", "--nside", "0"], ("--nside", "must be > 0")),
     (["bench", "sparse-reduce", "--json", ""], ("--json", "empty file name")),  # was ignored
+    # peers' options without --peers: refused (a run without peers ignored them)
+    ([*SPARSE, "--python", "/usr/bin/python3"], ("--python", "only used with --peers")),
+    ([*SPARSE, "--mpicc", "mpicc"], ("--mpicc", "only used with --peers")),
     # a comma list naming a value twice ran it twice
     (["bench", "sparse-reduce", "--ranks", "2,4,2"], ("--ranks", "2 is listed twice")),
     (["bench", "sparse-reduce", "--model", "not_json.json"], ("--model",)),  # was unnamed

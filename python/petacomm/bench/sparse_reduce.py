@@ -228,6 +228,10 @@ def _check_before_launch(args, generators) -> None:
             raise PetacommError(
                 "--peers: runs measured executions; not with --model-only or --setup-scaling"
             )
+    else:
+        for option, value in (("--python", args.python), ("--mpicc", args.mpicc)):
+            if value is not None:  # a run without peers would ignore it
+                raise PetacommError(f"{option}: only used with --peers")
     if args.json is not None:
         check_output_path(args.json, "--json", [("--model", args.model)])
     if args.model is not None:  # read by every rank: a bad file named before any starts
