@@ -62,7 +62,7 @@ if [ "$name" = ipm ]; then
   [ -x configure ] || ./bootstrap.sh >"$log" 2>&1 || fail "IPM bootstrap (autoreconf)"
   # The Fortran interface library is not needed (and cannot be built where the MPI has no
   # Fortran bindings): only libipm, which wraps the C API.
-  ./configure MPICC="$mpicc" MPIFC=gfortran CC=gcc CFLAGS="-O2 -fPIC" >>"$log" 2>&1 ||
+  ./configure MPICC="$mpicc" MPIFC=gfortran CC=gcc CFLAGS="-O3 -fPIC" >>"$log" 2>&1 ||
     fail "IPM configure"
   # libtool does not know how an MPI wrapper passes linker options: tell it (-Wl,).
   sed -i 's/^wl=""$/wl="-Wl,"/' libtool
@@ -81,7 +81,7 @@ else
     fi
   done
   ./configure --with-cc="$mpicc" --with-cxx="$mpicxx" --with-f77="${mpifort:-gfortran}" \
-    CFLAGS="-O2 -fPIC" >"$log" 2>&1 || fail "mpiP configure"
+    CFLAGS="-O3 -fPIC" >"$log" 2>&1 || fail "mpiP configure"
   fortran_vars=fortran_vars.o
   if [ -z "$mpifort" ]; then
     # An MPI without Fortran bindings (no Fortran wrapper, as the PyPI Open MPI): the helper
