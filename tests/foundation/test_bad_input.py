@@ -95,6 +95,7 @@ FILES = {
 PROGRAMS = {
     "fakecc": "#!/bin/sh\necho cc\n",  # no MPI launcher beside it
     "fakepy": "#!/bin/sh\necho garbage\n",  # not a Python
+    "floodpy": "#!/bin/sh\nexec yes\n",  # prints without end, whatever it is asked
 }
 
 
@@ -487,6 +488,8 @@ CASES = [
         [*SPARSE, "--python", "./fakepy", *PEERS],
         ("--python", "did not answer the probe", "'garbage'"),
     ),
+    # was: read into memory for 120 s (several GiB)
+    ([*SPARSE, "--python", "./floodpy", *PEERS], ("--python", "printed more than 1 MiB")),
     # was: --mpiexec: 'fakecc' not found or not executable (no --mpiexec was given)
     ([*SPARSE, "--mpicc", "./fakecc", *PEERS], ("--mpicc", "no MPI launcher beside './fakecc'")),
     ([*SPARSE, "--mpicc", "fakecc", *PEERS], ("--mpicc", "not found on PATH", "./fakecc")),

@@ -150,3 +150,22 @@ def test_fftfilter_app_refuses_bad_flags():
     assert bad.returncode == 2 and "--variant" in bad.stdout + bad.stderr
     helped = mpirun(1, [app, "--help"])
     assert "--shape NS,NCHI,NPHI" in helped.stdout
+
+
+def test_a_probe_is_run_to_its_end_within_its_limits():
+    """What mpi4py_library asks a --python: its exit status and both outputs; a program
+    that runs too long is killed at the timeout, one that prints without end at 1 MiB."""
+    import sys
+    import time
+
+    from petacomm.bench import transpose
+
+    code = "import sys; print('out'); sys.stderr.write('err'); sys.exit(3)"
+    done = transpose._probe([sys.executable, "-c", code], timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err")
+    start = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        transpose._probe([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
+    assert time.monotonic() - start < 10
+    flood = "import sys\nwhile True: sys.stdout.write('y' * 4096)"
+    assert transpose._probe([sys.executable, "-c", flood], timeout=60) is None

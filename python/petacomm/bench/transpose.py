@@ -173,6 +173,48 @@ def _shortened(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
+# What a probe may print: a program that prints without end (--python /usr/bin/yes) is
+# stopped there, not read into memory until its timeout.
+_PROBE_OUTPUT_LIMIT = 1 << 20
+
+
+def _probe(argv: list[str], timeout: float) -> subprocess.CompletedProcess | None:
+    """``argv`` run to its end like ``subprocess.run(capture_output=True, text=True)``,
+    or None (the program killed) once its output passes ``_PROBE_OUTPUT_LIMIT`` bytes.
+    Raises subprocess.TimeoutExpired after ``timeout`` seconds (the program killed)."""
+    import selectors
+
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    streams = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as reading:
+        for stream in streams:
+            reading.register(stream, selectors.EVENT_READ)
+        try:
+            while reading.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(argv, timeout)
+                for key, _ in reading.select(left):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        reading.unregister(key.fileobj)
+                    streams[key.fileobj] += chunk
+                if sum(map(len, streams.values())) > _PROBE_OUTPUT_LIMIT:
+                    return None
+            returncode = proc.wait(max(0.0, deadline - time.monotonic()))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for stream in streams:
+                stream.close()
+    out, err = (streams[s].decode(errors="replace") for s in (proc.stdout, proc.stderr))
+    return subprocess.CompletedProcess(argv, returncode, out, err)
+
+
 def mpi4py_library(python: str, modules: tuple[str, ...] = (), option: str = "--python") -> Path:
     """The file of the MPI library ``python``'s mpi4py links, asked of ``python`` without
     starting MPI (``modules`` must import too); PetacommError naming ``option`` when it
@@ -185,15 +227,7 @@ def mpi4py_library(python: str, modules: tuple[str, ...] = (), option: str = "--
         f"print({PROBE_MARK!r} + importlib.util.find_spec('mpi4py.MPI').origin)"
     )
     try:
-        done = subprocess.run(
-            [python, "-c", code],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-            timeout=120,
-        )
+        done = _probe([python, "-c", code], timeout=120)
     except subprocess.TimeoutExpired:
         raise PetacommError(
             f"{option}: '{python}' did not answer the probe as a Python with mpi4py would "
@@ -201,6 +235,11 @@ def mpi4py_library(python: str, modules: tuple[str, ...] = (), option: str = "--
         ) from None
     except OSError as err:
         raise PetacommError(f"{option}: cannot run '{python}' ({err.strerror})") from None
+    if done is None:
+        raise PetacommError(
+            f"{option}: '{python}' did not answer the probe as a Python with mpi4py would "
+            f"(it printed more than {_PROBE_OUTPUT_LIMIT >> 20} MiB)"
+        )
     answers = [
         ln[len(PROBE_MARK) :] for ln in done.stdout.splitlines() if ln.startswith(PROBE_MARK)
     ]
