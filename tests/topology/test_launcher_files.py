@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mpi_harness import mpi_test_env
+from petacomm.errors import PetacommError
 from petacomm.launch import find_mpiexec
 from petacomm.topology.launcher_files import (
     FORMATS,
@@ -124,8 +125,9 @@ def test_writes_are_atomic(tmp_path, torus_case):
         assert target.read_text() == format_mapping(m, net, fmt)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["map.csv"]  # no temp files left
 
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(PetacommError, match="directory '.*missing' does not exist"):
         write_atomically(tmp_path / "missing" / "f", "x")
+    assert not (tmp_path / "missing").exists()
     # A failure while writing leaves the old file intact and no temporary behind.
     before = target.read_text()
     with pytest.raises(TypeError):

@@ -23,7 +23,6 @@ Host names come from a list (node id i -> hosts[i]) or a template such as ``nid{
 from __future__ import annotations
 
 import string
-from pathlib import Path
 
 import numpy as np
 
@@ -36,13 +35,9 @@ CSV_VERSION = 1
 
 
 def write_atomically(path, text: str, inputs=()) -> None:
-    """Write a launcher file atomically; its directory must exist (a typo in a path should
-    not silently create directories next to a job script). ``inputs`` ((option, path)
-    pairs) are never overwritten."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ValueError(f"output {path}: directory {directory} does not exist")
+    """Write a launcher file atomically; its directory must exist (``files`` refuses one that
+    does not: a typo in a path should not silently create directories next to a job
+    script). ``inputs`` ((option, path) pairs) are never overwritten."""
     write_text_atomically(path, text, "--output", inputs)
 
 
