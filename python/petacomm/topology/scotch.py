@@ -287,6 +287,16 @@ def scotch_placement(
     return _empty_overfull_nodes(parttab.astype(np.int64), g, network)
 
 
+def _busiest_link(pattern, network, routing, node) -> float:
+    """Bytes on the most loaded link with the ranks on ``node``, as the candidates'
+    evaluation routes them (``metrics.evaluate_mapping``)."""
+    from petacomm.topology.metrics import evaluate_mapping
+    from petacomm.topology.multilevel import cores_in_rank_order
+
+    placed = Mapping("placed", node, cores_in_rank_order(node))
+    return evaluate_mapping(network, routing, pattern, placed).max_link_bytes
+
+
 class _Beside:
     """``function(*args)`` run in a thread of its own; :meth:`result` waits for it and
     returns its value or raises its exception."""
@@ -419,11 +429,16 @@ def scotch_mapping(
     (``contention.pair_link_matrix``), unless this process built it already. It is built in
     a thread beside Scotch, and not against the limit: built inside it, the 0.1-0.2 s it
     took on torus 4x8x8 used up the contention stage's 15-35 ms and a single ``petacomm
-    map --candidates scotch`` returned Scotch's own mapping. ``None`` lets the
+    map --candidates scotch`` returned Scotch's own mapping. Only a matrix that builds
+    quickly (``contention.builds_quickly``) is built: routing unit flows for every node
+    pair (adaptive routing on a mesh, ECMP, a dragonfly) made the candidate take 2.6-7.9 s
+    against Scotch's 0.05-0.07 s on 256 nodes. Without it there is no contention stage,
+    and the busiest link is compared by routing Scotch's placement and the refined one
+    (a few ms). ``None`` lets the
     refinement run until it converges or ``time_budget`` (which counts Scotch's time and the
     matrix's too) is spent. ``stop_reason``: ``converged``, ``time budget`` or ``refinement
     limit``."""
-    from petacomm.topology.contention import contention_stage, prepare_contention
+    from petacomm.topology.contention import builds_quickly, contention_stage, prepare_contention
     from petacomm.topology.mapping_search import communication_graph, hop_bytes
     from petacomm.topology.multilevel import cores_in_rank_order, refine_placement
 
@@ -435,8 +450,9 @@ def scotch_mapping(
     # Scotch's graph is made first: made while that thread runs, both wait for Python's
     # lock in turn (30-45 ms against 20 on cmb).
     prepared_graph = scotch_graph(graph)
+    contended = routing is not None and builds_quickly(network, routing)
     beside = None
-    if routing is not None:
+    if contended:
         beside = _Beside(prepare_contention, pattern, network, routing, graph)
     # While it runs, this thread touches none of the caches it fills (pair-link matrices,
     # routing templates): Scotch only.
@@ -459,12 +475,12 @@ def scotch_mapping(
     if limited:
         left = refine_factor * scotch_seconds
     refine_start = time.perf_counter()
-    share = left * (0.5 if routing is not None else 1.0) if limited else left * 0.6
+    share = left * (0.5 if contended else 1.0) if limited else left * 0.6
     node, stats = refine_placement(
         prepared_graph[0], network, node, share, resplit=not limited, clean=True
     )
     reason = stats.stop_reason
-    if routing is not None:
+    if contended:
         rest = max(0.0, left - (time.perf_counter() - refine_start))
         node, reason2, after = contention_stage(
             pattern,
@@ -485,6 +501,15 @@ def scotch_mapping(
                 after = fixed.link_loads(node).max(initial=0.0)
             if after > before * (1 + 1e-12):
                 node = scotch_node
+    # No pair-link matrix: the two placements are routed, as their evaluation is.
+    if (
+        routing is not None
+        and fixed is None
+        and not np.array_equal(node, scotch_node)
+        and _busiest_link(pattern, network, routing, node)
+        > _busiest_link(pattern, network, routing, scotch_node) * (1 + 1e-12)
+    ):
+        node = scotch_node
     if limited and reason == "time budget":
         reason = "refinement limit"
     name = "scotch" + (" (budget hit)" if reason == "time budget" else "")
