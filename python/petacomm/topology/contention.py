@@ -366,8 +366,11 @@ def link_loads(pattern, network, routing, node, pairs: PairLinks | None = None):
     pairs = pair_link_matrix(network, routing) if pairs is None else pairs
     if pairs is None:
         return None
-    src, dst, nbytes = directed_messages(pattern)
-    node = np.asarray(node)
+    return _placed_loads(pairs, *directed_messages(pattern), np.asarray(node))
+
+
+def _placed_loads(pairs: PairLinks, src, dst, nbytes, node) -> np.ndarray:
+    """Bytes on every link of the messages (src, dst, nbytes) with the ranks on ``node``."""
     node_src, node_dst = node[src], node[dst]
     inter = node_src != node_dst
     return pairs.loads(pairs.rows(node_src[inter], node_dst[inter]), nbytes[inter])[0]
@@ -424,12 +427,12 @@ def refine_contention(
         stats.stop_reason = "time budget"
         return node, stats
     nn, cores = network.num_nodes, network.cores_per_node
-    if prepared is None:
-        prepared = prepare_contention(pattern, network, routing, graph, pairs)
-    if prepared is None:
+    fixed = prepared
+    if fixed is None:
+        fixed = prepare_contention(pattern, network, routing, graph, pairs)
+    if fixed is None:
         stats.stop_reason = "network too large for exact link loads"
         return node, stats
-    fixed = prepared
     src, dst, nbytes, pairs = fixed.src, fixed.dst, fixed.nbytes, fixed.pairs
     rank_start, incident, near = fixed.rank_start, fixed.incident, fixed.near
     if src.size == 0:  # no link carries anything
@@ -520,10 +523,7 @@ class _Messages:
 
     def link_loads(self, node) -> np.ndarray:
         """Bytes on every link with the ranks on ``node`` (:func:`link_loads`)."""
-        node_src, node_dst = node[self.src], node[self.dst]
-        inter = node_src != node_dst
-        rows = self.pairs.rows(node_src[inter], node_dst[inter])
-        return self.pairs.loads(rows, self.nbytes[inter])[0]
+        return _placed_loads(self.pairs, self.src, self.dst, self.nbytes, node)
 
     def hop_bytes(self, node) -> float:
         """Hop-bytes of the bytes graph with the ranks on ``node``, as the refinement
