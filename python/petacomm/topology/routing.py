@@ -423,15 +423,11 @@ class MinimalAdaptiveRouting:
         group_of = np.repeat(np.arange(first.size), np.diff(bounds))  # of order's messages
         owner, entry = csr_entries(entries, group_of)
         message = order[owner]
-        at = np.mod(network.coordinates(src)[message] + disp[entry], dims)
-        node = np.zeros(at.shape[0], dtype=np.int64)
-        for d in range(dims.size - 1, -1, -1):
-            node = node * dims[d] + at[:, d]
-        link = (2 * dim[entry] + sign[entry]) * nn + node
-        share = frac[entry]
+        tail = network.node_ids(np.mod(network.coordinates(src)[message] + disp[entry], dims))
+        link = (2 * dim[entry] + sign[entry]) * nn + tail
         # Two states of a template may be one node (+n/2 and -n/2 on a ring): one entry each.
-        key, at = np.unique(message * network.num_links + link, return_inverse=True)
-        share = np.bincount(at, weights=share, minlength=key.size)
+        key, where = np.unique(message * network.num_links + link, return_inverse=True)
+        share = np.bincount(where, weights=frac[entry], minlength=key.size)
         keep = np.abs(share) > 1e-12
         message, link = np.divmod(key[keep], network.num_links)
         return message, link, share[keep]
