@@ -298,9 +298,9 @@ def _peer_toolchain(args) -> dict:
     if args.python is not None:
         python = named_program(args.python, "--python")
         library = mpi4py_library(python, PEER_MODULES)
-    if args.mpiexec is not None:  # named: an error even when the peers are then skipped
-        named_program(args.mpiexec, "--mpiexec")
     if args.mpicc is None and not shutil.which(PEER_MPICC):
+        if args.mpiexec is not None:  # named: an error even when the peers are skipped
+            named_program(args.mpiexec, "--mpiexec")
         return {
             "skipped": f"{PEER_MPICC} not found (the peers need the MPI that petsc4py uses; "
             "Debian: apt-get install libopenmpi-dev python3-petsc4py, or pass --mpicc)"
