@@ -153,17 +153,13 @@ def _report(args) -> int:
         comparison = compare.compare(first, second)
         sys.stdout.write(terminal.comparison_report(comparison))
         if args.html:
-            _write_atomically(Path(args.html), html.comparison_page(comparison), inputs)
+            write_text_atomically(Path(args.html), html.comparison_page(comparison), "-o", inputs)
             print(f"HTML report: {Path(args.html).resolve()}")
         return 0
     sys.stdout.write(
         terminal.report(first, all_calls=args.all, callsite_threshold=args.callsite_threshold)
     )
     if args.html:
-        _write_atomically(Path(args.html), html.page(first, model=model), inputs)
+        write_text_atomically(Path(args.html), html.page(first, model=model), "-o", inputs)
         print(f"HTML report: {Path(args.html).resolve()}")
     return 0
-
-
-def _write_atomically(path: Path, text: str, inputs) -> None:
-    write_text_atomically(path, text, "-o", inputs)

@@ -27,13 +27,13 @@ from petacomm.topology.arguments import (
     positive_int,
     user_error,
 )
+from petacomm.topology.peer_benchmark import DEFAULT_GRAPHS
 
 DEFAULT_NETWORK = "torus:32x32x32"
 DEFAULT_CORES = 4
 DEFAULT_PATTERN = "grid3d 64x64x32 periodic box 1MiB"
 DEFAULT_MAPPING = "block"  # fill node by node: TXYZ on a 3-D torus
 JSON_SCHEMA = "petacomm.bench-map/1"
-DEFAULT_GRAPHS = "rgg,delaunay,cmb"
 # (option, its default): what --peers does not use.
 PEERS_IGNORE = (
     ("--link-bandwidth", None),
