@@ -88,6 +88,15 @@ def _refusing_launchers(tmp_path_factory) -> Path:
     return directory
 
 
+@pytest.fixture(scope="session")
+def smpi_build(tmp_path_factory) -> Path:
+    """A SimGrid SMPI build of libpetacomm with petacomm-netbench and
+    petacomm-xchg-setup-bench, shared by the tests that run them (tests/smpi_build.py)."""
+    from smpi_build import smpi_build_tree
+
+    return smpi_build_tree(tmp_path_factory.mktemp("smpi-build"))
+
+
 @pytest.fixture(autouse=True)
 def _mpi_marker_enforced(request, monkeypatch, _refusing_launchers):
     global _unmarked_test

@@ -1,9 +1,10 @@
 """The native part builds against any MPI with one setting, and refuses clearly without one.
 
-These configure the real CMake project into temporary build trees (core + netbench only,
-to keep them quick) and run the results: SimGrid SMPI (smpicxx/smpirun) on a simulated
-2x2x2 torus. (The build against Debian's Open MPI through PETACOMM_MPICC, with the Fortran
-module, is installed and used by test_packaging.py.)
+These configure the real CMake project into temporary build trees (core only, to keep them
+quick) and run the results: SimGrid SMPI (smpicxx/smpirun) on a simulated 2x2x2 torus, with
+the SMPI tree the session shares (tests/smpi_build.py). (The build against Debian's Open
+MPI through PETACOMM_MPICC, with the Fortran module, is installed and used by
+test_packaging.py.)
 """
 
 import json
@@ -15,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from cli_harness import run_cli
-from prerequisites import require_program
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def cmake() -> str:
     return found
 
 
-def configure(build: Path, *defines: str, env=None) -> subprocess.CompletedProcess:
+def configure(build: Path, *defines: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [
             cmake(),
@@ -39,17 +39,9 @@ def configure(build: Path, *defines: str, env=None) -> subprocess.CompletedProce
         ],
         capture_output=True,
         text=True,
-        env=env,
         check=False,
         timeout=300,
     )
-
-
-def build(build_dir: Path) -> None:
-    done = subprocess.run(
-        [cmake(), "--build", str(build_dir), "-j2"], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def run_netbench(launch: list[str], build_dir: Path, sizes: str, tmp_path: Path, env) -> dict:
@@ -95,26 +87,14 @@ PLATFORM = """<?xml version='1.0'?>
 """
 
 
-@pytest.fixture(scope="module")
-def smpi_tree(tmp_path_factory) -> Path:
-    """core + netbench built with SimGrid's smpicc/smpicxx (one build for this module)."""
-    require_program("smpicxx", "SimGrid SMPI: apt-get install libsimgrid-dev")
-    out = tmp_path_factory.mktemp("smpi") / "b"
-    env = dict(os.environ, CC="smpicc", CXX="smpicxx")
-    done = configure(out, "-DPETACOMM_SMPI=ON", env=env)
-    assert done.returncode == 0, done.stderr
-    build(out)
-    return out
-
-
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_simgrid_smpi(tmp_path, smpi_tree):
+def test_simgrid_smpi(tmp_path, smpi_build):
     (tmp_path / "platform.xml").write_text(PLATFORM)
     (tmp_path / "hosts").write_text("".join(f"node-{i}\n" for i in range(8)))
     hosts = tmp_path / "hosts"
     launch = ["smpirun", "-np", "4", "-platform", str(tmp_path / "platform.xml")]
-    data = run_netbench([*launch, "-hostfile", str(hosts)], smpi_tree, "8:64K", tmp_path, None)
+    data = run_netbench([*launch, "-hostfile", str(hosts)], smpi_build, "8:64K", tmp_path, None)
     # Four simulated hosts: rank 0's partner lives on another node.
     assert [s["op"] for s in data["series"]][0] == "pingpong.inter"
     assert len(data["hosts"]) == 4
@@ -190,8 +170,8 @@ def _table_row(text: str, name: str) -> list[str]:
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_netbench_recovers_the_simulated_link(tmp_path, smpi_tree):
-    raw = _smpi_netbench(tmp_path, smpi_tree, TWO_HOSTS, 2, "pingpong")
+def test_netbench_recovers_the_simulated_link(tmp_path, smpi_build):
+    raw = _smpi_netbench(tmp_path, smpi_build, TWO_HOSTS, 2, "pingpong")
     model_file = tmp_path / "model.json"
     done = run_cli("netbench", "--raw", raw, "-o", model_file)
     assert done.returncode == 0, done.describe()
@@ -212,8 +192,8 @@ def test_netbench_recovers_the_simulated_link(tmp_path, smpi_tree):
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_netbench_collectives_recover_the_simulated_bandwidth(tmp_path, smpi_tree):
-    raw = _smpi_netbench(tmp_path, smpi_tree, STAR, 4, "pingpong,allgather,alltoall,bcast")
+def test_netbench_collectives_recover_the_simulated_bandwidth(tmp_path, smpi_build):
+    raw = _smpi_netbench(tmp_path, smpi_build, STAR, 4, "pingpong,allgather,alltoall,bcast")
     model_file = tmp_path / "model.json"
     done = run_cli("netbench", "--raw", raw, "-o", model_file, "--json")
     assert done.returncode == 0, done.describe()

@@ -524,37 +524,9 @@ def test_bench_smpi_needs_an_smpi_build(tmp_path):
     assert done.returncode != 0 and "no SMPI build of libpetacomm" in done.stderr
 
 
-@pytest.fixture(scope="module")
-def smpi_build(tmp_path_factory) -> str:
-    """An SMPI build tree of libpetacomm: PETACOMM_SMPI_BUILD, else built here (~10 s)."""
-    build = os.environ.get("PETACOMM_SMPI_BUILD")
-    if build and (Path(build) / "lib" / "libpetacomm.so").exists():
-        return build
-    require_program("smpicxx", "SimGrid SMPI: apt-get install libsimgrid-dev")
-    tree = tmp_path_factory.mktemp("smpi-xchg")
-    cmake = shutil.which("cmake") or str(Path(sys.executable).parent / "cmake")
-    env = dict(os.environ, CC="smpicc", CXX="smpicxx")
-    for argv in (
-        [
-            cmake,
-            "-S",
-            str(ROOT),
-            "-B",
-            str(tree),
-            "-DPETACOMM_SMPI=ON",
-            "-DPETACOMM_FAMILIES=xchg",
-            "-DPETACOMM_BUILD_TESTS=OFF",
-        ],
-        [cmake, "--build", str(tree), "-j2"],
-    ):
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return str(tree)
-
-
 @pytest.mark.mpi
 def test_bench_smpi_setup_scaling(tmp_path, smpi_build):
-    build = smpi_build
+    build = str(smpi_build)
     out = tmp_path / "smpi.json"
     done = _petacomm(
         "bench",
