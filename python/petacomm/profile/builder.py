@@ -242,6 +242,43 @@ def _tool(name: str) -> str | None:
     return str(beside) if os.access(beside, os.X_OK) else shutil.which(name)
 
 
+def _cache_key(mpicc_path: Path, source: Path, defines: tuple[str, ...]) -> tuple[str, str]:
+    """(name from the MPI's directory, hash of the MPI, the sources and the defines)."""
+    fingerprint = f"{mpicc_path}|{_source_hash(source)}|{'|'.join(defines)}"
+    key = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(mpicc_path.parent).strip("/")) or "mpi", key
+
+
+def _configure_command(cmake, mpicc_path: Path, source: Path, build_dir: Path, defines):
+    configure = [
+        cmake,
+        "-S",
+        str(source),
+        "-B",
+        str(build_dir),
+        f"-DPETACOMM_MPICC={mpicc_path}",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DPython3_EXECUTABLE={sys.executable}",
+        *defines,
+    ]
+    ninja = _tool("ninja")
+    if ninja:
+        configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
+    return configure
+
+
+def _build_command(cmake, build_dir: Path, targets, jobs):
+    build = [cmake, "--build", str(build_dir), "-j", str(jobs or os.cpu_count() or 1)]
+    return build + ["--target", *targets] if targets else build
+
+
+def _run_build_step(step: list[str], mpicc_path: Path, verbose: bool) -> None:
+    done = subprocess.run(step, capture_output=not verbose, text=True, check=False)
+    if done.returncode != 0:
+        tail = "\n".join(((done.stdout or "") + (done.stderr or "")).splitlines()[-25:])
+        raise PetacommError(f"building for {mpicc_path} failed ({' '.join(step[:2])} ...):\n{tail}")
+
+
 def cached_cmake_build(
     mpicc: str,
     source: Path,
@@ -273,9 +310,7 @@ def cached_cmake_build(
         raise PetacommError(
             "cmake not found: install it (pip install cmake) to build for another MPI"
         )
-    fingerprint = f"{mpicc_path}|{_source_hash(source)}|{'|'.join(defines)}"
-    key = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(mpicc_path.parent).strip("/")) or "mpi"
+    name, key = _cache_key(mpicc_path, source, defines)
     target = cache / f"{name}-{key}"
     record = target / record_name
     if record.exists():
@@ -283,33 +318,17 @@ def cached_cmake_build(
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     build_dir = work / "build"
-    ninja = _tool("ninja")
-    configure = [
-        cmake,
-        "-S",
-        str(source),
-        "-B",
-        str(build_dir),
-        f"-DPETACOMM_MPICC={mpicc_path}",
-        "-DCMAKE_BUILD_TYPE=Release",
-        f"-DPython3_EXECUTABLE={sys.executable}",
-        *defines,
-    ]
-    if ninja:
-        configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
-    build = [cmake, "--build", str(build_dir), "-j", str(jobs or os.cpu_count() or 1)]
-    if targets:
-        build += ["--target", *targets]
-    steps = [configure, build]
     log(f"building {source.name} for {mpicc_path} in {target} ...")
+    steps = [
+        _configure_command(cmake, mpicc_path, source, build_dir, defines),
+        _build_command(cmake, build_dir, targets, jobs),
+    ]
     for step in steps:
-        done = subprocess.run(step, capture_output=not verbose, text=True, check=False)
-        if done.returncode != 0:
-            tail = "\n".join(((done.stdout or "") + (done.stderr or "")).splitlines()[-25:])
+        try:
+            _run_build_step(step, mpicc_path, verbose)
+        except PetacommError:
             shutil.rmtree(work, ignore_errors=True)
-            raise PetacommError(
-                f"building for {mpicc_path} failed ({' '.join(step[:2])} ...):\n{tail}"
-            )
+            raise
     info = {"mpicc": str(mpicc_path), "petacomm_version": __version__, "source": key}
     info.update(collect(build_dir, work))
     (work / record_name).write_text(json.dumps(info, indent=2))
@@ -318,6 +337,63 @@ def cached_cmake_build(
         shutil.rmtree(target, ignore_errors=True)
     os.replace(work, target)
     return target, info, False
+
+
+def shared_cmake_tree(
+    mpicc: str,
+    source: Path,
+    cache: Path,
+    *,
+    defines: tuple[str, ...] = (),
+    targets: tuple[str, ...],
+    jobs: int | None = None,
+    log=print,
+) -> tuple[Path, bool]:
+    """Builds ``targets`` in the one CMake build tree of (``mpicc``, sources, ``defines``)
+    under ``cache``, configured at its first use: each call builds only what its targets
+    need and the tree does not have yet, so calls for different targets share the library
+    and the objects they have in common (where cached_cmake_build makes one tree per target
+    list). Builds in one tree wait for each other (a lock file beside it); what a finished
+    build made is never rewritten, since the sources are part of the tree's key. Returns
+    (the tree, True when its targets were built already)."""
+    import fcntl
+
+    resolved = shutil.which(mpicc)
+    if not resolved:
+        raise PetacommError(f"--mpicc: '{mpicc}' not found or not executable")
+    mpicc_path = Path(os.path.abspath(resolved))
+    name, key = _cache_key(mpicc_path, source, defines)
+    tree = cache / f"{name}-{key}-tree"
+    built = tree / ".built-targets"  # one line per target built to the end
+
+    def done_already() -> bool:
+        with contextlib.suppress(OSError):
+            return set(targets) <= set(built.read_text().split())
+        return False
+
+    if done_already():
+        return tree, True
+    cmake = _tool("cmake")
+    if not cmake:
+        raise PetacommError(
+            "cmake not found: install it (pip install cmake) to build for another MPI"
+        )
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / f"{name}-{key}-tree.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done_already():  # built by the process this one waited for
+            return tree, True
+        configured = tree / ".configured"
+        log(f"building {', '.join(targets)} for {mpicc_path} in {tree} ...")
+        if not configured.exists():
+            _run_build_step(
+                _configure_command(cmake, mpicc_path, source, tree, defines), mpicc_path, False
+            )
+            configured.touch()
+        _run_build_step(_build_command(cmake, tree, targets, jobs), mpicc_path, False)
+        with open(built, "a") as record:
+            record.write("".join(f"{t}\n" for t in targets))
+    return tree, False
 
 
 def build(mpicc: str, *, jobs: int | None = None, verbose: bool = False, log=print) -> Profiler:

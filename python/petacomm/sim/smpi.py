@@ -97,18 +97,14 @@ def find_tools(prefix: str | None = None) -> SmpiTools:
 
 
 def build_programs(tools: SmpiTools, families: tuple[str, ...], targets: tuple[str, ...], log):
-    """The programs ``targets`` of ``families`` built with SMPI (cached): the build's
-    directory, holding bin/ and lib/."""
+    """The programs ``targets`` of ``families`` built with SMPI: the build tree, holding bin/
+    and lib/. One tree per SMPI installation, source version and family set, each program
+    built there at its first use: presets of the same families (halo, graph and sweep3d;
+    sparse-reduce and the map-maker) share one libpetacomm, compiled once."""
     from petacomm.native_build import build_cache, source_tree
-    from petacomm.profile.builder import cached_cmake_build
+    from petacomm.profile.builder import shared_cmake_tree
 
-    def collect(build_dir: Path, work: Path) -> dict:
-        for part in ("lib", "bin"):
-            if (build_dir / part).is_dir():
-                shutil.copytree(build_dir / part, work / part, symlinks=True)
-        return {"programs": list(targets)}
-
-    target, _, existed = cached_cmake_build(
+    tree, existed = shared_cmake_tree(
         tools.smpicc,
         source_tree(),
         build_cache(),
@@ -119,18 +115,14 @@ def build_programs(tools: SmpiTools, families: tuple[str, ...], targets: tuple[s
             f"-DPETACOMM_FAMILIES={';'.join(families)}",
             "-DPETACOMM_BUILD_TESTS=OFF",
             "-DPETACOMM_FORTRAN=OFF",
-            # Not read by CMake: part of the cache key, so a new program list builds anew.
-            f"-DPETACOMM_SIM_PROGRAMS={';'.join(targets)}",
         ),
         targets=targets,
-        collect=collect,
-        record_name="native.json",
         jobs=2,
         log=log,
     )
     if not existed:
-        log(f"built {', '.join(targets)} with SimGrid SMPI in {target}")
-    return target
+        log(f"built {', '.join(targets)} with SimGrid SMPI in {tree}")
+    return tree
 
 
 @dataclass
