@@ -122,26 +122,27 @@ def check_output_path(
         handle, probe = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as err:
         raise PetacommError(
-            f"{argument}: cannot write '{text}': {_cannot_create(target.parent, err)}"
+            f"{argument}: cannot write '{text}': {cannot_create_reason(target.parent, err)}"
         ) from None
     os.close(handle)
     os.unlink(probe)
     return target
 
 
-def _cannot_create(directory: Path, err: OSError) -> str:
-    """Why no temporary file could be made in ``directory`` (an output is written to one
-    beside it, then renamed over it): the reason, not errno's words alone (/proc answers
+def cannot_create_reason(directory: Path, err: OSError, output: bool = True) -> str:
+    """Why no file could be made in ``directory`` (an ``output`` is written to a temporary
+    one beside it, then renamed over it): the reason, not errno's words alone (/proc answers
     'No such file or directory' for a directory that exists)."""
     if err.errno == errno.EROFS:
         return f"'{directory}' is on a read-only file system"
     if err.errno in (errno.EACCES, errno.EPERM):
         return f"directory '{directory}' not writable ({err.strerror})"
     if err.errno == errno.ENOENT and directory.is_dir():
-        return (
-            f"'{directory}' does not allow creating files (outputs are written to a new file "
-            "in the same directory, then renamed over the old one)"
+        why = (
+            " (outputs are written to a new file in the same directory, then renamed over the "
+            "old one)"
         )
+        return f"'{directory}' does not allow creating files" + (why if output else "")
     return f"cannot create a file in '{directory}' ({err.strerror})"
 
 
@@ -174,7 +175,7 @@ def atomic_output(
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as err:
-        reason = _cannot_create(target.parent, err)
+        reason = cannot_create_reason(target.parent, err)
         raise PetacommError(f"{argument}: cannot write '{shown}': {reason}") from err
     try:
         with os.fdopen(handle, "wb" if binary else "w", **({} if binary else _TEXT)) as out:

@@ -20,10 +20,11 @@ SKIPPED = shutil.ignore_patterns("tests", "__pycache__")
 
 
 def build_cache() -> Path:
-    """Root of the cached native builds: PETACOMM_BUILD_CACHE, else the user cache."""
-    from petacomm.user_cache import cache_directory
+    """Root of the cached native builds: PETACOMM_BUILD_CACHE, else the user cache (created;
+    an error naming it when it cannot be written)."""
+    from petacomm.user_cache import writable_cache_directory
 
-    return cache_directory("native", "PETACOMM_BUILD_CACHE")
+    return writable_cache_directory("native", "PETACOMM_BUILD_CACHE")
 
 
 def source_tree() -> Path:

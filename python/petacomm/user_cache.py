@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+from petacomm.errors import PetacommError
 
 
 def cache_directory(purpose: str, override_variable: str) -> Path:
@@ -16,3 +19,35 @@ def cache_directory(purpose: str, override_variable: str) -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("petacomm")) / purpose
+
+
+def writable_cache_directory(purpose: str, override_variable: str) -> Path:
+    """cache_directory, created when missing. A directory that cannot be created or written
+    is a PetacommError naming where it came from (the variable, or the user's cache), before
+    any work that would be lost."""
+    from petacomm.files import cannot_create_reason
+
+    path = cache_directory(purpose, override_variable)
+    reason = None
+    if path.exists() and not path.is_dir():
+        reason = f"'{path}' is not a directory"
+    else:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            reason = f"cannot create '{path}' ({err.strerror or err})"
+    if reason is None:
+        try:  # tried: permissions do not tell (root, read-only mounts, /proc)
+            handle, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
+        except OSError as err:
+            reason = cannot_create_reason(path, err, output=False)
+        else:
+            os.close(handle)
+            os.unlink(probe)
+            return path
+    origin = (
+        f"{override_variable}={os.environ[override_variable]}"
+        if os.environ.get(override_variable)
+        else f"the user cache (set {override_variable} to use another directory)"
+    )
+    raise PetacommError(f"{origin}: cannot keep petacomm's {purpose} cache there: {reason}")

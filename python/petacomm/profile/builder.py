@@ -39,10 +39,13 @@ class Profiler:
     origin: str  # "bundled" or the cache directory
 
 
-def cache_root() -> Path:
-    from petacomm.user_cache import cache_directory
+def cache_root(writable: bool = False) -> Path:
+    """Where built profilers are kept: PETACOMM_PROF_CACHE, else the user cache. With
+    ``writable`` (to build into it): created, an error naming it when it cannot be written."""
+    from petacomm.user_cache import cache_directory, writable_cache_directory
 
-    return cache_directory("profilers", "PETACOMM_PROF_CACHE")
+    find = writable_cache_directory if writable else cache_directory
+    return find("profilers", "PETACOMM_PROF_CACHE")
 
 
 def libmpi_of(path: Path) -> Path | None:
@@ -416,7 +419,7 @@ def build(mpicc: str, *, jobs: int | None = None, verbose: bool = False, log=pri
     target, info, existed = cached_cmake_build(
         mpicc,
         _source_dir(),
-        cache_root(),
+        cache_root(writable=True),
         defines=(f"-DPETACOMM_VERSION={__version__}",),
         collect=collect,
         record_name="profiler.json",
