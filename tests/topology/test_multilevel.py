@@ -366,6 +366,25 @@ def test_the_pair_link_cache_tells_routings_apart(monkeypatch):
     assert not np.allclose(got, first.route(net, src, dst, np.eye(src.size)), atol=1e-12)
 
 
+@pytest.mark.parametrize("by_sender", [True, False])
+def test_messages_by_rank_are_each_ranks_sends_then_receives(by_sender):
+    rng = np.random.default_rng(5 if by_sender else 6)
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        m = int(rng.integers(0, 40))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)  # ranks without messages too
+        if by_sender:
+            src = np.sort(src)
+        rank_start, incident = ct.messages_by_rank(src, dst, n)
+        # Plainly: rank r's sends in message order, then its receives in message order.
+        want = [
+            [i for i in range(m) if src[i] == r] + [i for i in range(m) if dst[i] == r]
+            for r in range(n)
+        ]
+        got = [incident[rank_start[r] : rank_start[r + 1]].tolist() for r in range(n)]
+        assert got == want and rank_start[0] == 0 and rank_start[-1] == 2 * m
+
+
 def test_contention_refinement_lowers_the_busiest_link_without_raising_hop_bytes():
     net = parse_network("torus:4x4x2:t=2")
     pattern = make_graph("rgg", 64, seed=7)

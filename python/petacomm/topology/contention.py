@@ -386,20 +386,43 @@ def prepare_contention(pattern, network, routing, graph, pairs: PairLinks | None
     if pairs is None:
         return None
     src, dst, nbytes = directed_messages(pattern)
-    n = pattern.nranks
-    # Messages touching each rank (CSR over ranks, both ends).
-    ends = np.concatenate([src, dst])
-    message_of_end = np.concatenate([np.arange(src.size), np.arange(src.size)])
-    # numpy's stable sort is a radix sort on 16-bit integers: O(messages) for n <= 65536.
-    by_rank = np.argsort(ends.astype(np.uint16) if n <= 1 << 16 else ends, kind="stable")
-    rank_start = np.searchsorted(ends[by_rank], np.arange(n + 1))
-    incident = message_of_end[by_rank]
+    rank_start, incident = messages_by_rank(src, dst, pattern.nranks)
     distance = _distances(network)
     graph = sp.csr_matrix(graph)
     near = _near_nodes(network, distance)
     return _Messages(
         src, dst, nbytes, rank_start, incident, pairs, graph, graph.tocoo(), distance, near
     )
+
+
+def messages_by_rank(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The messages touching each of the ``n`` ranks, as CSR over ranks: rank r's are
+    ``incident[rank_start[r]:rank_start[r + 1]]``, those it sends in message order, then
+    those it receives in message order."""
+    m = src.size
+    index = np.int32 if m < 2**31 else np.int64  # half the memory of int64 for the list
+    sends = np.bincount(src, minlength=n)
+    receives = np.bincount(dst, minlength=n)
+    rank_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sends + receives, out=rank_start[1:])
+    messages = np.arange(m, dtype=index)
+    # numpy's stable sort is a radix sort on 16-bit integers: O(messages) for n <= 65536.
+    received = np.argsort(dst.astype(np.uint16) if n <= 1 << 16 else dst, kind="stable")
+    incident = np.empty(2 * m, dtype=index)
+    if m and np.all(src[1:] >= src[:-1]):  # sorted by sender, as CommPattern.edges() gives
+        # Sent message i lands after the receives of the ranks below its sender; received
+        # message j (in the order above) after the sends of the ranks up to its receiver.
+        received_before = rank_start[:-1] - np.concatenate([[0], np.cumsum(sends)[:-1]])
+        incident[messages + received_before[src]] = messages
+        sent_through = np.cumsum(sends)
+        incident[messages + sent_through[dst[received]]] = received
+    elif m:
+        sent = np.argsort(src.astype(np.uint16) if n <= 1 << 16 else src, kind="stable")
+        sends_before = np.concatenate([[0], np.cumsum(sends)[:-1]])
+        within = messages - sends_before[src[sent]]
+        incident[rank_start[:-1][src[sent]] + within] = sent
+        incident[messages + np.cumsum(sends)[dst[received]]] = received
+    return rank_start, incident
 
 
 def refine_contention(
