@@ -153,6 +153,30 @@ def test_refinement_never_raises_hop_bytes_and_repairs_a_random_placement():
         assert stats.swaps > 0 and stats.stop_reason == "converged"
 
 
+def test_refinement_limited_to_passes_and_steps_stops_there():
+    # A random placement needs several passes and changes: the limits stop both stages
+    # there, whatever the time left, with a result between the start and the converged one.
+    net = parse_network("torus:4x4x2:t=2")
+    pattern = make_graph("rgg", 64, seed=5)
+    graph = communication_graph(pattern)
+    start = np.repeat(np.arange(32), 2)[np.random.default_rng(0).permutation(64)]
+    one, stats = ml.refine_placement(graph, net, start, time_budget=30, max_passes=1)
+    full, _ = ml.refine_placement(graph, net, start, time_budget=30)
+    assert stats.passes == 1 and stats.stop_reason == "refinement limit"
+    hop = [reference_hop_bytes(net, pattern, x) for x in (start, one, full)]
+    assert hop[0] > hop[1] > hop[2]
+    routing = parse_routing("adaptive", net)
+    limited, st = ct.refine_contention(
+        pattern, net, routing, one, graph, time_budget=30, hop_slack=0.5, max_steps=1
+    )
+    _, unlimited = ct.refine_contention(pattern, net, routing, one, graph, 30, hop_slack=0.5)
+    assert st.steps == 1 and st.stop_reason == "refinement limit" and unlimited.steps > 1
+    assert st.max_link_bytes_after < st.max_link_bytes_before
+    assert reference_link_bytes(net, pattern, limited, "adaptive").max() == pytest.approx(
+        st.max_link_bytes_after
+    )
+
+
 def test_refinement_keeps_an_optimal_placement():
     # A 16-rank ring on an 8-node ring with 2 cores: block placement (ranks 2i, 2i+1 on
     # node i) sends 16 messages one hop; no placement does better (each node holds at most

@@ -118,19 +118,50 @@ def test_map_command_offers_scotch_and_refuses_networks_without_a_target(capsys,
 
 @needs_scotch
 def test_refinement_limit_of_the_scotch_candidate():
-    # refine_factor 0: no time to refine, Scotch's placement exactly; None: refined until
-    # converged (a budget far above what 128 ranks need).
+    # No pass and no change: Scotch's placement exactly; None: refined until converged (a
+    # budget far above what 128 ranks need).
     net = parse_network("torus:4x4x2:t=4")
     pattern = make_graph("rgg", 128, seed=2)
     graph = communication_graph(pattern)
     routing = parse_routing("adaptive", net)
     first = scotch.scotch_placement(graph, net, seed=0)
-    none = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=0)
+    none = scotch.scotch_mapping(
+        pattern, net, 60, graph=graph, routing=routing, refine_passes=0, refine_steps=0
+    )
     assert np.array_equal(none.node, first) and none.stop_reason == "refinement limit"
     assert none.name == "scotch"
-    full = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=None)
+    full = scotch.scotch_mapping(
+        pattern, net, 60, graph=graph, routing=routing, refine_passes=None, refine_steps=None
+    )
     assert full.stop_reason == "converged"
     assert hop_bytes_by_bfs(net, pattern, full.node) <= hop_bytes_by_bfs(net, pattern, first)
+
+
+@needs_scotch
+def test_the_scotch_candidate_maps_alike_however_long_scotch_took(monkeypatch):
+    """Its refinement is limited by work, not by time: when the limit was a share of
+    Scotch's time, a Scotch slowed down (a loaded machine) left it more time and another
+    mapping came out."""
+    import time
+
+    net = parse_network("torus:4x8x8:t=4")
+    pattern = make_graph("rgg", 1024, seed=0)
+    graph = communication_graph(pattern)
+    routing = parse_routing("adaptive", net)
+    quick = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing)
+    placed = scotch.scotch_placement
+
+    def slow(*args, **kwargs):
+        time.sleep(0.5)
+        return placed(*args, **kwargs)
+
+    monkeypatch.setattr(scotch, "scotch_placement", slow)
+    slowed = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing)
+    assert np.array_equal(quick.node, slowed.node), "the mapping depends on Scotch's time"
+    assert quick.stop_reason == slowed.stop_reason == "refinement limit"
+    # And the refinement did something: hop-bytes below Scotch's own placement's.
+    own = placed(graph, net, seed=0)
+    assert hop_bytes_by_bfs(net, pattern, quick.node) < hop_bytes_by_bfs(net, pattern, own)
 
 
 @needs_scotch
@@ -285,7 +316,7 @@ def test_scotch_placement_stays_when_refinement_loads_the_busiest_link_more(monk
             lambda *a, after=after, **k: (piled, "time budget", after),
         )
         out = scotch.scotch_mapping(
-            pattern, net, 60, graph=graph, routing=routing, refine_factor=None
+            pattern, net, 60, graph=graph, routing=routing, refine_passes=None, refine_steps=None
         )
         assert np.array_equal(out.node, first)
 
@@ -321,7 +352,9 @@ def test_no_slow_pair_link_matrix_and_never_a_busier_link_than_scotch(
         placed = Mapping("m", node, cores_in_rank_order(node))
         return evaluate_mapping(net, routing, pattern, placed).max_link_bytes
 
-    out = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=None)
+    out = scotch.scotch_mapping(
+        pattern, net, 60, graph=graph, routing=routing, refine_passes=None, refine_steps=None
+    )
     out.validate(net)
     assert busiest(out.node) <= busiest(first) * (1 + 1e-12)
     # A hop-bytes stage that loads the busiest link more: Scotch's placement stays.
@@ -329,5 +362,7 @@ def test_no_slow_pair_link_matrix_and_never_a_busier_link_than_scotch(
     shuffles = (rng.permutation(np.repeat(np.arange(net.num_nodes), 2)) for _ in range(50))
     piled = next(node for node in shuffles if busiest(node) > busiest(first))
     monkeypatch.setattr(multilevel, "refine_placement", lambda *a, **k: (piled, MultilevelStats()))
-    out = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing, refine_factor=None)
+    out = scotch.scotch_mapping(
+        pattern, net, 60, graph=graph, routing=routing, refine_passes=None, refine_steps=None
+    )
     assert np.array_equal(out.node, first)

@@ -331,10 +331,12 @@ def contention_stage(
     hop_bytes_cap: float | None = None,
     pairs=None,
     prepared=None,
+    max_steps: int | None = None,
 ) -> tuple[np.ndarray, str, float | None]:
     """:func:`refine_contention` as the last stage of an optimiser: (node of every rank,
-    stop reason: ``converged``, ``time budget`` or why link loads were not refined, the
-    busiest link's bytes at the end or None when the loads were not computed)."""
+    stop reason: ``converged``, ``time budget``, ``refinement limit`` (``max_steps`` made)
+    or why link loads were not refined, the busiest link's bytes at the end or None when
+    the loads were not computed)."""
     node, stats = refine_contention(
         pattern,
         network,
@@ -346,9 +348,10 @@ def contention_stage(
         hop_slack=allowance,
         hop_bytes_cap=hop_bytes_cap,
         prepared=prepared,
+        max_steps=max_steps,
     )
     after = stats.max_link_bytes_after
-    if stats.stop_reason not in ("converged", "time budget"):
+    if stats.stop_reason not in ("converged", "time budget", "refinement limit"):
         return node, "converged", after
     return node, stats.stop_reason, after
 
@@ -436,9 +439,12 @@ def refine_contention(
     hop_slack: float = 0.0,
     hop_bytes_cap: float | None = None,
     prepared=None,
+    max_steps: int | None = None,
 ) -> tuple[np.ndarray, ContentionStats]:
     """Node of every rank after contention-aware refinement of ``node`` (module docstring),
-    and what it did. ``graph`` is the symmetric bytes graph hop-bytes is measured on;
+    and what it did: at most ``max_steps`` changes, if given (stop reason ``refinement
+    limit``; a limit of work, not of time, so the same input gives the same placement on
+    any machine). ``graph`` is the symmetric bytes graph hop-bytes is measured on;
     ``pairs`` the :func:`pair_link_matrix` already built for this network and routing;
     ``prepared`` what :func:`prepare_contention` gave for them. Hop-bytes stays at or
     below ``hop_bytes_cap`` if given, else at or below the start's hop-bytes times
@@ -475,6 +481,9 @@ def refine_contention(
             stats.stop_reason = "time budget"
             break
         top = float(loads.max(initial=0.0))
+        if max_steps is not None and stats.steps >= max_steps and top > 0:
+            stats.stop_reason = "refinement limit"
+            break
         if top <= 0:
             break
         tol = 1e-9 * top

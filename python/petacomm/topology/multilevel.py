@@ -576,15 +576,18 @@ class _Refiner:
         best = np.argsort(-gain, kind="stable")
         return gain[best], out_v[best], out_u[best], out_x[best]
 
-    def refine(self, deadline: float, stats: MultilevelStats) -> bool:
-        """Improving moves and swaps until a pass gains nothing (module docstring, step 5).
+    def refine(
+        self, deadline: float, stats: MultilevelStats, max_passes: int | None = None
+    ) -> bool:
+        """Improving moves and swaps until a pass gains nothing (module docstring, step 5),
+        or ``max_passes`` passes (then ``stats.stop_reason`` is ``refinement limit``).
         Returns False when the deadline stopped it."""
         g = self.graph
         if g.nnz == 0 or self.capacity.size < 2:
             return True
         tolerance = _GAIN_TOLERANCE * float(g.data.sum()) * 2
         weight, capacity, load, group = self.weight, self.capacity, self.load, self.group
-        for _ in range(_MAX_PASSES):
+        for _ in range(_MAX_PASSES if max_passes is None else max_passes):
             if time.perf_counter() > deadline:
                 return False
             stats.passes += 1
@@ -632,6 +635,8 @@ class _Refiner:
                 steps += 1
             if steps == 0:
                 return True
+        if max_passes is not None:  # the passes not made might have gained
+            stats.stop_reason = "refinement limit"
         return True
 
     def _apply(self, v: int, target: int) -> None:
@@ -791,12 +796,21 @@ def _v_cycle(graph, hier, group, rng, deadline, stats) -> np.ndarray:
 
 
 def _place_level(
-    level, hier, depth, parent_depth, parent, tiebreak, deadline, stats, resplit_rounds=None
+    level,
+    hier,
+    depth,
+    parent_depth,
+    parent,
+    tiebreak,
+    deadline,
+    stats,
+    resplit_rounds=None,
+    max_passes=None,
 ):
     """Groups at ``depth`` of a level's vertices, from their groups at ``parent_depth``
     (the same depth, or one above: then split first); balanced, then refined unless the
-    time budget is spent; then up to ``resplit_rounds`` (default ``_RESPLIT_ROUNDS``)
-    rounds of sibling re-splits."""
+    time budget is spent (at most ``max_passes`` passes, if given); then up to
+    ``resplit_rounds`` (default ``_RESPLIT_ROUNDS``) rounds of sibling re-splits."""
     if depth == parent_depth:
         refiner = _Refiner(level, hier, depth, parent.copy())
     else:
@@ -805,7 +819,7 @@ def _place_level(
             tiebreak = np.zeros(level.graph.shape[0])
         refiner.split_from(parent_depth, parent, tiebreak)
     refiner.rebalance(stats)
-    if stats.stop_reason == "converged" and not refiner.refine(deadline, stats):
+    if stats.stop_reason == "converged" and not refiner.refine(deadline, stats, max_passes):
         stats.stop_reason = "time budget"
     # Alternate optimal re-splits of sibling groups with refinement while they gain.
     rounds = _RESPLIT_ROUNDS if resplit_rounds is None else resplit_rounds
@@ -825,7 +839,7 @@ def _place_level(
             refiner.group, weights=level.weight, minlength=refiner.capacity.size
         )
         refiner.rebalance(stats)
-        if not refiner.refine(deadline, stats):
+        if not refiner.refine(deadline, stats, max_passes):
             stats.stop_reason = "time budget"
         after = refiner.hop_bytes()
         if after > before:  # the rebalance after a re-split can cost more than it gained
@@ -853,6 +867,7 @@ def refine_placement(
     hierarchy: MachineHierarchy | None = None,
     resplit: bool = True,
     clean: bool = False,
+    max_passes: int | None = None,
 ) -> tuple[np.ndarray, MultilevelStats]:
     """Refine any placement (node of every rank) on hop-bytes with the finest level's
     moves, swaps and, with ``resplit``, sibling re-splits (module docstring, step 5);
@@ -860,7 +875,9 @@ def refine_placement(
     first). Without re-splits it is several times quicker: on a placement as good as
     Scotch's they gain a few tenths of a percent more. ``clean``: ``graph`` is already a
     float64 CSR matrix without diagonal or explicit zeros, indices sorted (as
-    :func:`without_diagonal` gives it), and is used as it is."""
+    :func:`without_diagonal` gives it), and is used as it is. ``max_passes``: at most that
+    many passes of moves and swaps (a limit of work, not of time: the same input gives the
+    same placement on any machine, unless ``time_budget`` stops it first)."""
     check_rank_count(graph.shape[0], network)
     stats = MultilevelStats()
     graph = graph if clean else _clean(graph)
@@ -878,6 +895,7 @@ def refine_placement(
         deadline,
         stats,
         None if resplit else 0,
+        max_passes,
     )
     node_of_group = np.empty(network.num_nodes, dtype=np.int64)
     node_of_group[group_of_node] = np.arange(network.num_nodes)

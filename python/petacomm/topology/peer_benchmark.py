@@ -10,9 +10,9 @@ ranks on ``torus:4x8x8`` with 4 cores per node, the network's default routing), 
   spends more time refining: the comparison for ``scotch+petacomm``, which also does;
 * ``multilevel``: petacomm's multilevel mapper then its contention refinement;
 * ``scotch+petacomm``: Scotch's mapping refined by petacomm on hop-bytes, then on the
-  busiest link with hop-bytes kept at or below Scotch's, for at most
-  ``scotch.REFINE_FACTOR`` times Scotch's own time (the ``scotch`` candidate of
-  ``petacomm map``); its time includes Scotch's and the network's pair-link matrix.
+  busiest link with hop-bytes kept at or below Scotch's, within ``scotch.REFINE_PASSES``
+  passes and ``scotch.REFINE_STEPS`` changes (the ``scotch`` candidate of ``petacomm
+  map``); its time includes Scotch's and the network's pair-link matrix.
 
 Every mapping is scored by the same routed evaluation (``metrics.evaluate_mapping``):
 hop-bytes, the most and the mean loaded link (the mean in the JSON only), and the wall-clock
@@ -22,7 +22,7 @@ core, except that ``scotch+petacomm`` prepares its contention stage in a second 
 while Scotch maps, and OpenBLAS's threads may spin on the others after a dense product,
 which adds CPU seconds, not wall time). ``scotch`` and ``scotch+petacomm`` take a fraction of a
 second: each runs ``TIMED_RUNS`` times, the two alternately, and the fastest run of each is
-shown (its figures: the refinement's limit follows Scotch's time, so runs can differ),
+shown (its figures are the same in every run: the refinement's limits are of work),
 each pair run in turn in both orders (Scotch alone keeps its memory warm for a Scotch run
 right after it); ``multilevel`` runs once. Both petacomm mappers are timed as a single use
 in a fresh process would run them: the pair-link matrix their contention refinement needs

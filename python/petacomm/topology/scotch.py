@@ -51,16 +51,19 @@ _OPTION_RANDOM_FIXED_SEED = 1
 _LIBRARY_NAMES = ("scotch", "scotch-7.0")
 _MAX_TOTAL_WEIGHT = 2**30
 GMAP_COMMANDS = ("scotch_gmap", "gmap")
-# petacomm's refinement of Scotch's mapping runs for at most this many times the seconds
-# Scotch took (scotch_mapping). The ``scotch`` candidate's fixed costs come on top: the
-# hop-bytes and link-load checks, the machine hierarchy, and with a routing model the
-# network's pair-link matrix unless this process built it already (prepared beside Scotch).
-# 0.3 keeps a single use within 2x Scotch's time on the benchmark's three 1,024-rank graphs
-# (best of five in a fresh process: 1.64-1.93x; 1.89-2.32x at 0.5), and still beats
-# Scotch's quality strategy on hop-bytes and on the busiest link on all three (hop-bytes
-# 0.956-0.998x Scotch's default, busiest link 0.884-0.987x; 0.952-0.996x and 0.822-0.970x
-# at 0.5). Measured 2026-11-28 alternating 0.5, 0.35 and 0.3 five times.
-REFINE_FACTOR = 0.3
+# petacomm's refinement of Scotch's mapping (scotch_mapping): at most this many passes of
+# hop-bytes moves and swaps, then this many changes relieving the busiest link. Limits of
+# work, not of time, so the same graph, network and seed give the same mapping on any
+# machine at any load: with the earlier limit of 0.3x Scotch's time, three runs in a row
+# on rgg gave three mappings. One pass and one change keep a single use within about 2x
+# Scotch's time on the benchmark's three 1,024-rank graphs (bench map, three runs:
+# 1.67-1.83x rgg, 1.74-1.83x delaunay, 1.87-2.01x cmb; two passes: 1.81x, 2.11x, 2.01x)
+# and beat Scotch's quality strategy on hop-bytes and on the busiest link on all three
+# (0.972x / 0.931x, 0.989x / 0.884x, 0.998x / 0.982x Scotch's default). With two passes
+# and no change on the busiest link, rgg kept Scotch's own placement: the passes had
+# loaded its busiest link more.
+REFINE_PASSES = 1
+REFINE_STEPS = 1
 
 
 class ScotchError(RuntimeError):
@@ -416,28 +419,28 @@ def scotch_mapping(
     graph=None,
     seed: int = 0,
     routing=None,
-    refine_factor: float | None = REFINE_FACTOR,
+    refine_passes: int | None = REFINE_PASSES,
+    refine_steps: int | None = REFINE_STEPS,
 ) -> Mapping:
     """Scotch's placement refined by petacomm, as a :class:`Mapping` named ``scotch``:
     hop-bytes refinement (``multilevel.refine_placement`` without sibling re-splits), then,
     with a ``routing`` model, contention refinement that keeps hop-bytes at or below
     Scotch's own. Neither stage makes hop-bytes or the busiest link worse than Scotch's.
 
-    The refinement runs for at most ``refine_factor`` times the seconds Scotch took (half
-    for each stage when both run), so the candidate costs about ``1 + refine_factor`` times
-    Scotch's time plus its fixed costs: with a ``routing``, the network's pair-link matrix
-    (``contention.pair_link_matrix``), unless this process built it already. It is built in
-    a thread beside Scotch, and not against the limit: built inside it, the 0.1-0.2 s it
-    took on torus 4x8x8 used up the contention stage's 15-35 ms and a single ``petacomm
-    map --candidates scotch`` returned Scotch's own mapping. Only a matrix that builds
+    The refinement makes at most ``refine_passes`` passes of hop-bytes moves and swaps and
+    ``refine_steps`` changes on the busiest link (``REFINE_PASSES``, ``REFINE_STEPS``):
+    limits of work, so the result does not depend on the machine's speed or load (0: no
+    refinement, Scotch's placement). Its fixed costs come on top: with a ``routing``, the
+    network's pair-link matrix (``contention.pair_link_matrix``), unless this process built
+    it already. It is built in a thread beside Scotch: built after it, the 0.1-0.2 s it
+    took on torus 4x8x8 doubled the candidate's time. Only a matrix that builds
     quickly (``contention.builds_quickly``) is built: routing unit flows for every node
     pair (adaptive routing on a mesh, ECMP, a dragonfly) made the candidate take 2.6-7.9 s
     against Scotch's 0.05-0.07 s on 256 nodes. Without it there is no contention stage,
     and the busiest link is compared by routing Scotch's placement and the refined one
-    (a few ms). ``None`` lets the
-    refinement run until it converges or ``time_budget`` (which counts Scotch's time and the
-    matrix's too) is spent. ``stop_reason``: ``converged``, ``time budget`` or ``refinement
-    limit``."""
+    (a few ms). ``None`` lets a stage run until it converges. ``time_budget`` (which counts
+    Scotch's time and the matrix's too) stops both stages whatever their limits.
+    ``stop_reason``: ``converged``, ``time budget`` or ``refinement limit``."""
     from petacomm.topology.contention import builds_quickly, contention_stage, prepare_contention
     from petacomm.topology.mapping_search import communication_graph, hop_bytes
     from petacomm.topology.multilevel import cores_in_rank_order, refine_placement
@@ -458,8 +461,6 @@ def scotch_mapping(
     # routing templates): Scotch only.
     try:
         node = scotch_placement(graph, network, seed, prepared_graph)
-        # The limit's unit: Scotch's time, its graph's preparation included.
-        scotch_seconds = time.perf_counter() - start
     except BaseException:
         if beside is not None:
             beside.join()  # its own error, if any, must not replace this one (Ctrl-C)
@@ -471,18 +472,22 @@ def scotch_mapping(
     else:
         scotch_hop_bytes = hop_bytes(graph, node, network)
     left = max(0.0, time_budget - (time.perf_counter() - start))
-    limited = refine_factor is not None and refine_factor * scotch_seconds < left
-    if limited:
-        left = refine_factor * scotch_seconds
+    limited = refine_passes is not None
     refine_start = time.perf_counter()
-    share = left * (0.5 if contended else 1.0) if limited else left * 0.6
     node, stats = refine_placement(
-        prepared_graph[0], network, node, share, resplit=not limited, clean=True
+        prepared_graph[0],
+        network,
+        node,
+        left * 0.6 if contended else left,
+        resplit=not limited,
+        clean=True,
+        max_passes=refine_passes,
     )
-    reason = stats.stop_reason
-    if contended:
+    reasons = [stats.stop_reason]
+    after = None  # the busiest link's bytes after the contention stage, if it computed them
+    if contended and refine_steps != 0:
         rest = max(0.0, left - (time.perf_counter() - refine_start))
-        node, reason2, after = contention_stage(
+        node, reason, after = contention_stage(
             pattern,
             network,
             routing,
@@ -491,16 +496,17 @@ def scotch_mapping(
             rest,
             hop_bytes_cap=scotch_hop_bytes,
             prepared=fixed,
+            max_steps=refine_steps,
         )
-        reason = "time budget" if "time budget" in (reason, reason2) else reason
-        # The hop-bytes stage may load the busiest link more than Scotch did and the
-        # contention stage, stopped early, not undo it: then Scotch's placement stays.
-        if fixed is not None and not np.array_equal(node, scotch_node):
-            before = fixed.link_loads(scotch_node).max(initial=0.0)
-            if after is None:  # the contention stage had no time to compute them
-                after = fixed.link_loads(node).max(initial=0.0)
-            if after > before * (1 + 1e-12):
-                node = scotch_node
+        reasons.append(reason)
+    # The hop-bytes stage may load the busiest link more than Scotch did and the contention
+    # stage, limited or stopped early, not undo it: then Scotch's placement stays.
+    if fixed is not None and not np.array_equal(node, scotch_node):
+        before = fixed.link_loads(scotch_node).max(initial=0.0)
+        if after is None:  # the contention stage did not run or had no time to compute them
+            after = fixed.link_loads(node).max(initial=0.0)
+        if after > before * (1 + 1e-12):
+            node = scotch_node
     # No pair-link matrix: the two placements are routed, as their evaluation is.
     if (
         routing is not None
@@ -510,7 +516,6 @@ def scotch_mapping(
         > _busiest_link(pattern, network, routing, scotch_node) * (1 + 1e-12)
     ):
         node = scotch_node
-    if limited and reason == "time budget":
-        reason = "refinement limit"
+    reason = next((r for r in ("time budget", "refinement limit") if r in reasons), reasons[0])
     name = "scotch" + (" (budget hit)" if reason == "time budget" else "")
     return Mapping(name, node, cores_in_rank_order(node), stop_reason=reason)
