@@ -3,7 +3,7 @@
 
 One tree per session, configured with the xchg family and only those two programs built:
 about 20 s here, where a full xchg tree and a separate core + netbench one took 48 s.
-PETACOMM_SMPI_BUILD names a tree that has them instead.
+PETACOMM_SMPI_BUILD names a tree that has them instead (one without them fails the tests).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from prerequisites import require_program
 
@@ -24,7 +26,10 @@ def smpi_build_tree(directory: Path) -> Path:
     """The tree (bin/ with PROGRAMS, lib/libpetacomm.so, CMakeCache.txt) in ``directory``,
     built with smpicc/smpicxx, or the one PETACOMM_SMPI_BUILD names."""
     given = os.environ.get("PETACOMM_SMPI_BUILD")
-    if given and all((Path(given) / "bin" / p).exists() for p in PROGRAMS):
+    if given:
+        missing = [p for p in PROGRAMS if not (Path(given) / "bin" / p).exists()]
+        if missing:
+            pytest.fail(f"PETACOMM_SMPI_BUILD={given} has no bin/{', bin/'.join(missing)}")
         return Path(given)
     require_program("smpicxx", "SimGrid SMPI: apt-get install libsimgrid-dev")
     cmake = shutil.which("cmake") or str(Path(sys.executable).parent / "cmake")

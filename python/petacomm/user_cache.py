@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -29,13 +30,16 @@ def writable_cache_directory(purpose: str, override_variable: str) -> Path:
 
     path = cache_directory(purpose, override_variable)
     reason = None
-    if path.exists() and not path.is_dir():
+    try:  # not exists() first: it raises when a parent cannot be searched
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
         reason = f"'{path}' is not a directory"
-    else:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            reason = f"cannot create '{path}' ({err.strerror or err})"
+    except OSError as err:
+        parent = Path(err.filename or path).parent
+        if err.errno == errno.ENOENT and os.path.isdir(parent):  # /proc answers ENOENT
+            reason = f"'{parent}' does not allow creating directories"
+        else:
+            reason = f"cannot create '{err.filename or path}' ({err.strerror or err})"
     if reason is None:
         try:  # tried: permissions do not tell (root, read-only mounts, /proc)
             handle, probe = tempfile.mkstemp(prefix=".probe-", dir=path)

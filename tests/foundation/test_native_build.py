@@ -80,6 +80,24 @@ def test_shared_tree_builds_each_target_once_and_shares_the_rest(tmp_path):
     assert shared_cmake_tree("cc", source, cache, targets=("one",))[0] not in (tree, other)
 
 
+def test_shared_tree_belongs_to_the_tools_that_configured_it(tmp_path, monkeypatch):
+    # The tree records the cmake, ninja and Python it was configured with: another set
+    # (another virtual environment; the first one deleted) gets a tree of its own instead
+    # of failing in one whose build tool is gone.
+    from petacomm.profile import builder
+
+    source, cache = tiny_project(tmp_path / "src"), tmp_path / "cache"
+    tree = builder.shared_cmake_tree("cc", source, cache, targets=("one",), log=lambda _m: None)[0]
+    assert "ninja=" in (tree / ".configured").read_text()
+    real = builder._tool
+    monkeypatch.setattr(builder, "_tool", lambda name: None if name == "ninja" else real(name))
+    other, existed = builder.shared_cmake_tree(
+        "cc", source, cache, targets=("two",), log=lambda _m: None
+    )
+    assert other != tree and not existed and (other / "two").exists()
+    assert (other / "Makefile").exists() and not (tree / "two").exists()
+
+
 def test_shared_tree_failed_target_is_named_and_not_recorded(tmp_path):
     from petacomm.errors import PetacommError
     from petacomm.profile.builder import shared_cmake_tree

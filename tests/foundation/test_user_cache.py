@@ -22,7 +22,7 @@ def test_missing_directories_are_created(tmp_path, monkeypatch):
         ("file", "'{path}' is not a directory"),
         ("file/below", "cannot create '{path}' (Not a directory)"),
         ("/proc", "'/proc' does not allow creating files"),
-        ("/proc/petacomm-cache", "cannot create '/proc/petacomm-cache'"),
+        ("/proc/petacomm-cache", "'/proc' does not allow creating directories"),
     ],
 )
 def test_unusable_directory_is_named_with_its_variable(tmp_path, monkeypatch, where, reason):

@@ -352,20 +352,27 @@ def shared_cmake_tree(
     jobs: int | None = None,
     log=print,
 ) -> tuple[Path, bool]:
-    """Builds ``targets`` in the one CMake build tree of (``mpicc``, sources, ``defines``)
-    under ``cache``, configured at its first use: each call builds only what its targets
-    need and the tree does not have yet, so calls for different targets share the library
-    and the objects they have in common (where cached_cmake_build makes one tree per target
-    list). Builds in one tree wait for each other (a lock file beside it); what a finished
-    build made is never rewritten, since the sources are part of the tree's key. Returns
-    (the tree, True when its targets were built already)."""
+    """Builds ``targets`` in the one CMake build tree of (``mpicc``, sources, ``defines``,
+    and the cmake, ninja and Python it is configured with: their paths are written into the
+    tree) under ``cache``, configured at its first use: each call builds only what its
+    targets need and the tree does not have yet, so calls for different targets share the
+    library and the objects they have in common (where cached_cmake_build makes one tree per
+    target list). Builds in one tree wait for each other (a lock file beside it); what a
+    finished build made is never rewritten, since the sources are part of the tree's key.
+    Returns (the tree, True when its targets were built already)."""
     import fcntl
 
     resolved = shutil.which(mpicc)
     if not resolved:
         raise PetacommError(f"--mpicc: '{mpicc}' not found or not executable")
     mpicc_path = Path(os.path.abspath(resolved))
-    name, key = _cache_key(mpicc_path, source, defines)
+    cmake = _tool("cmake")
+    if not cmake:
+        raise PetacommError(
+            "cmake not found: install it (pip install cmake) to build for another MPI"
+        )
+    tools = (f"cmake={cmake}", f"ninja={_tool('ninja') or ''}", f"python={sys.executable}")
+    name, key = _cache_key(mpicc_path, source, (*defines, *tools))
     tree = cache / f"{name}-{key}-tree"
     built = tree / ".built-targets"  # one line per target built to the end
 
@@ -376,24 +383,31 @@ def shared_cmake_tree(
 
     if done_already():
         return tree, True
-    cmake = _tool("cmake")
-    if not cmake:
-        raise PetacommError(
-            "cmake not found: install it (pip install cmake) to build for another MPI"
-        )
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f"{name}-{key}-tree.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another build in {tree} ...")
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if done_already():  # built by the process this one waited for
             return tree, True
         configured = tree / ".configured"
         log(f"building {', '.join(targets)} for {mpicc_path} in {tree} ...")
         if not configured.exists():
+            # A configure that failed or was stopped leaves a tree CMake may refuse.
+            shutil.rmtree(tree, ignore_errors=True)
             _run_build_step(
                 _configure_command(cmake, mpicc_path, source, tree, defines), mpicc_path, False
             )
-            configured.touch()
-        _run_build_step(_build_command(cmake, tree, targets, jobs), mpicc_path, False)
+            configured.write_text("".join(f"{t}\n" for t in tools))
+        try:
+            _run_build_step(_build_command(cmake, tree, targets, jobs), mpicc_path, False)
+        except PetacommError as err:
+            raise PetacommError(
+                f"{err}\n(building {', '.join(targets)} in {tree}; removing that directory "
+                "makes the next run configure it anew)"
+            ) from None
         with open(built, "a") as record:
             record.write("".join(f"{t}\n" for t in targets))
     return tree, False
