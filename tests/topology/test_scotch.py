@@ -156,12 +156,34 @@ def test_the_scotch_candidate_maps_alike_however_long_scotch_took(monkeypatch):
         return placed(*args, **kwargs)
 
     monkeypatch.setattr(scotch, "scotch_placement", slow)
+    from petacomm.topology import contention, multilevel
+
+    limits = []
+
+    def spying(real, key):
+        def spy(*args, **kwargs):
+            limits.append((key, kwargs.get(key)))
+            return real(*args, **kwargs)
+
+        return spy
+
+    for module, name, key in (
+        (multilevel, "refine_placement", "max_passes"),
+        (contention, "contention_stage", "max_steps"),
+    ):
+        monkeypatch.setattr(module, name, spying(getattr(module, name), key))
     slowed = scotch.scotch_mapping(pattern, net, 60, graph=graph, routing=routing)
     assert np.array_equal(quick.node, slowed.node), "the mapping depends on Scotch's time"
     assert quick.stop_reason == slowed.stop_reason == "refinement limit"
-    # And the refinement did something: hop-bytes below Scotch's own placement's.
+    assert limits == [("max_passes", scotch.REFINE_PASSES), ("max_steps", scotch.REFINE_STEPS)]
+    # And the refinement did something: hop-bytes below Scotch's own placement's (hops
+    # from a breadth-first search of the torus, one per node).
+    hops = np.array([torus_bfs_distances(net, v) for v in range(net.num_nodes)])
+    src, dst, nbytes = pattern.edges()
     own = placed(graph, net, seed=0)
-    assert hop_bytes_by_bfs(net, pattern, quick.node) < hop_bytes_by_bfs(net, pattern, own)
+    assert (nbytes * hops[quick.node[src], quick.node[dst]]).sum() < (
+        nbytes * hops[own[src], own[dst]]
+    ).sum()
 
 
 @needs_scotch
@@ -319,6 +341,12 @@ def test_scotch_placement_stays_when_refinement_loads_the_busiest_link_more(monk
             pattern, net, 60, graph=graph, routing=routing, refine_passes=None, refine_steps=None
         )
         assert np.array_equal(out.node, first)
+    # No contention stage at all (no change allowed on the busiest link): the same.
+    monkeypatch.setattr(contention, "contention_stage", None)  # not called
+    out = scotch.scotch_mapping(
+        pattern, net, 60, graph=graph, routing=routing, refine_passes=1, refine_steps=0
+    )
+    assert np.array_equal(out.node, first)
 
 
 @needs_scotch

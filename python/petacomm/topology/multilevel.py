@@ -587,7 +587,7 @@ class _Refiner:
             return True
         tolerance = _GAIN_TOLERANCE * float(g.data.sum()) * 2
         weight, capacity, load, group = self.weight, self.capacity, self.load, self.group
-        for _ in range(_MAX_PASSES if max_passes is None else max_passes):
+        for _ in range(_MAX_PASSES if max_passes is None else min(max_passes, _MAX_PASSES)):
             if time.perf_counter() > deadline:
                 return False
             stats.passes += 1
@@ -876,8 +876,9 @@ def refine_placement(
     Scotch's they gain a few tenths of a percent more. ``clean``: ``graph`` is already a
     float64 CSR matrix without diagonal or explicit zeros, indices sorted (as
     :func:`without_diagonal` gives it), and is used as it is. ``max_passes``: at most that
-    many passes of moves and swaps (a limit of work, not of time: the same input gives the
-    same placement on any machine, unless ``time_budget`` stops it first)."""
+    many passes of moves and swaps in each refinement (one without re-splits; each re-split
+    round refines again), a limit of work, not of time: the same input gives the same
+    placement on any machine, unless ``time_budget`` stops it first."""
     check_rank_count(graph.shape[0], network)
     stats = MultilevelStats()
     graph = graph if clean else _clean(graph)

@@ -429,8 +429,8 @@ def scotch_mapping(
 
     The refinement makes at most ``refine_passes`` passes of hop-bytes moves and swaps and
     ``refine_steps`` changes on the busiest link (``REFINE_PASSES``, ``REFINE_STEPS``):
-    limits of work, so the result does not depend on the machine's speed or load (0: no
-    refinement, Scotch's placement). Its fixed costs come on top: with a ``routing``, the
+    limits of work, so the result does not depend on the machine's speed or load (both 0:
+    Scotch's placement). Its fixed costs come on top: with a ``routing``, the
     network's pair-link matrix (``contention.pair_link_matrix``), unless this process built
     it already. It is built in a thread beside Scotch: built after it, the 0.1-0.2 s it
     took on torus 4x8x8 doubled the candidate's time. Only a matrix that builds
@@ -478,7 +478,7 @@ def scotch_mapping(
         prepared_graph[0],
         network,
         node,
-        left * 0.6 if contended else left,
+        left * 0.6 if contended and refine_steps != 0 else left,
         resplit=not limited,
         clean=True,
         max_passes=refine_passes,
