@@ -245,6 +245,22 @@ def _tool(name: str) -> str | None:
     return str(beside) if os.access(beside, os.X_OK) else shutil.which(name)
 
 
+def _compiler_and_cmake(mpicc: str) -> tuple[Path, str]:
+    """The absolute path of ``mpicc`` and the cmake to build with; errors naming what is
+    missing."""
+    resolved = shutil.which(mpicc)
+    if not resolved:
+        raise PetacommError(f"--mpicc: '{mpicc}' not found or not executable")
+    # Not resolved: wrappers such as Open MPI's opal_wrapper behave by the name they are run as.
+    mpicc_path = Path(os.path.abspath(resolved))
+    cmake = _tool("cmake")
+    if not cmake:
+        raise PetacommError(
+            "cmake not found: install it (pip install cmake) to build for another MPI"
+        )
+    return mpicc_path, cmake
+
+
 def _cache_key(mpicc_path: Path, source: Path, defines: tuple[str, ...]) -> tuple[str, str]:
     """(name from the MPI's directory, hash of the MPI, the sources and the defines)."""
     fingerprint = f"{mpicc_path}|{_source_hash(source)}|{'|'.join(defines)}"
@@ -303,16 +319,7 @@ def cached_cmake_build(
     cache entry and returns fields for its record (``record_name``, JSON). Returns (entry
     directory, record, True when it was already built). The entry appears atomically.
     """
-    resolved = shutil.which(mpicc)
-    if not resolved:
-        raise PetacommError(f"--mpicc: '{mpicc}' not found or not executable")
-    # Not resolved: wrappers such as Open MPI's opal_wrapper behave by the name they are run as.
-    mpicc_path = Path(os.path.abspath(resolved))
-    cmake = _tool("cmake")
-    if not cmake:
-        raise PetacommError(
-            "cmake not found: install it (pip install cmake) to build for another MPI"
-        )
+    mpicc_path, cmake = _compiler_and_cmake(mpicc)
     name, key = _cache_key(mpicc_path, source, defines)
     target = cache / f"{name}-{key}"
     record = target / record_name
@@ -362,15 +369,7 @@ def shared_cmake_tree(
     Returns (the tree, True when its targets were built already)."""
     import fcntl
 
-    resolved = shutil.which(mpicc)
-    if not resolved:
-        raise PetacommError(f"--mpicc: '{mpicc}' not found or not executable")
-    mpicc_path = Path(os.path.abspath(resolved))
-    cmake = _tool("cmake")
-    if not cmake:
-        raise PetacommError(
-            "cmake not found: install it (pip install cmake) to build for another MPI"
-        )
+    mpicc_path, cmake = _compiler_and_cmake(mpicc)
     tools = (f"cmake={cmake}", f"ninja={_tool('ninja') or ''}", f"python={sys.executable}")
     name, key = _cache_key(mpicc_path, source, (*defines, *tools))
     tree = cache / f"{name}-{key}-tree"

@@ -99,8 +99,9 @@ def find_tools(prefix: str | None = None) -> SmpiTools:
 def build_programs(tools: SmpiTools, families: tuple[str, ...], targets: tuple[str, ...], log):
     """The programs ``targets`` of ``families`` built with SMPI: the build tree, holding bin/
     and lib/. One tree per SMPI installation, source version, family set and build tools
-    (cmake, ninja, Python), each program built there at its first use: presets of the same families (halo, graph and sweep3d;
-    sparse-reduce and the map-maker) share one libpetacomm, compiled once."""
+    (cmake, ninja, Python), each program built there at its first use: presets of the same
+    families (halo, graph and sweep3d; sparse-reduce and the map-maker) share one
+    libpetacomm, compiled once."""
     from petacomm.native_build import build_cache, source_tree
     from petacomm.profile.builder import shared_cmake_tree
 
