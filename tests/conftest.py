@@ -89,12 +89,12 @@ def _refusing_launchers(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def smpi_build(tmp_path_factory) -> Path:
+def smpi_build() -> Path:
     """A SimGrid SMPI build of libpetacomm with petacomm-netbench and
     petacomm-xchg-setup-bench, shared by the tests that run them (tests/smpi_build.py)."""
     from smpi_build import smpi_build_tree
 
-    return smpi_build_tree(tmp_path_factory.mktemp("smpi-build"))
+    return smpi_build_tree()
 
 
 @pytest.fixture(autouse=True)
