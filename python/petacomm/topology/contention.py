@@ -409,22 +409,20 @@ def messages_by_rank(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarr
     rank_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sends + receives, out=rank_start[1:])
     messages = np.arange(m, dtype=index)
+    sent_through = np.cumsum(sends)  # messages sent by the ranks up to each one
+    received_before = rank_start[:-1] - (sent_through - sends)
     # numpy's stable sort is a radix sort on 16-bit integers: O(messages) for n <= 65536.
-    received = np.argsort(dst.astype(np.uint16) if n <= 1 << 16 else dst, kind="stable")
+    small = n <= 1 << 16
+    received = np.argsort(dst.astype(np.uint16) if small else dst, kind="stable")
     incident = np.empty(2 * m, dtype=index)
-    if m and np.all(src[1:] >= src[:-1]):  # sorted by sender, as CommPattern.edges() gives
-        # Sent message i lands after the receives of the ranks below its sender; received
-        # message j (in the order above) after the sends of the ranks up to its receiver.
-        received_before = rank_start[:-1] - np.concatenate([[0], np.cumsum(sends)[:-1]])
+    # The k-th message sent (by sender) lands after the receives of the ranks below its
+    # sender; the j-th received (by receiver) after the sends of the ranks up to its own.
+    if np.all(src[1:] >= src[:-1]):  # sorted by sender, as CommPattern.edges() gives
         incident[messages + received_before[src]] = messages
-        sent_through = np.cumsum(sends)
-        incident[messages + sent_through[dst[received]]] = received
-    elif m:
-        sent = np.argsort(src.astype(np.uint16) if n <= 1 << 16 else src, kind="stable")
-        sends_before = np.concatenate([[0], np.cumsum(sends)[:-1]])
-        within = messages - sends_before[src[sent]]
-        incident[rank_start[:-1][src[sent]] + within] = sent
-        incident[messages + np.cumsum(sends)[dst[received]]] = received
+    else:
+        sent = np.argsort(src.astype(np.uint16) if small else src, kind="stable")
+        incident[messages + received_before[src[sent]]] = sent
+    incident[messages + sent_through[dst[received]]] = received
     return rank_start, incident
 
 
