@@ -118,15 +118,23 @@ def check_output_path(
         )
     if target.exists() and not os.access(target, os.W_OK):
         raise PetacommError(f"{argument}: cannot write '{text}' (file not writable)")
-    try:  # tried: permissions do not tell (root, read-only mounts, /proc)
-        handle, probe = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    reason = why_no_file_can_be_created(target.parent, f".{target.name}.")
+    if reason is not None:
+        raise PetacommError(f"{argument}: cannot write '{text}': {reason}")
+    return target
+
+
+def why_no_file_can_be_created(directory: Path, prefix: str, output: bool = True) -> str | None:
+    """None when a file can be created in ``directory`` (one is, then removed: permissions
+    do not tell, as root, on read-only mounts or in /proc), else why not
+    (:func:`cannot_create_reason`)."""
+    try:
+        handle, probe = tempfile.mkstemp(prefix=prefix, dir=directory)
     except OSError as err:
-        raise PetacommError(
-            f"{argument}: cannot write '{text}': {cannot_create_reason(target.parent, err)}"
-        ) from None
+        return cannot_create_reason(directory, err, output)
     os.close(handle)
     os.unlink(probe)
-    return target
+    return None
 
 
 def cannot_create_reason(directory: Path, err: OSError, output: bool = True) -> str:

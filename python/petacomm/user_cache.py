@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
@@ -26,7 +25,7 @@ def writable_cache_directory(purpose: str, override_variable: str) -> Path:
     """cache_directory, created when missing. A directory that cannot be created or written
     is a PetacommError naming where it came from (the variable, or the user's cache), before
     any work that would be lost."""
-    from petacomm.files import cannot_create_reason
+    from petacomm.files import why_no_file_can_be_created
 
     path = cache_directory(purpose, override_variable)
     reason = None
@@ -41,13 +40,8 @@ def writable_cache_directory(purpose: str, override_variable: str) -> Path:
         else:
             reason = f"cannot create '{err.filename or path}' ({err.strerror or err})"
     if reason is None:
-        try:  # tried: permissions do not tell (root, read-only mounts, /proc)
-            handle, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
-        except OSError as err:
-            reason = cannot_create_reason(path, err, output=False)
-        else:
-            os.close(handle)
-            os.unlink(probe)
+        reason = why_no_file_can_be_created(path, ".probe-", output=False)
+        if reason is None:
             return path
     origin = (
         f"{override_variable}={os.environ[override_variable]}"
