@@ -433,6 +433,90 @@ def test_contention_refinement_lowers_the_busiest_link_without_raising_hop_bytes
     assert reference_link_bytes(net, pattern, strict, "adaptive").max() <= before_max
 
 
+@pytest.mark.parametrize(
+    "network_text, routing_name",
+    [
+        ("torus:4x3x2:t=3", "adaptive"),
+        ("torus:4x3x2:t=3", "dor"),
+        ("fattree:2;4,6;1,2;1,1:t=3", "ecmp"),
+    ],
+)
+def test_a_placement_updated_for_the_ranks_that_moved_is_placed_anew(network_text, routing_name):
+    # moved() looks again only at the messages of ranks placed elsewhere: its loads and
+    # hop-bytes must be a fresh placement's, checked against routing every message (and BFS
+    # hops on the torus). Moves to free cores, swaps, ranks that moved with their partners
+    # (a message between two moved ranks counted once), a rank without messages, no move.
+    net = parse_network(network_text)
+    assert net.num_nodes == 24
+    routing = parse_routing(routing_name, net)
+
+    def references(node):
+        if routing_name == "ecmp":
+            m = Mapping("x", node, ml.cores_in_rank_order(node))
+            routed = evaluate_mapping(net, routing, pattern, m, keep_loads=True)
+            return routed.hop_bytes, routed.link_bytes
+        return (
+            reference_hop_bytes(net, pattern, node),
+            reference_link_bytes(net, pattern, node, routing_name),
+        )
+
+    pattern = make_graph("rgg", 61, seed=3)  # 61 ranks on 72 cores: free cores to move to
+    keep = pattern.phases[0].src != 60  # rank 60 neither sends nor receives
+    keep &= pattern.phases[0].dst != 60
+    ph = pattern.phases[0]
+    pattern.phases[0] = Phase(ph.name, ph.src[keep], ph.dst[keep], ph.nbytes[keep], ph.repeat)
+    graph = communication_graph(pattern)
+    fixed = ct.prepare_contention(pattern, net, routing, graph)
+    rng = np.random.default_rng(2)
+    first = rng.permutation(np.repeat(np.arange(24), 3))[:61]
+    start = fixed.place(first)
+    hop, loads = references(first)
+    assert start.hop_bytes == pytest.approx(hop, rel=1e-12)
+    assert np.allclose(start.loads, loads, rtol=1e-12, atol=1e-6)
+    for trial in range(12):
+        node = first.copy()
+        ranks = rng.choice(60, size=int(rng.integers(0, 12)), replace=False)
+        if trial % 2:
+            ranks = np.append(ranks, 60)
+        node[ranks] = rng.permutation(node[ranks])  # swaps among the chosen ranks
+        free = np.flatnonzero(np.bincount(node, minlength=24) < 3)
+        if ranks.size and free.size:
+            node[ranks[0]] = free[0]  # and one move to a free core
+        got = fixed.moved(start, node)
+        hop, loads = references(node)
+        assert got.hop_bytes == pytest.approx(hop, rel=1e-12)
+        assert np.allclose(got.loads, loads, rtol=1e-12, atol=1e-6)
+        assert np.array_equal(got.rows, fixed.place(node).rows)
+        assert np.array_equal(got.node, node)
+    # The start is left as it was (the refinement writes into what moved() returns).
+    assert np.array_equal(start.node, first)
+    assert np.array_equal(start.rows, fixed.place(first).rows)
+
+
+def test_contention_refinement_from_a_placed_start_refines_alike():
+    # scotch_mapping hands refine_contention the placement it started the hop-bytes stage
+    # from: the refinement must do what it does from scratch.
+    net = parse_network("torus:4x4x2:t=2")
+    routing = parse_routing("adaptive", net)
+    pattern = make_graph("delaunay", 64, seed=7)
+    graph = communication_graph(pattern)
+    start = np.repeat(np.arange(32), 2)[np.random.default_rng(4).permutation(64)]
+    node, _ = ml.refine_placement(graph, net, start, time_budget=30, max_passes=1)
+    assert (node != start).sum() > 4
+    fixed = ct.prepare_contention(pattern, net, routing, graph)
+    plain, plain_stats = ct.refine_contention(
+        pattern, net, routing, node, graph, 30, prepared=fixed
+    )
+    placed, placed_stats = ct.refine_contention(
+        pattern, net, routing, node, graph, 30, prepared=fixed, start=fixed.place(start)
+    )
+    assert plain_stats.steps > 0
+    assert np.array_equal(plain, placed) and plain_stats.steps == placed_stats.steps
+    assert placed_stats.max_link_bytes_before == pytest.approx(
+        reference_link_bytes(net, pattern, node, "adaptive").max()
+    )
+
+
 def test_contention_refinement_leaves_networks_too_large_alone():
     net = parse_network("torus:64x64x64")
     pattern = parse_pattern("ranks 4; ring 1 both")

