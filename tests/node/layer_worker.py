@@ -144,6 +144,19 @@ def check_errors(layer):
         raise AssertionError("a receive into a too small buffer did not fail")
     assert (small == -1).all()
     request.wait()
+    # Values in the other byte order would be reduced as this machine's: refused by name.
+    swapped = np.arange(4, dtype=np.float64).astype(np.dtype(np.float64).newbyteorder())
+    for call in (lambda: layer.allreduce(swapped), lambda: layer.reduce(swapped, 0)):
+        try:
+            call()
+        except ValueError as err:
+            assert f"dtype {swapped.dtype.str}" in str(err) and "byte order" in str(err), err
+        else:
+            raise AssertionError("an array in the other byte order was taken")
+    # A copy moves the bytes as they are: broadcast in the other byte order arrives equal.
+    buf = swapped.copy() if rank == 0 else np.zeros_like(swapped)
+    layer.bcast(buf, 0)
+    assert buf.dtype == swapped.dtype and np.array_equal(buf, swapped), buf
 
 
 def main():

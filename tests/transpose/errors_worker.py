@@ -91,6 +91,14 @@ def execution():
         culprit_says("in: dtype int64") if mine else culprit_says("in: dtype unknown"),
         run(good_in.real.astype(np.int64) if mine else good_in, out),
     )
+    # complex128 in the other byte order: its bytes would be read as this machine's values.
+    swapped = good_in.astype(good_in.dtype.newbyteorder())
+    expect(
+        culprit_says(f"in: dtype {swapped.dtype.str}", "byte order")
+        if mine
+        else culprit_says("in: dtype unknown"),
+        run(swapped if mine else good_in, out),
+    )
     readonly = out.copy()
     readonly.flags.writeable = not mine
     expect(culprit_says("out: read-only"), run(good_in, readonly))

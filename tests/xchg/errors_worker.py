@@ -34,6 +34,14 @@ def check_plan(keys, strategy):
         expect(ValueError, ["values", "5", "4"], lambda: plan.execute(values[:4].copy()))
         expect(ValueError, ["dtype", "float16"], lambda: plan.execute(values.astype(np.float16)))
         expect(ValueError, ["dtype", "int8"], lambda: plan.execute(values.astype(np.int8)))
+        # float64 in the other byte order: its bytes would be read as this machine's floats.
+        swapped = values.astype(values.dtype.newbyteorder())
+        expect(
+            ValueError,
+            ["values", swapped.dtype.str, "byte order", ".astype('float64')"],
+            lambda: plan.execute(swapped),
+        )
+        assert np.array_equal(swapped, before), f"rank {rank}: swapped values modified"
         expect(ValueError, ["op", "median"], lambda: plan.execute(values, "median"))
         expect(
             ValueError,
@@ -73,6 +81,7 @@ def one_rank_bad_creation(keys):
         ({"keys": np.array([1.5, 2.0])}, ["keys", "float64"], other),
         ({"keys": keys.reshape(-1, 1)}, ["keys", "one-dimensional", "(5, 1)"], other),
         ({"dtype": np.float16}, ["dtype", "float16"], other),
+        ({"dtype": np.dtype(np.complex128).newbyteorder()}, ["dtype", "byte order"], other),
         ({"chunk_keys": "many"}, ["chunk_keys", "many"], other),
         ({"send_window": -1}, ["send_window", "must be >= 0", "-1"], other),
         ({"send_window": 2.5}, ["send_window", "expected an integer", "2.5"], other),
@@ -131,6 +140,7 @@ def one_rank_bad_execution(keys, strategy, plan_k):
             (good[:, :2].copy(), "sum", ["k", "2", f"rank {bad}"], ["k on rank"]),
             (good[:4].copy(), "sum", ["values", "5 keys", "4 rows"], other),
             (good.astype(np.float16), "sum", ["values", "float16"], other),
+            (good.astype(good.dtype.newbyteorder()), "sum", ["values", "byte order"], other),
             (np.asfortranarray(good), "sum", ["C-contiguous"], other),
             (good.copy(), "median", ["op", "median"], other),
             (good.copy(), "max", ["op", "max", f"rank {bad}"], ["op on rank"]),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from petacomm.dtypes import codes_by_dtype, refusal
 from petacomm.errors import PetacommError
 from petacomm.node import _capi
 
@@ -56,12 +57,21 @@ def _scope(scope: str) -> int:
     return _capi.SCOPES[scope]
 
 
+_DTYPE_CODES = codes_by_dtype(_capi.DTYPES)
+_REDUCIBLE_CODES = codes_by_dtype({name: _capi.DTYPES[name] for name in _capi.REDUCIBLE})
+
+
 def _dtype(array: np.ndarray, reducible: bool) -> int:
-    name = array.dtype.name
-    allowed = _capi.REDUCIBLE if reducible else tuple(_capi.DTYPES)
-    if name not in allowed:
-        raise ValueError(f"dtype: {name} is not supported here (expected {', '.join(allowed)})")
-    return _capi.DTYPES[name]
+    """The library's code of the array's dtype; ValueError for any other. A reduction
+    computes with the values, so it refuses them in the other byte order too
+    (petacomm.dtypes); a copy (bcast, gather) moves their bytes as they are."""
+    code = (_REDUCIBLE_CODES if reducible else _DTYPE_CODES).get(array.dtype)
+    if code is None and not reducible:
+        code = _capi.DTYPES.get(array.dtype.name)
+    if code is None:
+        allowed = _capi.REDUCIBLE if reducible else tuple(_capi.DTYPES)
+        raise ValueError(f"dtype: {refusal(array.dtype, allowed)}")
+    return code
 
 
 class Request:

@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from petacomm.dtypes import codes_by_dtype, refusal
 from petacomm.transpose import _capi
+
+_DTYPE_CODES = codes_by_dtype(_capi.DTYPES)
 
 
 def dtype_code(dtype) -> int:
-    return _capi.DTYPES.get(np.dtype(dtype).name, _capi.UNKNOWN_DTYPE)
+    """The library's code of ``dtype``, UNKNOWN_DTYPE for any other (a byte-swapped one
+    too: see petacomm.dtypes)."""
+    return _DTYPE_CODES.get(np.dtype(dtype), _capi.UNKNOWN_DTYPE)
 
 
 def require_dtype(dtype, what: str) -> int:
-    name = np.dtype(dtype).name
-    if name not in _capi.DTYPES:
-        raise ValueError(
-            f"{what}: unsupported dtype {name} (expected one of {', '.join(_capi.DTYPES)})"
-        )
-    return _capi.DTYPES[name]
+    code = dtype_code(dtype)
+    if code == _capi.UNKNOWN_DTYPE:
+        raise ValueError(f"{what}: {refusal(dtype, _capi.DTYPES)}")
+    return code
 
 
 def descriptor(value) -> _capi.Array:
@@ -51,5 +54,7 @@ def local_message(message: str, named: dict) -> str:
         if not isinstance(value, np.ndarray):
             return f"{name}: expected a numpy array, got {type(value).__name__}"
         if "dtype unknown" in message:
+            if not value.dtype.isnative:  # the library's words would not say why
+                return f"{name}: {refusal(value.dtype, _capi.DTYPES)}"
             return message.replace("dtype unknown", f"dtype {value.dtype}")
     return message

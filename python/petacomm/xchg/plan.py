@@ -13,19 +13,22 @@ import json
 
 import numpy as np
 
+from petacomm.dtypes import codes_by_dtype, refusal
 from petacomm.errors import PetacommError
 from petacomm.xchg import _capi
 
 TRANSPORTS = ("p2p", "neighbor", "alltoallv")
+_DTYPE_CODES = codes_by_dtype(_capi.DTYPES)
 
 
 def _dtype_code(dtype, what: str) -> int:
-    name = np.dtype(dtype).name
-    if name not in _capi.DTYPES:
-        raise ValueError(
-            f"{what}: unsupported dtype {name} (expected one of {', '.join(_capi.DTYPES)})"
-        )
-    return _capi.DTYPES[name]
+    """The library's code of ``dtype``; ValueError naming ``what`` for any other (a
+    byte-swapped one too: see petacomm.dtypes)."""
+    dtype = np.dtype(dtype)
+    code = _DTYPE_CODES.get(dtype)
+    if code is None:
+        raise ValueError(f"{what}: {refusal(dtype, _capi.DTYPES)}")
+    return code
 
 
 def _keys_array(keys) -> np.ndarray:
@@ -195,9 +198,9 @@ class SparseReducePlan:
         self._require_open()
         if self._pending is not None:
             raise PetacommError("execute_begin: an execution is in progress; call execute_end")
-        problem, array, k, handle = None, None, 1, self._comm_handle
+        problem, array, k, code, handle = None, None, 1, 0, self._comm_handle
         try:
-            array, k = self._check_values(values)
+            array, k, code = self._check_values(values)
             if op not in _capi.OPS:
                 raise ValueError(
                     f"op: unknown operator {op!r} (expected one of {', '.join(_capi.OPS)})"
@@ -209,10 +212,10 @@ class SparseReducePlan:
         status = self._lib.petacomm_xchg_execute_begin_ext_f(
             self._plan,
             handle,
-            array.ctypes.data_as(ctypes.c_void_p) if problem is None else None,
+            array.ctypes.data if problem is None else None,
             array.shape[0] if problem is None else 0,
             k,
-            _capi.DTYPES[array.dtype.name] if problem is None else _capi.DTYPES["float64"],
+            code if problem is None else _capi.DTYPES["float64"],
             _capi.OPS[op] if problem is None else _capi.OPS["sum"],
             problem,
         )
@@ -233,11 +236,7 @@ class SparseReducePlan:
             raise ValueError(
                 f"values: expected a numpy array (reduced in place), got {type(values).__name__}"
             )
-        if values.dtype.name not in _capi.DTYPES:
-            raise ValueError(
-                f"values: unsupported dtype {values.dtype} "
-                f"(expected one of {', '.join(_capi.DTYPES)})"
-            )
+        code = _dtype_code(values.dtype, "values")
         if values.ndim not in (1, 2):
             raise ValueError(f"values: expected shape (n,) or (n, k), got {values.shape}")
         if values.shape[0] != self.n_local:
@@ -250,7 +249,7 @@ class SparseReducePlan:
             raise ValueError(f"values: k must be at least 1, got shape {values.shape}")
         if not values.flags.c_contiguous or not values.flags.writeable:
             raise ValueError("values: must be a writeable C-contiguous array (reduced in place)")
-        return values, k
+        return values, k, code
 
     # ---- inspection ------------------------------------------------------------------
     @property
