@@ -155,29 +155,41 @@ std::vector<std::vector<std::int32_t>> Directory::make_replies(int list_limit) {
   const auto owner_entry = [this](std::size_t g, std::size_t d) {
     return g + mix64(static_cast<std::uint64_t>(table_[g].key) ^ kOwnerSalt) % d;
   };
-  std::vector<std::pair<std::size_t, std::size_t>> shared_runs;  // each shared key's run
+  // The shared keys' runs, found in one pass without a branch on where runs end (whether a
+  // key is shared is as good as random): entry j begins one when it differs from the entry
+  // before and equals the one after, ends one when the reverse. Begins are kept at even
+  // slots, ends at odd ones (at most n / 2 runs); a slot not kept is written over.
+  const std::size_t n = table_.size();
+  std::vector<std::size_t> runs(n + 2);
+  std::size_t distinct = 0, shared = 0, ends = 0;
+  bool same_as_previous = false;
+  for (std::size_t j = 0; j < n; ++j) {
+    const bool same_as_next = j + 1 < n && table_[j + 1].key == table_[j].key;
+    distinct += !same_as_previous;
+    runs[2 * shared] = j;
+    shared += !same_as_previous & same_as_next;
+    runs[2 * ends + 1] = j + 1;
+    ends += same_as_previous & !same_as_next;
+    same_as_previous = same_as_next;
+  }
+  histogram_[0] += static_cast<std::int64_t>(distinct - shared);
   std::vector<std::size_t> sizes(sources_.size(), 0);
-  for_each_key([&](std::size_t g, std::size_t end) {
-    const std::size_t d = end - g;
-    if (d == 1) {
-      ++histogram_[0];
-      return;
-    }
+  for (std::size_t r = 0; r < shared; ++r) {
+    const std::size_t g = runs[2 * r], end = runs[2 * r + 1], d = end - g;
     histogram_[multiplicity_bucket(static_cast<std::int64_t>(d))] += 1;
-    shared_runs.emplace_back(g, end);
     const std::size_t each = 3 + (listed(d) ? d - 1 : 0);
     for (std::size_t j = g; j < end; ++j) sizes[static_cast<std::size_t>(table_[j].source)] += each;
     if (!listed(d))  // the owner always gets the list
       sizes[static_cast<std::size_t>(table_[owner_entry(g, d)].source)] += d - 1;
-  });
+  }
   std::vector<std::vector<std::int32_t>> replies(sources_.size());
   std::vector<std::int32_t *> at(sources_.size());
   for (std::size_t s = 0; s < sources_.size(); ++s) {
     replies[s].resize(sizes[s]);
     at[s] = replies[s].data();
   }
-  for (const auto &[g, end] : shared_runs) {
-    const std::size_t d = end - g;
+  for (std::size_t r = 0; r < shared; ++r) {
+    const std::size_t g = runs[2 * r], end = runs[2 * r + 1], d = end - g;
     const std::size_t owner_at = owner_entry(g, d);
     const int owner = sources_[static_cast<std::size_t>(table_[owner_at].source)];
     for (std::size_t j = g; j < end; ++j) {
@@ -317,8 +329,10 @@ void Directory::decode_replies(const std::vector<std::vector<std::int32_t>> &rec
   sharing_.shared.resize(shared_count + 1);
   std::int64_t *list_begin = sharing_.list_begin.data();
   std::int32_t *shared = sharing_.shared.data();
+  std::int64_t offset = 0;  // in a register: summing in place chains every key's store and load
   for (std::size_t u = 0; u < u_count; ++u) {
-    list_begin[u + 1] += list_begin[u];
+    offset += list_begin[u + 1];
+    list_begin[u + 1] = offset;
     *shared = static_cast<std::int32_t>(u);
     shared += multiplicity[u] >= 2 ? 1 : 0;
   }
