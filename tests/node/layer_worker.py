@@ -144,19 +144,35 @@ def check_errors(layer):
         raise AssertionError("a receive into a too small buffer did not fail")
     assert (small == -1).all()
     request.wait()
-    # Values in the other byte order would be reduced as this machine's: refused by name.
-    swapped = np.arange(4, dtype=np.float64).astype(np.dtype(np.float64).newbyteorder())
-    for call in (lambda: layer.allreduce(swapped), lambda: layer.reduce(swapped, 0)):
+    # Values in the other byte order would be reduced as this machine's: refused by name on
+    # the last rank only, the reduction fails on every rank together (none is left
+    # waiting), the others' buffers untouched, and the layer goes on working.
+    good = np.arange(4, dtype=np.float64) + rank
+    swapped = good.astype(good.dtype.newbyteorder())
+    culprit = rank == size - 1
+    cases = (
+        (lambda: layer.allreduce(swapped if culprit else good), f"dtype {swapped.dtype.str}"),
+        (lambda: layer.reduce(swapped if culprit else good, 0), "byte order"),
+        (lambda: layer.allreduce(good, "median" if culprit else "sum"), "op: unknown 'median'"),
+        (lambda: layer.gather(good.astype(np.int16) if culprit else good, 0), "int16"),
+    )
+    for call, says in cases:
         try:
             call()
         except ValueError as err:
-            assert f"dtype {swapped.dtype.str}" in str(err) and "byte order" in str(err), err
+            want = says if culprit else "invalid arguments on another rank"
+            assert want in str(err), (rank, str(err))
         else:
-            raise AssertionError("an array in the other byte order was taken")
-    # A copy moves the bytes as they are: broadcast in the other byte order arrives equal.
+            raise AssertionError(f"rank {rank}: a refused argument on rank {size - 1} was taken")
+    assert np.array_equal(good, np.arange(4) + rank)
+    assert np.array_equal(layer.allreduce(good), np.arange(4) * size + sum(range(size)))
+    # A copy moves the bytes as they are: in the other byte order they arrive equal.
     buf = swapped.copy() if rank == 0 else np.zeros_like(swapped)
     layer.bcast(buf, 0)
-    assert buf.dtype == swapped.dtype and np.array_equal(buf, swapped), buf
+    assert buf.dtype == swapped.dtype and np.array_equal(buf, np.arange(4)), buf
+    gathered = layer.gather(swapped, 0)
+    if rank == 0:
+        assert np.array_equal(gathered, np.arange(4) + np.arange(size)[:, None]), gathered
 
 
 def main():

@@ -51,6 +51,15 @@ def creation():
             lambda: petacomm.TransposePlan(comm, (16, 8), strategy="xor"),
         )
     expect(["dtype", "int32"], lambda: petacomm.TransposePlan(comm, (16, 8), np.int32))
+    # The other byte order on one rank: refused there by name, on every rank together.
+    swapped = np.dtype(np.complex128).newbyteorder()
+    dtype = swapped if rank == CULPRIT else np.complex128
+    mine = [f"dtype {swapped.str}", "byte order", ".astype('complex128')"]
+    for create in (
+        lambda: petacomm.TransposePlan(comm, (16, 8), dtype),
+        lambda: petacomm.PencilPlan(comm, (4, 5, 6), (1, size), dtype),
+    ):
+        expect(mine if rank == CULPRIT else [f"rank {CULPRIT}", "dtype: unknown dtype"], create)
     expect(
         ["planner: unknown planner 'fast'"],
         lambda: petacomm.TransposePlan(comm, (16, 8), planner="fast"),

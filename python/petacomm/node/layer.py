@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from petacomm import native
 from petacomm.dtypes import codes_by_dtype, refusal
 from petacomm.errors import PetacommError
 from petacomm.node import _capi
@@ -59,19 +60,40 @@ def _scope(scope: str) -> int:
 
 _DTYPE_CODES = codes_by_dtype(_capi.DTYPES)
 _REDUCIBLE_CODES = codes_by_dtype({name: _capi.DTYPES[name] for name in _capi.REDUCIBLE})
+# A code the library refuses: passed for an argument refused here, so that the library's
+# first round of the collective fails it on every rank together instead of this rank
+# leaving the others waiting (docs/node-layer.md, "Argument errors are agreed").
+_REFUSED = -1
 
 
-def _dtype(array: np.ndarray, reducible: bool) -> int:
-    """The library's code of the array's dtype; ValueError for any other. A reduction
-    computes with the values, so it refuses them in the other byte order too
+def _dtype(array: np.ndarray, reducible: bool) -> tuple[int, str | None]:
+    """(the library's code of the array's dtype, None), or (_REFUSED, why) for any other.
+    A reduction computes with the values, so it refuses them in the other byte order too
     (petacomm.dtypes); a copy (bcast, gather) moves their bytes as they are."""
     code = (_REDUCIBLE_CODES if reducible else _DTYPE_CODES).get(array.dtype)
     if code is None and not reducible:
         code = _capi.DTYPES.get(array.dtype.name)
     if code is None:
         allowed = _capi.REDUCIBLE if reducible else tuple(_capi.DTYPES)
-        raise ValueError(f"dtype: {refusal(array.dtype, allowed)}")
-    return code
+        return _REFUSED, f"array: {refusal(array.dtype, allowed)}"
+    return code, None
+
+
+def _op(op: str) -> tuple[int, str | None]:
+    """(the library's code of ``op``, None), or (_REFUSED, why)."""
+    if op not in _capi.OPS:
+        return _REFUSED, f"op: unknown {op!r} (expected {', '.join(_capi.OPS)})"
+    return _capi.OPS[op], None
+
+
+def _check_collective(lib, status: int, call: str, *refused: str | None) -> None:
+    """_capi.check of a collective to which this rank passed _REFUSED for the arguments it
+    refused (``refused``: their reasons, None for those it took): the library failed the
+    call on every rank, and this rank says why in its own words."""
+    reasons = [r for r in refused if r is not None]
+    if reasons and status != native.SUCCESS:
+        raise ValueError(reasons[0])
+    _capi.check(lib, status, call)
 
 
 class Request:
@@ -344,34 +366,39 @@ class NodeLayer:
     def bcast(self, array, root: int, scope: str = "all") -> None:
         """Broadcasts ``array`` (in place) from ``root``."""
         array = _contiguous(array, "array", writable=True)
-        _capi.check(
+        dtype, refused = _dtype(array, False)
+        _check_collective(
             self._lib,
             self._lib.petacomm_node_bcast(
                 self._handle(),
                 _pointer(array),
                 array.size,
-                _dtype(array, False),
+                dtype,
                 root,
                 _scope(scope),
             ),
             "bcast",
+            refused,
         )
 
     def allreduce(self, array, op: str = "sum", scope: str = "all") -> np.ndarray:
         array = _contiguous(np.asarray(array), "array")
         out = np.empty_like(array)
-        _capi.check(
+        (dtype, bad_dtype), (code, bad_op) = _dtype(array, True), _op(op)
+        _check_collective(
             self._lib,
             self._lib.petacomm_node_allreduce(
                 self._handle(),
                 _pointer(array),
                 _pointer(out),
                 array.size,
-                _dtype(array, True),
-                self._op(op),
+                dtype,
+                code,
                 _scope(scope),
             ),
             "allreduce",
+            bad_dtype,
+            bad_op,
         )
         return out
 
@@ -379,19 +406,22 @@ class NodeLayer:
         """The reduction on ``root`` (a rank, or a local rank for scope 'node'); None elsewhere."""
         array = _contiguous(np.asarray(array), "array")
         out = np.empty_like(array)
-        _capi.check(
+        (dtype, bad_dtype), (code, bad_op) = _dtype(array, True), _op(op)
+        _check_collective(
             self._lib,
             self._lib.petacomm_node_reduce(
                 self._handle(),
                 _pointer(array),
                 _pointer(out),
                 array.size,
-                _dtype(array, True),
-                self._op(op),
+                dtype,
+                code,
                 root,
                 _scope(scope),
             ),
             "reduce",
+            bad_dtype,
+            bad_op,
         )
         return out if self._is_root(root, scope) else None
 
@@ -401,30 +431,26 @@ class NodeLayer:
         layout = self.layout
         ranks = layout.size if scope == "all" else layout.local_size
         out = np.empty((ranks, *array.shape), dtype=array.dtype)
-        _capi.check(
+        dtype, refused = _dtype(array, False)
+        _check_collective(
             self._lib,
             self._lib.petacomm_node_gather(
                 self._handle(),
                 _pointer(array),
                 array.size,
-                _dtype(array, False),
+                dtype,
                 _pointer(out),
                 root,
                 _scope(scope),
             ),
             "gather",
+            refused,
         )
         return out if self._is_root(root, scope) else None
 
     def _is_root(self, root: int, scope: str) -> bool:
         layout = self.layout
         return (layout.rank if scope == "all" else layout.local_rank) == root
-
-    @staticmethod
-    def _op(op: str) -> int:
-        if op not in _capi.OPS:
-            raise ValueError(f"op: unknown {op!r} (expected {', '.join(_capi.OPS)})")
-        return _capi.OPS[op]
 
     # -- the servant ------------------------------------------------------------------------
     def open(self, path, mode: str = "r") -> NodeFile:

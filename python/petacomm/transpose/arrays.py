@@ -21,11 +21,13 @@ def dtype_code(dtype) -> int:
     return _DTYPE_CODES.get(np.dtype(dtype), _capi.UNKNOWN_DTYPE)
 
 
-def require_dtype(dtype, what: str) -> int:
-    code = dtype_code(dtype)
-    if code == _capi.UNKNOWN_DTYPE:
-        raise ValueError(f"{what}: {refusal(dtype, _capi.DTYPES)}")
-    return code
+def check_creation(lib, status: int, call: str, dtype) -> None:
+    """_capi.check of a plan's creation, to which an unknown ``dtype`` was passed as
+    UNKNOWN_DTYPE (the library refuses it on every rank together): this rank says why in
+    its own words (a byte-swapped dtype: how to convert it)."""
+    if status != 0 and dtype_code(dtype) == _capi.UNKNOWN_DTYPE:
+        raise ValueError(f"dtype: {refusal(dtype, _capi.DTYPES)}")
+    _capi.check(lib, status, call)
 
 
 def descriptor(value) -> _capi.Array:
@@ -54,7 +56,8 @@ def local_message(message: str, named: dict) -> str:
         if not isinstance(value, np.ndarray):
             return f"{name}: expected a numpy array, got {type(value).__name__}"
         if "dtype unknown" in message:
-            if not value.dtype.isnative:  # the library's words would not say why
-                return f"{name}: {refusal(value.dtype, _capi.DTYPES)}"
-            return message.replace("dtype unknown", f"dtype {value.dtype}")
+            shown = str(value.dtype)
+            if not value.dtype.isnative:  # >c16: its name would hide why
+                shown = f"{value.dtype.str} (not in this machine's byte order)"
+            return message.replace("dtype unknown", f"dtype {shown}")
     return message

@@ -16,7 +16,7 @@ import numpy as np
 
 from petacomm.errors import PetacommError
 from petacomm.transpose import _capi
-from petacomm.transpose.arrays import descriptor, local_message, require_dtype
+from petacomm.transpose.arrays import check_creation, descriptor, dtype_code, local_message
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ class TransposePlan(_Handle):
         self.shape = dims
         self.dtype = np.dtype(dtype)
         self.howmany = int(howmany)
-        code = require_dtype(self.dtype, "dtype")
+        code = dtype_code(self.dtype)  # refused by the library, on every rank together
         options, self._mask = build_options(
             strategy=strategy,
             planner=planner,
@@ -185,7 +185,7 @@ class TransposePlan(_Handle):
             ctypes.byref(options),
             ctypes.byref(self._handle),
         )
-        _capi.check(self._lib, status, "plan_create")
+        check_creation(self._lib, status, "plan_create", self.dtype)
         local = _capi.Local()
         _capi.check(
             self._lib, self._lib.petacomm_transpose_plan_local(self._handle, local), "local"
@@ -310,7 +310,7 @@ class PencilPlan(_Handle):
         self.shape, self.grid = dims, grid2
         self.dtype = np.dtype(dtype)
         self.howmany = int(howmany)
-        code = require_dtype(self.dtype, "dtype")
+        code = dtype_code(self.dtype)  # refused by the library, on every rank together
         options, _ = build_options(
             strategy=strategy,
             planner=planner,
@@ -329,7 +329,7 @@ class PencilPlan(_Handle):
             ctypes.byref(options),
             ctypes.byref(self._handle),
         )
-        _capi.check(self._lib, status, "pencil_create")
+        check_creation(self._lib, status, "pencil_create", self.dtype)
 
     def _layout(self, layout: str, what: str) -> int:
         if layout not in _capi.LAYOUTS:
