@@ -515,6 +515,19 @@ def test_contention_refinement_from_a_placed_start_refines_alike():
     assert placed_stats.max_link_bytes_before == pytest.approx(
         reference_link_bytes(net, pattern, node, "adaptive").max()
     )
+    # A start placed for other messages (another graph of as many ranks, or messages
+    # prepared anew because none were given) would give another pattern's loads: refused.
+    other_pattern = make_graph("rgg", 64, seed=1)
+    other = ct.prepare_contention(
+        other_pattern, net, routing, communication_graph(other_pattern)
+    ).place(start)
+    for prepared, begun in ((fixed, other), (None, fixed.place(start))):
+        with pytest.raises(ValueError, match="start: placed for other messages"):
+            ct.refine_contention(
+                pattern, net, routing, node, graph, 30, prepared=prepared, start=begun
+            )
+    with pytest.raises(ValueError, match="node: 63 ranks, the start placed 64"):
+        fixed.moved(fixed.place(start), node[:63])
 
 
 def test_contention_refinement_leaves_networks_too_large_alone():

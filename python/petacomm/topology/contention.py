@@ -334,10 +334,10 @@ def contention_stage(
     max_steps: int | None = None,
     start: Placed | None = None,
 ) -> tuple[np.ndarray, str, float | None]:
-    """:func:`refine_contention` as the last stage of an optimiser: (node of every rank,
-    stop reason: ``converged``, ``time budget``, ``refinement limit`` (``max_steps`` made)
-    or why link loads were not refined, the busiest link's bytes at the end or None when
-    the loads were not computed)."""
+    """:func:`refine_contention` (``prepared``, ``start``: see there) as the last stage of an
+    optimiser: (node of every rank, stop reason: ``converged``, ``time budget``,
+    ``refinement limit`` (``max_steps`` made) or why link loads were not refined, the
+    busiest link's bytes at the end or None when the loads were not computed)."""
     node, stats = refine_contention(
         pattern,
         network,
@@ -386,9 +386,11 @@ def _placed(pairs: PairLinks, src, dst, nbytes, node) -> tuple[np.ndarray, np.nd
 def prepare_contention(pattern, network, routing, graph, pairs: PairLinks | None = None):
     """What :func:`refine_contention` reads and never changes, whatever the placement: the
     directed messages, the messages touching each rank, the pair-link matrix (``pairs``, or
-    built), the bytes graph, node distances and neighbourhoods. A caller with time to
-    spare before the placement is known (``scotch.scotch_mapping``, while Scotch maps)
-    prepares it then. None when the network is too large for the pair-link matrix."""
+    built), the bytes graph (symmetric: each edge's bytes in both directions, as
+    ``mapping_search.communication_graph`` makes it), node distances and neighbourhoods. A
+    caller with time to spare before the placement is known (``scotch.scotch_mapping``,
+    while Scotch maps) prepares it then. None when the network is too large for the
+    pair-link matrix."""
     pairs = pair_link_matrix(network, routing) if pairs is None else pairs
     if pairs is None:
         return None
@@ -450,10 +452,10 @@ def refine_contention(
     any machine). ``graph`` is the symmetric bytes graph hop-bytes is measured on;
     ``pairs`` the :func:`pair_link_matrix` already built for this network and routing;
     ``prepared`` what :func:`prepare_contention` gave for them; ``start`` a placement
-    :meth:`_Messages.place` placed with them, from which ``node``'s loads and hop-bytes are
-    updated for the ranks that moved instead of computed anew. Hop-bytes stays at or
-    below ``hop_bytes_cap`` if given, else at or below the start's hop-bytes times
-    ``1 + hop_slack``."""
+    ``prepared.place`` placed (so ``start`` needs ``prepared``), from which ``node``'s loads
+    and hop-bytes are updated for the ranks that moved instead of computed anew. Hop-bytes
+    stays at or below ``hop_bytes_cap`` if given, else at or below the start's hop-bytes
+    times ``1 + hop_slack``."""
     deadline = time.perf_counter() + time_budget
     stats = ContentionStats()
     node = np.asarray(node, dtype=np.int64).copy()
@@ -537,16 +539,17 @@ def refine_contention(
     return node, stats
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Placed:
     """A placement with what the refinement derives from it: the pair-link row of every
     message (:meth:`PairLinks.rows` of its ends' nodes), the bytes on every link and
-    hop-bytes (:meth:`_Messages.hop_bytes`)."""
+    hop-bytes (:meth:`_Messages.hop_bytes`), for the ``messages`` that placed it."""
 
     node: np.ndarray
     rows: np.ndarray
     loads: np.ndarray
     hop_bytes: float
+    messages: _Messages
 
 
 @dataclass(frozen=True)
@@ -577,18 +580,25 @@ class _Messages:
         """``node`` (copied) with its message rows, link loads and hop-bytes."""
         node = np.array(node, dtype=np.int64)
         rows, loads = _placed(self.pairs, self.src, self.dst, self.nbytes, node)
-        return Placed(node, rows, loads, self.hop_bytes(node))
+        return Placed(node, rows, loads, self.hop_bytes(node), self)
 
     def moved(self, start: Placed, node) -> Placed:
         """:meth:`place` of ``node`` from ``start``'s: only the messages of the ranks placed
         elsewhere are looked at again. A refinement pass moves a few ranks: on ``cmb``
         (1,024 ranks, a million messages) Scotch's placement has 152 ranks moved by one pass,
         updated in 18-21 ms where placing it anew takes 34."""
+        if start.messages is not self:  # its rows and loads would be another pattern's
+            raise ValueError(
+                "start: placed for other messages (another pattern, network or routing): "
+                "place it with the same prepared messages"
+            )
         node = np.array(node, dtype=np.int64)
+        if node.shape != start.node.shape:
+            raise ValueError(f"node: {node.size} ranks, the start placed {start.node.size}")
         moved = np.flatnonzero(start.node != node)
         rows = start.rows.copy()
         if moved.size == 0:
-            return Placed(node, rows, start.loads.copy(), start.hop_bytes)
+            return Placed(node, rows, start.loads.copy(), start.hop_bytes, self)
         # Each message once, though both its ends may have moved.
         _, position = csr_entries(self.rank_start, moved)
         touched = np.zeros(self.src.size, dtype=bool)
@@ -612,7 +622,7 @@ class _Messages:
             start.node[i], start.node[j]
         )
         hop_change = float((graph.data[entry] * np.where(mover[j], 0.5, 1.0) * length_change).sum())
-        return Placed(node, rows, start.loads + change, start.hop_bytes + hop_change)
+        return Placed(node, rows, start.loads + change, start.hop_bytes + hop_change, self)
 
 
 def _best_change(cv, cu, cx, node, loads, top, at_top, tol, hop_room, fixed, deadline):

@@ -467,12 +467,13 @@ def scotch_mapping(
         raise
     fixed = beside.result() if beside is not None else None
     scotch_node = node
-    # Scotch's placement placed once: its hop-bytes cap the contention stage, its busiest
-    # link is the one to beat, and the refined placement's loads are updated from it.
-    # (Placed in a thread beside the hop-bytes stage, both took twice as long: 67-92 and
-    # 33-42 ms against 34 and 17 on cmb, each waiting for Python's lock.)
-    placed = fixed.place(node) if fixed is not None else None
-    scotch_hop_bytes = placed.hop_bytes if placed is not None else hop_bytes(graph, node, network)
+    # Scotch's placement placed once, unless no stage may change it: its hop-bytes cap the
+    # contention stage, its busiest link is the one to beat, and the refined placement's
+    # loads are updated from it. (Placed in a thread beside the hop-bytes stage, both took
+    # twice as long: 67-92 and 33-42 ms against 34 and 17 on cmb, each waiting for
+    # Python's lock.)
+    refining = refine_passes != 0 or refine_steps != 0
+    placed = fixed.place(node) if fixed is not None and refining else None
     left = max(0.0, time_budget - (time.perf_counter() - start))
     limited = refine_passes is not None
     refine_start = time.perf_counter()
@@ -496,7 +497,9 @@ def scotch_mapping(
             node,
             graph,
             rest,
-            hop_bytes_cap=scotch_hop_bytes,
+            hop_bytes_cap=(
+                placed.hop_bytes if placed is not None else hop_bytes(graph, scotch_node, network)
+            ),
             prepared=fixed,
             max_steps=refine_steps,
             start=placed,
@@ -504,7 +507,9 @@ def scotch_mapping(
         reasons.append(reason)
     # The hop-bytes stage may load the busiest link more than Scotch did and the contention
     # stage, limited or stopped early, not undo it: then Scotch's placement stays.
-    if placed is not None and not np.array_equal(node, scotch_node):
+    if fixed is not None and not np.array_equal(node, scotch_node):
+        if placed is None:  # no stage was to change it (both limits 0), yet one did
+            placed = fixed.place(scotch_node)
         before = placed.loads.max(initial=0.0)
         if after is None:  # the contention stage did not run or had no time to compute them
             after = fixed.moved(placed, node).loads.max(initial=0.0)
