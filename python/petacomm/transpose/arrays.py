@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from petacomm.dtypes import codes_by_dtype, refusal
+from petacomm.native import SUCCESS
 from petacomm.transpose import _capi
 
 _DTYPE_CODES = codes_by_dtype(_capi.DTYPES)
@@ -25,7 +26,7 @@ def check_creation(lib, status: int, call: str, dtype) -> None:
     """_capi.check of a plan's creation, to which an unknown ``dtype`` was passed as
     UNKNOWN_DTYPE (the library refuses it on every rank together): this rank says why in
     its own words (a byte-swapped dtype: how to convert it)."""
-    if status != 0 and dtype_code(dtype) == _capi.UNKNOWN_DTYPE:
+    if status != SUCCESS and dtype_code(dtype) == _capi.UNKNOWN_DTYPE:
         raise ValueError(f"dtype: {refusal(dtype, _capi.DTYPES)}")
     _capi.check(lib, status, call)
 
