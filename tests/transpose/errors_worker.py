@@ -24,7 +24,8 @@ def expect(fragments, call, error=ValueError):
         if missing:
             raise AssertionError(f"rank {rank}: message {text!r} lacks {missing}") from err
         return
-    raise AssertionError(f"rank {rank}: expected {error.__name__} mentioning {fragments}")
+    names = [e.__name__ for e in (error if isinstance(error, tuple) else (error,))]
+    raise AssertionError(f"rank {rank}: expected {' or '.join(names)} mentioning {fragments}")
 
 
 def culprit_says(*fragments):
@@ -51,6 +52,38 @@ def creation():
             lambda: petacomm.TransposePlan(comm, (16, 8), strategy="xor"),
         )
     expect(["dtype", "int32"], lambda: petacomm.TransposePlan(comm, (16, 8), np.int32))
+    # Arguments the binding refuses before the call, on one rank only: that rank's message,
+    # the others name it, and none is left waiting in the collective creation.
+    mine = rank == CULPRIT
+    for fragments, create in (
+        (
+            ["shape: expected (n0, n1), got (16, 8, 2)"],
+            lambda: petacomm.TransposePlan(comm, (16, 8, 2) if mine else (16, 8)),
+        ),
+        (
+            ["mask: expected a one-dimensional array, got shape (2, 4)"],
+            lambda: petacomm.TransposePlan(comm, (16, 8), mask=np.ones((2, 4)) if mine else None),
+        ),
+        (
+            ["cost: unknown parameter 'nope'"],
+            lambda: petacomm.TransposePlan(comm, (16, 8), cost={"nope": 1.0} if mine else None),
+        ),
+        (
+            ["shape: (1180591620717411303424, 8) does not fit 64-bit integers"],
+            lambda: petacomm.TransposePlan(comm, (2**70, 8) if mine else (16, 8)),
+        ),
+        (
+            ["shape: expected (n0, n1, n2), got (4, 5)"],
+            lambda: petacomm.PencilPlan(comm, (4, 5) if mine else (4, 5, 6), (1, size)),
+        ),
+        (
+            ["variant: unknown variant 'fast'"],
+            lambda: petacomm.FourierFilter(
+                comm, (2, 8, 8), (1, 1), variant="fast" if mine else "plain"
+            ),
+        ),
+    ):
+        expect(culprit_says(*fragments), create, (ValueError, OverflowError))
     # The other byte order on one rank: refused there by name, on every rank together.
     swapped = np.dtype(np.complex128).newbyteorder()
     dtype = swapped if rank == CULPRIT else np.complex128

@@ -108,6 +108,23 @@ petacomm_status petacomm_transpose_plan_create_f(MPI_Fint comm, int64_t n0, int6
                                                  const petacomm_transpose_options *opts,
                                                  petacomm_transpose_plan *plan);
 
+/* Creation for language bindings: caller_error (optional, NULL or "") is an argument error
+ * the binding found on this rank before calling (a shape of three extents, say). The call
+ * still takes part in the collective argument check, so every rank fails together (this one
+ * with caller_error as its message, the others naming this rank) instead of the others
+ * waiting forever; the other arguments are not read then. */
+petacomm_status petacomm_transpose_plan_create_ext(MPI_Comm comm, int64_t n0, int64_t n1,
+                                                   int64_t howmany, petacomm_transpose_dtype dtype,
+                                                   const petacomm_transpose_options *opts,
+                                                   const char *caller_error,
+                                                   petacomm_transpose_plan *plan);
+petacomm_status petacomm_transpose_plan_create_ext_f(MPI_Fint comm, int64_t n0, int64_t n1,
+                                                     int64_t howmany,
+                                                     petacomm_transpose_dtype dtype,
+                                                     const petacomm_transpose_options *opts,
+                                                     const char *caller_error,
+                                                     petacomm_transpose_plan *plan);
+
 /* Collective. Sets *plan to NULL; freeing NULL is a no-op; safe after MPI_Finalize. */
 petacomm_status petacomm_transpose_plan_free(petacomm_transpose_plan *plan);
 
@@ -219,6 +236,19 @@ petacomm_status petacomm_transpose_pencil_create_f(MPI_Fint comm, const int64_t 
                                                    petacomm_transpose_dtype dtype,
                                                    const petacomm_transpose_options *opts,
                                                    petacomm_transpose_pencil *pencil);
+/* As petacomm_transpose_plan_create_ext: caller_error, a binding's argument error. */
+petacomm_status petacomm_transpose_pencil_create_ext(MPI_Comm comm, const int64_t n[3],
+                                                     const int grid[2], int64_t howmany,
+                                                     petacomm_transpose_dtype dtype,
+                                                     const petacomm_transpose_options *opts,
+                                                     const char *caller_error,
+                                                     petacomm_transpose_pencil *pencil);
+petacomm_status petacomm_transpose_pencil_create_ext_f(MPI_Fint comm, const int64_t n[3],
+                                                       const int grid[2], int64_t howmany,
+                                                       petacomm_transpose_dtype dtype,
+                                                       const petacomm_transpose_options *opts,
+                                                       const char *caller_error,
+                                                       petacomm_transpose_pencil *pencil);
 petacomm_status petacomm_transpose_pencil_free(petacomm_transpose_pencil *pencil);
 
 /* Local storage shape of a layout (in storage order) and the global index of its first
@@ -279,6 +309,18 @@ petacomm_status petacomm_fftfilter_create_f(MPI_Fint comm, const int64_t n[3], c
                                             petacomm_fftfilter_variant variant,
                                             const petacomm_transpose_options *opts,
                                             petacomm_fftfilter *filter);
+/* As petacomm_transpose_plan_create_ext: caller_error, a binding's argument error. */
+petacomm_status petacomm_fftfilter_create_ext(MPI_Comm comm, const int64_t n[3], const int grid[2],
+                                              const int64_t modes[2],
+                                              petacomm_fftfilter_variant variant,
+                                              const petacomm_transpose_options *opts,
+                                              const char *caller_error, petacomm_fftfilter *filter);
+petacomm_status petacomm_fftfilter_create_ext_f(MPI_Fint comm, const int64_t n[3],
+                                                const int grid[2], const int64_t modes[2],
+                                                petacomm_fftfilter_variant variant,
+                                                const petacomm_transpose_options *opts,
+                                                const char *caller_error,
+                                                petacomm_fftfilter *filter);
 petacomm_status petacomm_fftfilter_free(petacomm_fftfilter *filter);
 
 /* This rank's block: shape {s, chi, phi} and global offsets. */

@@ -95,17 +95,35 @@ petacomm_status petacomm_transpose_strategy_info(int index, petacomm_strategy_in
   return guard([&] { tp::registry().info(index, info); });
 }
 
-petacomm_status petacomm_transpose_plan_create(MPI_Comm comm, int64_t n0, int64_t n1,
-                                               int64_t howmany, petacomm_transpose_dtype dtype,
-                                               const petacomm_transpose_options *opts,
-                                               petacomm_transpose_plan *plan) {
+petacomm_status petacomm_transpose_plan_create_ext(MPI_Comm comm, int64_t n0, int64_t n1,
+                                                   int64_t howmany, petacomm_transpose_dtype dtype,
+                                                   const petacomm_transpose_options *opts,
+                                                   const char *caller_error,
+                                                   petacomm_transpose_plan *plan) {
   return guard([&] {
     if (plan == nullptr) fail_arg("plan: NULL output pointer");
     *plan = nullptr;
     auto handle = std::make_unique<petacomm_transpose_plan_s>();
-    handle->impl = std::make_unique<tp::SlabPlan>(comm, n0, n1, howmany, dtype, opts);
+    handle->impl = std::make_unique<tp::SlabPlan>(comm, n0, n1, howmany, dtype, opts, caller_error);
     *plan = handle.release();
   });
+}
+
+petacomm_status petacomm_transpose_plan_create_ext_f(MPI_Fint comm, int64_t n0, int64_t n1,
+                                                     int64_t howmany,
+                                                     petacomm_transpose_dtype dtype,
+                                                     const petacomm_transpose_options *opts,
+                                                     const char *caller_error,
+                                                     petacomm_transpose_plan *plan) {
+  return petacomm_transpose_plan_create_ext(MPI_Comm_f2c(comm), n0, n1, howmany, dtype, opts,
+                                            caller_error, plan);
+}
+
+petacomm_status petacomm_transpose_plan_create(MPI_Comm comm, int64_t n0, int64_t n1,
+                                               int64_t howmany, petacomm_transpose_dtype dtype,
+                                               const petacomm_transpose_options *opts,
+                                               petacomm_transpose_plan *plan) {
+  return petacomm_transpose_plan_create_ext(comm, n0, n1, howmany, dtype, opts, nullptr, plan);
 }
 
 petacomm_status petacomm_transpose_plan_create_f(MPI_Fint comm, int64_t n0, int64_t n1,
@@ -173,18 +191,38 @@ petacomm_status petacomm_transpose_model_decide(const petacomm_transpose_problem
   });
 }
 
+petacomm_status petacomm_transpose_pencil_create_ext(MPI_Comm comm, const int64_t n[3],
+                                                     const int grid[2], int64_t howmany,
+                                                     petacomm_transpose_dtype dtype,
+                                                     const petacomm_transpose_options *opts,
+                                                     const char *caller_error,
+                                                     petacomm_transpose_pencil *pencil) {
+  return guard([&] {
+    if (pencil == nullptr) fail_arg("pencil: NULL output pointer");
+    *pencil = nullptr;
+    auto handle = std::make_unique<petacomm_transpose_pencil_s>();
+    handle->impl =
+        std::make_unique<tp::PencilPlan>(comm, n, grid, howmany, dtype, opts, caller_error);
+    *pencil = handle.release();
+  });
+}
+
+petacomm_status petacomm_transpose_pencil_create_ext_f(MPI_Fint comm, const int64_t n[3],
+                                                       const int grid[2], int64_t howmany,
+                                                       petacomm_transpose_dtype dtype,
+                                                       const petacomm_transpose_options *opts,
+                                                       const char *caller_error,
+                                                       petacomm_transpose_pencil *pencil) {
+  return petacomm_transpose_pencil_create_ext(MPI_Comm_f2c(comm), n, grid, howmany, dtype, opts,
+                                              caller_error, pencil);
+}
+
 petacomm_status petacomm_transpose_pencil_create(MPI_Comm comm, const int64_t n[3],
                                                  const int grid[2], int64_t howmany,
                                                  petacomm_transpose_dtype dtype,
                                                  const petacomm_transpose_options *opts,
                                                  petacomm_transpose_pencil *pencil) {
-  return guard([&] {
-    if (pencil == nullptr) fail_arg("pencil: NULL output pointer");
-    *pencil = nullptr;
-    auto handle = std::make_unique<petacomm_transpose_pencil_s>();
-    handle->impl = std::make_unique<tp::PencilPlan>(comm, n, grid, howmany, dtype, opts);
-    *pencil = handle.release();
-  });
+  return petacomm_transpose_pencil_create_ext(comm, n, grid, howmany, dtype, opts, nullptr, pencil);
 }
 
 petacomm_status petacomm_transpose_pencil_create_f(MPI_Fint comm, const int64_t n[3],
@@ -248,18 +286,38 @@ petacomm_status petacomm_irfft_packed(int64_t n, int64_t count, const double *in
   });
 }
 
+petacomm_status petacomm_fftfilter_create_ext(MPI_Comm comm, const int64_t n[3], const int grid[2],
+                                              const int64_t modes[2],
+                                              petacomm_fftfilter_variant variant,
+                                              const petacomm_transpose_options *opts,
+                                              const char *caller_error,
+                                              petacomm_fftfilter *filter) {
+  return guard([&] {
+    if (filter == nullptr) fail_arg("filter: NULL output pointer");
+    *filter = nullptr;
+    auto handle = std::make_unique<petacomm_fftfilter_s>();
+    handle->impl =
+        std::make_unique<tp::FourierFilter>(comm, n, grid, modes, variant, opts, caller_error);
+    *filter = handle.release();
+  });
+}
+
+petacomm_status petacomm_fftfilter_create_ext_f(MPI_Fint comm, const int64_t n[3],
+                                                const int grid[2], const int64_t modes[2],
+                                                petacomm_fftfilter_variant variant,
+                                                const petacomm_transpose_options *opts,
+                                                const char *caller_error,
+                                                petacomm_fftfilter *filter) {
+  return petacomm_fftfilter_create_ext(MPI_Comm_f2c(comm), n, grid, modes, variant, opts,
+                                       caller_error, filter);
+}
+
 petacomm_status petacomm_fftfilter_create(MPI_Comm comm, const int64_t n[3], const int grid[2],
                                           const int64_t modes[2],
                                           petacomm_fftfilter_variant variant,
                                           const petacomm_transpose_options *opts,
                                           petacomm_fftfilter *filter) {
-  return guard([&] {
-    if (filter == nullptr) fail_arg("filter: NULL output pointer");
-    *filter = nullptr;
-    auto handle = std::make_unique<petacomm_fftfilter_s>();
-    handle->impl = std::make_unique<tp::FourierFilter>(comm, n, grid, modes, variant, opts);
-    *filter = handle.release();
-  });
+  return petacomm_fftfilter_create_ext(comm, n, grid, modes, variant, opts, nullptr, filter);
 }
 
 petacomm_status petacomm_fftfilter_create_f(MPI_Fint comm, const int64_t n[3], const int grid[2],

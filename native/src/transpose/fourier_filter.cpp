@@ -29,28 +29,32 @@ std::int64_t wavenumber(std::int64_t k, std::int64_t n) { return std::min(k, n -
 
 FourierFilter::FourierFilter(MPI_Comm comm, const std::int64_t n[3], const int grid[2],
                              const std::int64_t modes[2], int variant,
-                             const petacomm_transpose_options *opts)
+                             const petacomm_transpose_options *opts, const char *caller_error)
     : variant_(variant) {
   require_mpi_running("petacomm_fftfilter_create");
   if (comm == MPI_COMM_NULL) fail_arg("comm: MPI_COMM_NULL");
   int p = 1, rank = 0;
   PETACOMM_CHECK_MPI(MPI_Comm_size(comm, &p));
   PETACOMM_CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  std::string problem;
-  if (n == nullptr || grid == nullptr || modes == nullptr) {
-    problem = "n, grid, modes: must not be NULL";
-  } else if (n[0] < 1 || n[1] < 2 || n[2] < 2 || n[1] % 2 || n[2] % 2) {
-    problem = concat("n: expected n_s >= 1 and even n_chi, n_phi >= 2, got (", n[0], ", ", n[1],
-                     ", ", n[2], ")");
-  } else if (grid[0] < 1 || grid[1] < 1 || static_cast<std::int64_t>(grid[0]) * grid[1] != p) {
-    problem = concat("grid: ", grid[0], " x ", grid[1], " does not match the ", p,
-                     " ranks of the communicator");
-  } else if (modes[0] < 0 || modes[1] < 0) {
-    problem = concat("modes: M and N must be >= 0, got (", modes[0], ", ", modes[1], ")");
-  } else if (variant < PETACOMM_FFTFILTER_PLAIN || variant > PETACOMM_FFTFILTER_PACKED_PARTIAL) {
-    problem = concat("variant: unknown variant ", variant,
-                     " (expected 0 plain, 1 packed, 2 packed-partial)");
-  }
+  const auto first_problem = [&]() -> std::string {
+    if (n == nullptr || grid == nullptr || modes == nullptr)
+      return "n, grid, modes: must not be NULL";
+    if (n[0] < 1 || n[1] < 2 || n[2] < 2 || n[1] % 2 || n[2] % 2)
+      return concat("n: expected n_s >= 1 and even n_chi, n_phi >= 2, got (", n[0], ", ", n[1],
+                    ", ", n[2], ")");
+    if (grid[0] < 1 || grid[1] < 1 || static_cast<std::int64_t>(grid[0]) * grid[1] != p)
+      return concat("grid: ", grid[0], " x ", grid[1], " does not match the ", p,
+                    " ranks of the communicator");
+    if (modes[0] < 0 || modes[1] < 0)
+      return concat("modes: M and N must be >= 0, got (", modes[0], ", ", modes[1], ")");
+    if (variant < PETACOMM_FFTFILTER_PLAIN || variant > PETACOMM_FFTFILTER_PACKED_PARTIAL)
+      return concat("variant: unknown variant ", variant,
+                    " (expected 0 plain, 1 packed, 2 packed-partial)");
+    return "";
+  };
+  // A binding's own finding comes first: the other arguments may be placeholders then.
+  std::string problem =
+      caller_error != nullptr && *caller_error != '\0' ? caller_error : first_problem();
   TransposeOptions o;
   if (problem.empty()) o = validate_options(opts, 0, false, &problem);
   if (problem.empty() && variant == PETACOMM_FFTFILTER_PACKED_PARTIAL && o.strategy != "auto" &&

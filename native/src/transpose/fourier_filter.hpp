@@ -18,8 +18,10 @@ namespace petacomm::transpose {
 
 class FourierFilter {
  public:
+  // caller_error: a binding's argument error on this rank (petacomm_fftfilter_create_ext).
   FourierFilter(MPI_Comm comm, const std::int64_t n[3], const int grid[2],
-                const std::int64_t modes[2], int variant, const petacomm_transpose_options *opts);
+                const std::int64_t modes[2], int variant, const petacomm_transpose_options *opts,
+                const char *caller_error = nullptr);
   ~FourierFilter();
   FourierFilter(const FourierFilter &) = delete;
   FourierFilter &operator=(const FourierFilter &) = delete;

@@ -25,7 +25,8 @@ bool known_layout(int layout) { return layout >= PETACOMM_PENCIL_Z && layout <= 
 }  // namespace
 
 PencilPlan::PencilPlan(MPI_Comm comm, const std::int64_t n[3], const int grid[2],
-                       std::int64_t howmany, int dtype, const petacomm_transpose_options *opts)
+                       std::int64_t howmany, int dtype, const petacomm_transpose_options *opts,
+                       const char *caller_error)
     : howmany_(howmany), dtype_(dtype) {
   require_mpi_running("petacomm_transpose_pencil_create");
   if (comm == MPI_COMM_NULL) fail_arg("comm: MPI_COMM_NULL");
@@ -33,19 +34,20 @@ PencilPlan::PencilPlan(MPI_Comm comm, const std::int64_t n[3], const int grid[2]
   int p = 1, rank = 0;
   PETACOMM_CHECK_MPI(MPI_Comm_size(comm, &p));
   PETACOMM_CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  std::string problem;
-  if (n == nullptr || grid == nullptr) {
-    problem = "n, grid: must not be NULL";
-  } else if (n[0] < 1 || n[1] < 1 || n[2] < 1) {
-    problem = concat("n: every extent must be >= 1, got (", n[0], ", ", n[1], ", ", n[2], ")");
-  } else if (grid[0] < 1 || grid[1] < 1 || static_cast<std::int64_t>(grid[0]) * grid[1] != p) {
-    problem = concat("grid: ", grid[0], " x ", grid[1], " does not match the ", p,
-                     " ranks of the communicator");
-  } else if (howmany < 1) {
-    problem = concat("howmany: must be >= 1, got ", howmany);
-  } else if (dtype_bytes(dtype) == 0) {
-    problem = concat("dtype: unknown dtype ", dtype);
-  }
+  const auto first_problem = [&]() -> std::string {
+    if (n == nullptr || grid == nullptr) return "n, grid: must not be NULL";
+    if (n[0] < 1 || n[1] < 1 || n[2] < 1)
+      return concat("n: every extent must be >= 1, got (", n[0], ", ", n[1], ", ", n[2], ")");
+    if (grid[0] < 1 || grid[1] < 1 || static_cast<std::int64_t>(grid[0]) * grid[1] != p)
+      return concat("grid: ", grid[0], " x ", grid[1], " does not match the ", p,
+                    " ranks of the communicator");
+    if (howmany < 1) return concat("howmany: must be >= 1, got ", howmany);
+    if (dtype_bytes(dtype) == 0) return concat("dtype: unknown dtype ", dtype);
+    return "";
+  };
+  // A binding's own finding comes first: the other arguments may be placeholders then.
+  std::string problem =
+      caller_error != nullptr && *caller_error != '\0' ? caller_error : first_problem();
   TransposeOptions o;
   if (problem.empty()) o = validate_options(opts, 0, false, &problem);
   if (problem.empty() && o.strategy != "auto") {

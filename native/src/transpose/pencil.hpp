@@ -16,8 +16,9 @@ namespace petacomm::transpose {
 
 class PencilPlan {
  public:
+  // caller_error: as SlabPlan's.
   PencilPlan(MPI_Comm comm, const std::int64_t n[3], const int grid[2], std::int64_t howmany,
-             int dtype, const petacomm_transpose_options *opts);
+             int dtype, const petacomm_transpose_options *opts, const char *caller_error = nullptr);
   ~PencilPlan();
   PencilPlan(const PencilPlan &) = delete;
   PencilPlan &operator=(const PencilPlan &) = delete;

@@ -23,28 +23,29 @@ Geometry slab(std::int64_t rows, std::int64_t cols, std::size_t elem) {
 }  // namespace
 
 SlabPlan::SlabPlan(MPI_Comm comm, std::int64_t n0, std::int64_t n1, std::int64_t howmany, int dtype,
-                   const petacomm_transpose_options *opts)
+                   const petacomm_transpose_options *opts, const char *caller_error)
     : n0_(n0), n1_(n1), howmany_(howmany), dtype_(dtype) {
   require_mpi_running("petacomm_transpose_plan_create");
   if (comm == MPI_COMM_NULL) fail_arg("comm: MPI_COMM_NULL");
   const double start = MPI_Wtime();
   int q = 1;
   PETACOMM_CHECK_MPI(MPI_Comm_size(comm, &q));
-  std::string problem;
-  if (n0 < 1)
-    problem = concat("n0: must be >= 1, got ", n0);
-  else if (n1 < 1)
-    problem = concat("n1: must be >= 1, got ", n1);
-  else if (howmany < 1)
-    problem = concat("howmany: must be >= 1, got ", howmany);
-  else if (dtype_bytes(dtype) == 0)
-    problem = concat("dtype: unknown dtype ", dtype,
-                     " (expected 0..3: float32, float64, "
-                     "complex64, complex128)");
-  else if (static_cast<double>(n0) * static_cast<double>(n1) * static_cast<double>(howmany) *
-               static_cast<double>(dtype_bytes(dtype)) >
-           9.0e18)
-    problem = concat("n0 x n1 x howmany: ", n0, " x ", n1, " x ", howmany, " is too large");
+  const auto first_problem = [&]() -> std::string {
+    if (n0 < 1) return concat("n0: must be >= 1, got ", n0);
+    if (n1 < 1) return concat("n1: must be >= 1, got ", n1);
+    if (howmany < 1) return concat("howmany: must be >= 1, got ", howmany);
+    if (dtype_bytes(dtype) == 0)
+      return concat("dtype: unknown dtype ", dtype,
+                    " (expected 0..3: float32, float64, complex64, complex128)");
+    if (static_cast<double>(n0) * static_cast<double>(n1) * static_cast<double>(howmany) *
+            static_cast<double>(dtype_bytes(dtype)) >
+        9.0e18)
+      return concat("n0 x n1 x howmany: ", n0, " x ", n1, " x ", howmany, " is too large");
+    return "";
+  };
+  // A binding's own finding comes first: the other arguments may be placeholders then.
+  std::string problem =
+      caller_error != nullptr && *caller_error != '\0' ? caller_error : first_problem();
   const std::size_t elem = problem.empty() ? dtype_bytes(dtype) * howmany : 1;
   const TransposeOptions o =
       problem.empty() ? validate_options(opts, n1, true, &problem) : TransposeOptions{};

@@ -14,8 +14,9 @@ namespace petacomm::transpose {
 
 class SlabPlan {
  public:
+  // caller_error: a binding's argument error on this rank (see petacomm_transpose_plan_create_ext).
   SlabPlan(MPI_Comm comm, std::int64_t n0, std::int64_t n1, std::int64_t howmany, int dtype,
-           const petacomm_transpose_options *opts);
+           const petacomm_transpose_options *opts, const char *caller_error = nullptr);
   ~SlabPlan();
   SlabPlan(const SlabPlan &) = delete;
   SlabPlan &operator=(const SlabPlan &) = delete;

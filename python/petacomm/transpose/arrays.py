@@ -22,12 +22,17 @@ def dtype_code(dtype) -> int:
     return _DTYPE_CODES.get(np.dtype(dtype), _capi.UNKNOWN_DTYPE)
 
 
-def check_creation(lib, status: int, call: str, dtype) -> None:
-    """_capi.check of a plan's creation, to which an unknown ``dtype`` was passed as
-    UNKNOWN_DTYPE (the library refuses it on every rank together): this rank says why in
-    its own words (a byte-swapped dtype: how to convert it)."""
-    if status != SUCCESS and dtype_code(dtype) == _capi.UNKNOWN_DTYPE:
-        raise ValueError(f"dtype: {refusal(dtype, _capi.DTYPES)}")
+def check_creation(lib, status: int, call: str, mine=None) -> None:
+    """_capi.check of a plan's creation, which the library failed on every rank together
+    when this rank passed it an argument it refused: ``mine`` is the exception of the
+    constructor's own checks (raised again here, as it was), or the plan's dtype, which the
+    library refuses as UNKNOWN_DTYPE and this rank then names in its own words (a
+    byte-swapped dtype: how to convert it), or None."""
+    if status != SUCCESS and mine is not None:
+        if isinstance(mine, Exception):
+            raise mine
+        if dtype_code(mine) == _capi.UNKNOWN_DTYPE:
+            raise ValueError(f"dtype: {refusal(mine, _capi.DTYPES)}")
     _capi.check(lib, status, call)
 
 

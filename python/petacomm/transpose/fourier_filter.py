@@ -9,8 +9,15 @@ import json
 import numpy as np
 
 from petacomm.transpose import _capi
-from petacomm.transpose.arrays import descriptor
-from petacomm.transpose.plan import _Handle, _run, build_options
+from petacomm.transpose.arrays import check_creation, descriptor
+from petacomm.transpose.plan import (
+    _REFUSED,
+    _caller_error,
+    _fit_int64,
+    _Handle,
+    _run,
+    build_options,
+)
 
 
 class FourierFilter(_Handle):
@@ -38,33 +45,45 @@ class FourierFilter(_Handle):
         cost: dict | None = None,
     ):
         super().__init__()
-        dims = tuple(int(n) for n in shape)
-        kept = tuple(int(m) for m in modes)
-        grid2 = (1, comm.Get_size()) if grid is None else tuple(int(g) for g in grid)
-        if len(dims) != 3:
-            raise ValueError(f"shape: expected (n_s, n_chi, n_phi), got {shape!r}")
-        if len(kept) != 2:
-            raise ValueError(f"modes: expected (M, N), got {modes!r}")
-        if len(grid2) != 2:
-            raise ValueError(f"grid: expected (p_s, p_chi), got {grid!r}")
-        if variant not in _capi.VARIANTS:
-            raise ValueError(
-                f"variant: unknown variant {variant!r} (expected {', '.join(_capi.VARIANTS)})"
+        handle = int(comm.py2f())  # without a communicator nothing can be agreed
+        # As TransposePlan's: arguments refused here fail on every rank together.
+        refused = None
+        try:
+            dims = tuple(int(n) for n in shape)
+            kept = tuple(int(m) for m in modes)
+            grid2 = (1, comm.Get_size()) if grid is None else tuple(int(g) for g in grid)
+            if len(dims) != 3:
+                raise ValueError(f"shape: expected (n_s, n_chi, n_phi), got {shape!r}")
+            if len(kept) != 2:
+                raise ValueError(f"modes: expected (M, N), got {modes!r}")
+            if len(grid2) != 2:
+                raise ValueError(f"grid: expected (p_s, p_chi), got {grid!r}")
+            if variant not in _capi.VARIANTS:
+                raise ValueError(
+                    f"variant: unknown variant {variant!r} (expected {', '.join(_capi.VARIANTS)})"
+                )
+            _fit_int64(dims + kept, "shape, modes", 1)
+            if not all(-(2**31) <= g < 2**31 for g in grid2):
+                raise OverflowError(f"grid: {grid2} does not fit C ints")
+            options, _ = build_options(
+                strategy=strategy, planner=planner, node_size=node_size, model=model, cost=cost
             )
+        except _REFUSED as err:
+            refused = err
+            dims, kept, grid2, variant = (1, 2, 2), (0, 0), (1, 1), "plain"
+            options = _capi.default_options()
         self.shape, self.modes, self.grid, self.variant = dims, kept, grid2, variant
-        options, _ = build_options(
-            strategy=strategy, planner=planner, node_size=node_size, model=model, cost=cost
-        )
-        status = self._lib.petacomm_fftfilter_create_f(
-            int(comm.py2f()),
+        status = self._lib.petacomm_fftfilter_create_ext_f(
+            handle,
             (ctypes.c_int64 * 3)(*dims),
             (ctypes.c_int * 2)(*grid2),
             (ctypes.c_int64 * 2)(*kept),
             _capi.VARIANTS[variant],
             ctypes.byref(options),
+            _caller_error(refused),
             ctypes.byref(self._handle),
         )
-        _capi.check(self._lib, status, "fftfilter_create")
+        check_creation(self._lib, status, "fftfilter_create", refused)
         shape3, offset3 = (ctypes.c_int64 * 3)(), (ctypes.c_int64 * 3)()
         _capi.check(
             self._lib, self._lib.petacomm_fftfilter_local(self._handle, shape3, offset3), "local"

@@ -116,6 +116,27 @@ class _Handle:
                 self.free()
 
 
+# What a constructor refuses on its own rank before the collective call (a model file that
+# cannot be read is a PetacommError).
+_REFUSED = (ValueError, TypeError, OverflowError, PetacommError)
+
+
+def _fit_int64(dims: tuple, what: str, howmany: int) -> None:
+    """OverflowError naming ``what`` for an extent (or ``howmany``) beyond int64, which the
+    call itself could not take."""
+    if not all(-(2**63) <= n < 2**63 for n in dims):
+        raise OverflowError(f"{what}: {dims} does not fit 64-bit integers")
+    if not -(2**63) <= howmany < 2**63:
+        raise OverflowError(f"howmany: {howmany} does not fit a 64-bit integer")
+
+
+def _caller_error(refused: Exception | None) -> bytes | None:
+    """``refused``'s message for the library's caller_error (None: nothing refused)."""
+    if refused is None:
+        return None
+    return str(refused).encode(errors="replace") or type(refused).__name__.encode()
+
+
 def _run(lib, status: int, call: str, named: dict) -> None:
     """check() with the message made specific for the arguments this rank passed."""
     try:
@@ -159,33 +180,44 @@ class TransposePlan(_Handle):
         cost: dict | None = None,
     ):
         super().__init__()
-        dims = tuple(int(n) for n in shape)
-        if len(dims) != 2:
-            raise ValueError(f"shape: expected (n0, n1), got {shape!r}")
+        handle = int(comm.py2f())  # without a communicator nothing can be agreed
+        # Arguments refused here still take part in the library's collective check (as its
+        # caller_error, the others replaced by placeholders), so every rank fails together.
+        dims, self.howmany, code, options, self._mask = (1, 1), 1, 0, _capi.default_options(), None
+        refused = None
+        try:
+            dims = tuple(int(n) for n in shape)
+            if len(dims) != 2:
+                raise ValueError(f"shape: expected (n0, n1), got {shape!r}")
+            self.dtype = np.dtype(dtype)
+            self.howmany = int(howmany)
+            _fit_int64(dims, "shape", self.howmany)
+            code = dtype_code(self.dtype)  # an unknown one: refused by the library
+            options, self._mask = build_options(
+                strategy=strategy,
+                planner=planner,
+                mask=mask,
+                window=window,
+                measure_reps=measure_reps,
+                node_size=node_size,
+                model=model,
+                cost=cost,
+            )
+        except _REFUSED as err:
+            refused = err
+            dims, self.howmany = (1, 1), 1
         self.shape = dims
-        self.dtype = np.dtype(dtype)
-        self.howmany = int(howmany)
-        code = dtype_code(self.dtype)  # refused by the library, on every rank together
-        options, self._mask = build_options(
-            strategy=strategy,
-            planner=planner,
-            mask=mask,
-            window=window,
-            measure_reps=measure_reps,
-            node_size=node_size,
-            model=model,
-            cost=cost,
-        )
-        status = self._lib.petacomm_transpose_plan_create_f(
-            int(comm.py2f()),
+        status = self._lib.petacomm_transpose_plan_create_ext_f(
+            handle,
             dims[0],
             dims[1],
             self.howmany,
             code,
             ctypes.byref(options),
+            _caller_error(refused),
             ctypes.byref(self._handle),
         )
-        check_creation(self._lib, status, "plan_create", self.dtype)
+        check_creation(self._lib, status, "plan_create", refused or self.dtype)
         local = _capi.Local()
         _capi.check(
             self._lib, self._lib.petacomm_transpose_plan_local(self._handle, local), "local"
@@ -301,35 +333,47 @@ class PencilPlan(_Handle):
         cost: dict | None = None,
     ):
         super().__init__()
-        dims = tuple(int(n) for n in shape)
-        grid2 = tuple(int(g) for g in grid)
-        if len(dims) != 3:
-            raise ValueError(f"shape: expected (n0, n1, n2), got {shape!r}")
-        if len(grid2) != 2:
-            raise ValueError(f"grid: expected (p0, p1), got {grid!r}")
+        handle = int(comm.py2f())  # without a communicator nothing can be agreed
+        # As TransposePlan's: arguments refused here fail on every rank together.
+        dims, grid2, self.howmany, code, options = (1, 1, 1), (1, 1), 1, 0, None
+        refused = None
+        try:
+            dims = tuple(int(n) for n in shape)
+            grid2 = tuple(int(g) for g in grid)
+            if len(dims) != 3:
+                raise ValueError(f"shape: expected (n0, n1, n2), got {shape!r}")
+            if len(grid2) != 2:
+                raise ValueError(f"grid: expected (p0, p1), got {grid!r}")
+            self.dtype = np.dtype(dtype)
+            self.howmany = int(howmany)
+            _fit_int64(dims, "shape", self.howmany)
+            if not all(-(2**31) <= g < 2**31 for g in grid2):
+                raise OverflowError(f"grid: {grid2} does not fit C ints")
+            code = dtype_code(self.dtype)  # an unknown one: refused by the library
+            options, _ = build_options(
+                strategy=strategy,
+                planner=planner,
+                window=window,
+                measure_reps=measure_reps,
+                node_size=node_size,
+                model=model,
+                cost=cost,
+            )
+        except _REFUSED as err:
+            refused = err
+            dims, grid2, self.howmany = (1, 1, 1), (1, 1), 1
         self.shape, self.grid = dims, grid2
-        self.dtype = np.dtype(dtype)
-        self.howmany = int(howmany)
-        code = dtype_code(self.dtype)  # refused by the library, on every rank together
-        options, _ = build_options(
-            strategy=strategy,
-            planner=planner,
-            window=window,
-            measure_reps=measure_reps,
-            node_size=node_size,
-            model=model,
-            cost=cost,
-        )
-        status = self._lib.petacomm_transpose_pencil_create_f(
-            int(comm.py2f()),
+        status = self._lib.petacomm_transpose_pencil_create_ext_f(
+            handle,
             (ctypes.c_int64 * 3)(*dims),
             (ctypes.c_int * 2)(*grid2),
             self.howmany,
             code,
-            ctypes.byref(options),
+            ctypes.byref(options or _capi.default_options()),
+            _caller_error(refused),
             ctypes.byref(self._handle),
         )
-        check_creation(self._lib, status, "pencil_create", self.dtype)
+        check_creation(self._lib, status, "pencil_create", refused or self.dtype)
 
     def _layout(self, layout: str, what: str) -> int:
         if layout not in _capi.LAYOUTS:
