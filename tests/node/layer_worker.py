@@ -165,6 +165,14 @@ def check_errors(layer):
         else:
             raise AssertionError(f"rank {rank}: a refused argument on rank {size - 1} was taken")
     assert np.array_equal(good, np.arange(4) + rank)
+    # An option refused by the binding on the last rank only: no layer anywhere, no wait.
+    try:
+        NodeLayer(comm, **({"bogus": 1} if culprit else {})).close()
+    except ValueError as err:
+        want = "bogus: not an option" if culprit else f"rank {size - 1}: bogus: not an option"
+        assert want in str(err), (rank, str(err))
+    else:
+        raise AssertionError(f"rank {rank}: a refused option on rank {size - 1} was taken")
     assert np.array_equal(layer.allreduce(good), np.arange(4) * size + sum(range(size)))
     # A copy moves the bytes as they are: in the other byte order they arrive equal.
     buf = swapped.copy() if rank == 0 else np.zeros_like(swapped)

@@ -72,6 +72,15 @@ petacomm_status petacomm_node_create(MPI_Comm comm, const petacomm_node_options 
                                      petacomm_node *node);
 petacomm_status petacomm_node_create_f(MPI_Fint comm, const petacomm_node_options *opts,
                                        petacomm_node *node);
+/* Creation for language bindings: caller_error (optional, NULL or "") is an argument error
+ * the binding found on this rank before calling (an unknown option, say). The call still
+ * takes part in the collective argument check, so every rank fails together (this one with
+ * caller_error as its message, the others naming this rank) instead of the others waiting
+ * forever; opts is not read then. */
+petacomm_status petacomm_node_create_ext(MPI_Comm comm, const petacomm_node_options *opts,
+                                         const char *caller_error, petacomm_node *node);
+petacomm_status petacomm_node_create_ext_f(MPI_Fint comm, const petacomm_node_options *opts,
+                                           const char *caller_error, petacomm_node *node);
 
 /* Collective. Fails on every rank (ERR_STATE, the layer kept) while any rank still has
  * incomplete requests. Messages sent but never received are discarded. Sets *node to NULL;

@@ -46,15 +46,25 @@ petacomm_status petacomm_node_options_default(petacomm_node_options *opts) {
   });
 }
 
-petacomm_status petacomm_node_create(MPI_Comm comm, const petacomm_node_options *opts,
-                                     petacomm_node *node) {
+petacomm_status petacomm_node_create_ext(MPI_Comm comm, const petacomm_node_options *opts,
+                                         const char *caller_error, petacomm_node *node) {
   return guard([&] {
     if (node == nullptr) fail_arg("node: NULL output pointer");
     *node = nullptr;
     auto handle = std::make_unique<petacomm_node_s>();
-    handle->impl = std::make_unique<Layer>(comm, opts);
+    handle->impl = std::make_unique<Layer>(comm, opts, caller_error);
     *node = handle.release();
   });
+}
+
+petacomm_status petacomm_node_create_ext_f(MPI_Fint comm, const petacomm_node_options *opts,
+                                           const char *caller_error, petacomm_node *node) {
+  return petacomm_node_create_ext(MPI_Comm_f2c(comm), opts, caller_error, node);
+}
+
+petacomm_status petacomm_node_create(MPI_Comm comm, const petacomm_node_options *opts,
+                                     petacomm_node *node) {
+  return petacomm_node_create_ext(comm, opts, nullptr, node);
 }
 
 petacomm_status petacomm_node_create_f(MPI_Fint comm, const petacomm_node_options *opts,

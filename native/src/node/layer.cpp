@@ -24,7 +24,7 @@ RpcCall make_call(std::int32_t function) {
 
 }  // namespace
 
-Layer::Layer(MPI_Comm comm, const petacomm_node_options *opts) {
+Layer::Layer(MPI_Comm comm, const petacomm_node_options *opts, const char *caller_error) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized || mpi_finalized())
@@ -33,8 +33,9 @@ Layer::Layer(MPI_Comm comm, const petacomm_node_options *opts) {
   int inter = 0;
   PETACOMM_CHECK_MPI(MPI_Comm_test_inter(comm, &inter));
   if (inter) fail_arg("comm: an intercommunicator (the layer needs an intracommunicator)");
-  std::string problem;
-  options_ = resolve_options(opts, problem);
+  // A binding's own finding comes first: opts may be a placeholder then.
+  std::string problem = caller_error != nullptr ? caller_error : "";
+  if (problem.empty()) options_ = resolve_options(opts, problem);
   if (problem.empty()) problem = check_options(options_);
   agree_or_fail(comm, problem, fingerprint(options_),
                 "opts: the options (or PETACOMM_NODE_SIZE) differ between ranks; they must agree",

@@ -20,8 +20,9 @@ namespace petacomm::node {
 
 class Layer final : public Progressor, public Claimer {
  public:
-  // Collective over comm; fails on every rank together on bad options.
-  Layer(MPI_Comm comm, const petacomm_node_options *opts);
+  // Collective over comm; fails on every rank together on bad options, or on a binding's
+  // caller_error (petacomm_node_create_ext).
+  Layer(MPI_Comm comm, const petacomm_node_options *opts, const char *caller_error = nullptr);
   ~Layer() override;
   Layer(const Layer &) = delete;
   Layer &operator=(const Layer &) = delete;

@@ -116,6 +116,7 @@ def library() -> ctypes.CDLL:
     protos = {
         "petacomm_node_options_default": [_P(Options)],
         "petacomm_node_create_f": [_I, _P(Options), _P(Node)],
+        "petacomm_node_create_ext_f": [_I, _P(Options), ctypes.c_char_p, _P(Node)],
         "petacomm_node_free": [_P(Node)],
         "petacomm_node_get_layout": [Node, _P(Layout)],
         "petacomm_node_locate": [Node, _I, _P(_I), _P(_I)],

@@ -179,26 +179,36 @@ class NodeLayer:
 
     def __init__(self, comm, *, node_size: int = 0, **options):
         self._lib = _capi.library()
+        handle = comm.py2f()  # without a communicator nothing can be agreed
         opts = _capi.Options()
         _capi.check(
             self._lib,
             self._lib.petacomm_node_options_default(ctypes.byref(opts)),
             "options_default",
         )
-        opts.node_size = node_size
-        for name, value in options.items():
-            if name not in dict(_capi.Options._fields_):
-                raise ValueError(f"{name}: not an option of the node layer")
-            setattr(opts, name, value)
+        # An option refused here still takes part in the library's collective check (as its
+        # caller_error), so every rank fails together instead of the others waiting.
+        refused = None
+        fields = dict(_capi.Options._fields_)
+        for name, value in {"node_size": node_size, **options}.items():
+            try:
+                if name not in fields:
+                    raise ValueError("not an option of the node layer")
+                setattr(opts, name, value)
+            except (ValueError, TypeError, OverflowError) as err:
+                refused = type(err)(f"{name}: {err}")
+                break
         self._node = _capi.Node()
         self._heap_arrays: dict[int, np.ndarray] = {}
-        _capi.check(
-            self._lib,
-            self._lib.petacomm_node_create_f(
-                comm.py2f(), ctypes.byref(opts), ctypes.byref(self._node)
-            ),
-            "create",
+        status = self._lib.petacomm_node_create_ext_f(
+            handle,
+            ctypes.byref(opts),
+            (str(refused) or type(refused).__name__).encode() if refused is not None else None,
+            ctypes.byref(self._node),
         )
+        if refused is not None and status != native.SUCCESS:
+            raise refused
+        _capi.check(self._lib, status, "create")
 
     # -- lifetime ---------------------------------------------------------------------
     def close(self) -> None:
