@@ -85,6 +85,15 @@ class StrategyInfo(ctypes.Structure):
     ]
 
 
+def caller_error(refused: Exception | None) -> bytes | None:
+    """What a binding refused on its own rank, as the ``caller_error`` of a creation call
+    (``petacomm_*_create_ext``): the library's collective argument check then fails every
+    rank together. None when nothing was refused; never empty (an empty one means none)."""
+    if refused is None:
+        return None
+    return (str(refused) or type(refused).__name__).encode(errors="replace")
+
+
 def check(
     library: ctypes.CDLL, status: int, call: str, raised: dict[int, type] | None = None
 ) -> None:

@@ -108,14 +108,13 @@ def library() -> ctypes.CDLL:
     from petacomm.native import load_library
 
     lib = load_library("petacomm")
-    if not hasattr(lib, "petacomm_node_create_f"):
+    if not hasattr(lib, "petacomm_node_create_ext_f"):
         raise PetacommError(
             "libpetacomm was built without the node family (configure with "
             "-DPETACOMM_FAMILIES including node)"
         )
     protos = {
         "petacomm_node_options_default": [_P(Options)],
-        "petacomm_node_create_f": [_I, _P(Options), _P(Node)],
         "petacomm_node_create_ext_f": [_I, _P(Options), ctypes.c_char_p, _P(Node)],
         "petacomm_node_free": [_P(Node)],
         "petacomm_node_get_layout": [Node, _P(Layout)],

@@ -203,7 +203,7 @@ class NodeLayer:
         status = self._lib.petacomm_node_create_ext_f(
             handle,
             ctypes.byref(opts),
-            (str(refused) or type(refused).__name__).encode() if refused is not None else None,
+            native.caller_error(refused),
             ctypes.byref(self._node),
         )
         if refused is not None and status != native.SUCCESS:

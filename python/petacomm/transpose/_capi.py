@@ -141,7 +141,7 @@ def library() -> ctypes.CDLL:
     from petacomm.native import load_library
 
     lib = load_library("petacomm")
-    if not hasattr(lib, "petacomm_transpose_plan_create_f"):
+    if not hasattr(lib, "petacomm_transpose_plan_create_ext_f"):
         raise PetacommError(
             "libpetacomm was built without the transpose family (configure with "
             "-DPETACOMM_FAMILIES including transpose)"
@@ -152,7 +152,6 @@ def library() -> ctypes.CDLL:
         "petacomm_transpose_options_default": [_P(Options)],
         "petacomm_transpose_strategy_count": [_P(c_int)],
         "petacomm_transpose_strategy_info": [c_int, _P(StrategyInfo)],
-        "petacomm_transpose_plan_create_f": [c_int, i64, i64, i64, c_int, _P(Options), _P(Handle)],
         "petacomm_transpose_plan_create_ext_f": [
             c_int,
             i64,
@@ -176,15 +175,6 @@ def library() -> ctypes.CDLL:
             ctypes.c_size_t,
             _P(ctypes.c_size_t),
         ],
-        "petacomm_transpose_pencil_create_f": [
-            c_int,
-            _I64_3,
-            _INT_2,
-            i64,
-            c_int,
-            _P(Options),
-            _P(Handle),
-        ],
         "petacomm_transpose_pencil_create_ext_f": [
             c_int,
             _I64_3,
@@ -201,15 +191,6 @@ def library() -> ctypes.CDLL:
         "petacomm_transpose_pencil_describe": text,
         "petacomm_rfft_packed": [i64, i64, vp, vp],
         "petacomm_irfft_packed": [i64, i64, vp, vp],
-        "petacomm_fftfilter_create_f": [
-            c_int,
-            _I64_3,
-            _INT_2,
-            _I64_2,
-            c_int,
-            _P(Options),
-            _P(Handle),
-        ],
         "petacomm_fftfilter_create_ext_f": [
             c_int,
             _I64_3,

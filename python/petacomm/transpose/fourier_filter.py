@@ -8,11 +8,11 @@ import json
 
 import numpy as np
 
+from petacomm.native import caller_error
 from petacomm.transpose import _capi
 from petacomm.transpose.arrays import check_creation, descriptor
 from petacomm.transpose.plan import (
     _REFUSED,
-    _caller_error,
     _fit_int64,
     _Handle,
     _run,
@@ -80,7 +80,7 @@ class FourierFilter(_Handle):
             (ctypes.c_int64 * 2)(*kept),
             _capi.VARIANTS[variant],
             ctypes.byref(options),
-            _caller_error(refused),
+            caller_error(refused),
             ctypes.byref(self._handle),
         )
         check_creation(self._lib, status, "fftfilter_create", refused)

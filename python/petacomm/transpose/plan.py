@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from petacomm.errors import PetacommError
+from petacomm.native import caller_error
 from petacomm.transpose import _capi
 from petacomm.transpose.arrays import check_creation, descriptor, dtype_code, local_message
 
@@ -130,13 +131,6 @@ def _fit_int64(dims: tuple, what: str, howmany: int) -> None:
         raise OverflowError(f"howmany: {howmany} does not fit a 64-bit integer")
 
 
-def _caller_error(refused: Exception | None) -> bytes | None:
-    """``refused``'s message for the library's caller_error (None: nothing refused)."""
-    if refused is None:
-        return None
-    return str(refused).encode(errors="replace") or type(refused).__name__.encode()
-
-
 def _run(lib, status: int, call: str, named: dict) -> None:
     """check() with the message made specific for the arguments this rank passed."""
     try:
@@ -214,7 +208,7 @@ class TransposePlan(_Handle):
             self.howmany,
             code,
             ctypes.byref(options),
-            _caller_error(refused),
+            caller_error(refused),
             ctypes.byref(self._handle),
         )
         check_creation(self._lib, status, "plan_create", refused or self.dtype)
@@ -370,7 +364,7 @@ class PencilPlan(_Handle):
             self.howmany,
             code,
             ctypes.byref(options or _capi.default_options()),
-            _caller_error(refused),
+            caller_error(refused),
             ctypes.byref(self._handle),
         )
         check_creation(self._lib, status, "pencil_create", refused or self.dtype)
