@@ -13,8 +13,8 @@ from petacomm.transpose import _capi
 from petacomm.transpose.arrays import check_creation, descriptor
 from petacomm.transpose.plan import (
     _REFUSED,
-    _fit_int64,
     _Handle,
+    _require_fit,
     _run,
     build_options,
 )
@@ -62,9 +62,9 @@ class FourierFilter(_Handle):
                 raise ValueError(
                     f"variant: unknown variant {variant!r} (expected {', '.join(_capi.VARIANTS)})"
                 )
-            _fit_int64(dims + kept, "shape, modes", 1)
-            if not all(-(2**31) <= g < 2**31 for g in grid2):
-                raise OverflowError(f"grid: {grid2} does not fit C ints")
+            _require_fit(dims, "shape", 64)
+            _require_fit(kept, "modes", 64)
+            _require_fit(grid2, "grid", 32)
             options, _ = build_options(
                 strategy=strategy, planner=planner, node_size=node_size, model=model, cost=cost
             )

@@ -122,13 +122,13 @@ class _Handle:
 _REFUSED = (ValueError, TypeError, OverflowError, PetacommError)
 
 
-def _fit_int64(dims: tuple, what: str, howmany: int) -> None:
-    """OverflowError naming ``what`` for an extent (or ``howmany``) beyond int64, which the
-    call itself could not take."""
-    if not all(-(2**63) <= n < 2**63 for n in dims):
-        raise OverflowError(f"{what}: {dims} does not fit 64-bit integers")
-    if not -(2**63) <= howmany < 2**63:
-        raise OverflowError(f"howmany: {howmany} does not fit a 64-bit integer")
+def _require_fit(values: tuple, what: str, bits: int) -> None:
+    """OverflowError naming ``what`` when a value does not fit a signed ``bits``-bit C
+    integer, which the call itself could not pass."""
+    bound = 2 ** (bits - 1)
+    if not all(-bound <= v < bound for v in values):
+        shown = values[0] if len(values) == 1 else values
+        raise OverflowError(f"{what}: {shown} does not fit {bits}-bit integers")
 
 
 def _run(lib, status: int, call: str, named: dict) -> None:
@@ -177,7 +177,6 @@ class TransposePlan(_Handle):
         handle = int(comm.py2f())  # without a communicator nothing can be agreed
         # Arguments refused here still take part in the library's collective check (as its
         # caller_error, the others replaced by placeholders), so every rank fails together.
-        dims, self.howmany, code, options, self._mask = (1, 1), 1, 0, _capi.default_options(), None
         refused = None
         try:
             dims = tuple(int(n) for n in shape)
@@ -185,7 +184,8 @@ class TransposePlan(_Handle):
                 raise ValueError(f"shape: expected (n0, n1), got {shape!r}")
             self.dtype = np.dtype(dtype)
             self.howmany = int(howmany)
-            _fit_int64(dims, "shape", self.howmany)
+            _require_fit(dims, "shape", 64)
+            _require_fit((self.howmany,), "howmany", 64)
             code = dtype_code(self.dtype)  # an unknown one: refused by the library
             options, self._mask = build_options(
                 strategy=strategy,
@@ -199,7 +199,8 @@ class TransposePlan(_Handle):
             )
         except _REFUSED as err:
             refused = err
-            dims, self.howmany = (1, 1), 1
+            dims, self.howmany, code, self._mask = (1, 1), 1, 0, None
+            options = _capi.default_options()
         self.shape = dims
         status = self._lib.petacomm_transpose_plan_create_ext_f(
             handle,
@@ -329,7 +330,6 @@ class PencilPlan(_Handle):
         super().__init__()
         handle = int(comm.py2f())  # without a communicator nothing can be agreed
         # As TransposePlan's: arguments refused here fail on every rank together.
-        dims, grid2, self.howmany, code, options = (1, 1, 1), (1, 1), 1, 0, None
         refused = None
         try:
             dims = tuple(int(n) for n in shape)
@@ -340,9 +340,9 @@ class PencilPlan(_Handle):
                 raise ValueError(f"grid: expected (p0, p1), got {grid!r}")
             self.dtype = np.dtype(dtype)
             self.howmany = int(howmany)
-            _fit_int64(dims, "shape", self.howmany)
-            if not all(-(2**31) <= g < 2**31 for g in grid2):
-                raise OverflowError(f"grid: {grid2} does not fit C ints")
+            _require_fit(dims, "shape", 64)
+            _require_fit((self.howmany,), "howmany", 64)
+            _require_fit(grid2, "grid", 32)
             code = dtype_code(self.dtype)  # an unknown one: refused by the library
             options, _ = build_options(
                 strategy=strategy,
@@ -355,7 +355,8 @@ class PencilPlan(_Handle):
             )
         except _REFUSED as err:
             refused = err
-            dims, grid2, self.howmany = (1, 1, 1), (1, 1), 1
+            dims, grid2, self.howmany, code = (1, 1, 1), (1, 1), 1, 0
+            options = _capi.default_options()
         self.shape, self.grid = dims, grid2
         status = self._lib.petacomm_transpose_pencil_create_ext_f(
             handle,
@@ -363,7 +364,7 @@ class PencilPlan(_Handle):
             (ctypes.c_int * 2)(*grid2),
             self.howmany,
             code,
-            ctypes.byref(options or _capi.default_options()),
+            ctypes.byref(options),
             caller_error(refused),
             ctypes.byref(self._handle),
         )
