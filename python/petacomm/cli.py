@@ -87,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     name = getattr(args, "_command_name", f"petacomm {args.command}")
     if argv is None:  # the command itself, not a caller's function call
         from petacomm.launch import stop_on_sigterm
+        from petacomm.lazy_module import defer_unused_numpy_subpackages
 
         stop_on_sigterm()
+        defer_unused_numpy_subpackages()
     try:
         return int(args.func(args) or 0)
     except PetacommError as err:

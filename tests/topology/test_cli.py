@@ -458,3 +458,57 @@ def test_lazy_module_imports_on_first_use():
     assert "not imported yet" in repr(lazy)
     assert lazy.Fraction(1, 3) + lazy.Fraction(1, 6) == lazy.Fraction(1, 2)
     assert "imported" in repr(lazy) and "not" not in repr(lazy)
+
+
+def test_deferred_numpy_subpackages_load_on_first_use():
+    # scipy's import looks up every numpy attribute; deferred, f2py and numpy.testing are
+    # bound but not run, and each still works when used.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from petacomm.lazy_module import defer_unused_numpy_subpackages\n"
+        "defer_unused_numpy_subpackages()\n"
+        "defer_unused_numpy_subpackages()\n"
+        "import scipy.sparse, numpy as np\n"
+        "print('finders', sum(type(f).__name__ == '_DeferredModules' for f in sys.meta_path))\n"
+        "run = ('numpy.f2py.crackfortran', 'numpy.testing._private.utils',\n"
+        "       'numpy.polynomial.polynomial')\n"
+        "print('run after scipy', sorted(m for m in run if m in sys.modules))\n"
+        "from numpy.testing import assert_array_equal\n"
+        "assert_array_equal(np.arange(3), [0, 1, 2])\n"
+        "import numpy.f2py\n"
+        "print('f2py', callable(numpy.f2py.run_main), 'numpy.f2py.crackfortran' in sys.modules)\n"
+        "print('ma', np.ma.masked_array([1, 2, 4], mask=[0, 1, 0]).sum())\n"
+        "print('poly', np.polynomial.Polynomial([1, 2])(3))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:-1] == [
+        "finders 1",
+        "run after scipy []",
+        "f2py True True",
+        "ma 5",
+        "poly 7.0",
+    ]
+
+
+def test_map_command_defers_numpy_f2py(tmp_path):
+    # The command's own process: an optimiser candidate imports scipy.sparse, and with it
+    # numpy.f2py's 137 regular expressions unless the command deferred it.
+    import subprocess
+    import sys
+
+    from mpi_harness import mpi_test_env
+
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "petacomm.cli", "map", "--network",
+         "torus:2x2x2", "--pattern", "ring 1KiB", "--candidates", "greedy", "-q"],
+        capture_output=True, text=True, env=mpi_test_env(None), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "scipy.sparse" in imported
+    assert "numpy.f2py" in imported  # bound by scipy's look-up ...
+    assert "numpy.f2py.crackfortran" not in imported  # ... but not run
