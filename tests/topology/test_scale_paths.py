@@ -2,6 +2,8 @@
 candidates, evaluation in forked workers, one-pass CSV reading. Each gives the same figures
 as the plain path or an independent reference."""
 
+import re
+
 import numpy as np
 import pytest
 from reference_routing import torus_dor_reference
@@ -93,6 +95,83 @@ def test_one_pass_csv_reader_agrees_with_the_careful_one(tmp_path, text):
     for a, b in zip(fast.edges(), careful.edges(), strict=True):
         assert np.array_equal(a, b)
     assert fast.nranks == careful.nranks
+
+
+def _loaded(path):
+    """(nranks, edges) of the matrix file, or its error message."""
+    try:
+        pattern = load_matrix_file(path)
+    except ValueError as err:
+        return str(err).removeprefix(f"{path}: ")
+    return pattern.nranks, [a.tolist() for a in pattern.edges()]
+
+
+def _mutated_csv(rng) -> str:
+    """A small CSV of (src, dst, bytes) rows, or a square matrix, with what people and
+    programs put in them: spaces, tabs, CRLF, blank lines, a missing trailing line break,
+    and now and then a cell too many, too few, empty or holding two numbers."""
+    dense = rng.random() < 0.3
+    n = int(rng.integers(2, 5))
+    rows = (
+        [[str(int(v)) for v in rng.integers(0, 9, n)] for _ in range(n)]
+        if dense
+        else [["src", "dst", "bytes"]]
+        + [[str(int(rng.integers(0, n))), str(int(rng.integers(0, n))), "8"] for _ in range(n)]
+    )
+    for _ in range(int(rng.integers(0, 3))):
+        row = rows[int(rng.integers(1 if not dense else 0, len(rows)))]
+        kind = int(rng.integers(0, 5))
+        if kind == 0:
+            row.append("3")
+        elif kind == 1 and len(row) > 1:
+            row.pop()
+        elif kind == 2:
+            row[int(rng.integers(0, len(row)))] = ""
+        elif kind == 3:
+            row[int(rng.integers(0, len(row)))] = "1 2"
+        else:
+            row[int(rng.integers(0, len(row)))] = " \t7 "
+    lines = [",".join(r) for r in rows]
+    if rng.random() < 0.3:
+        lines.insert(int(rng.integers(1, len(lines) + 1)), " " * int(rng.integers(0, 3)))
+    end = "\r\n" if rng.random() < 0.3 else "\n"
+    return end.join(lines) + (end if rng.random() < 0.7 else "")
+
+
+def test_one_pass_csv_reader_reads_or_refuses_what_the_careful_one_does(tmp_path):
+    # The one-pass reader once took ``0,1,5,2,3`` then ``7`` as two rows of three, and
+    # ``1 2,,3`` as one row: it counted commas and lines only. Now whatever it reads, it
+    # reads as the careful reader does, and what that refuses, it leaves to it.
+    rng = np.random.default_rng(7)
+    fast_path, careful_path = tmp_path / "m.csv", tmp_path / "careful.csv"
+    refused = 0
+    for _ in range(400):
+        text = _mutated_csv(rng)
+        fast_path.write_text(text, newline="")
+        careful_path.write_text('# "quoted"\n' + text, newline="")
+        fast, careful = _loaded(fast_path), _loaded(careful_path)
+        if isinstance(careful, str):  # its line numbers count the added comment line
+            refused += 1
+            assert isinstance(fast, str), (text, fast, careful)
+        else:
+            assert fast == careful, text
+    assert 50 < refused < 350  # both kinds of text were tried
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("src,dst,bytes\n0,1,5,2,3\n7\n", "line 2: expected 3 values like the header, got 5"),
+        ("src,dst,bytes\n0,1,5\n1 2,,3\n", "line 3, column 1: expected a number, got '1 2'"),
+        ("src,dst,bytes\n0,1,\n1,0,5\n", "line 2, column 3: expected a number, got ''"),
+        ("0,1\n1,0,0\n0\n", "line 2: expected 2 values (a square matrix), got 3"),
+    ],
+)
+def test_one_pass_csv_reader_leaves_misshapen_rows_to_the_careful_one(tmp_path, text, error):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(f"{path}: {error}")):
+        load_matrix_file(path)
 
 
 def test_csv_errors_still_name_the_line(tmp_path):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import warnings
 from pathlib import Path
 
@@ -113,11 +112,12 @@ def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) ->
         if np.any(numbers[:, [si, di]] != np.round(numbers[:, [si, di]])):
             raise ValueError(f"{path}: rank columns must hold integers")
         return _from_triplets(numbers[:, si], numbers[:, di], numbers[:, bi], nranks, path)
-    # The careful reader: slower, but it says which line and column is wrong.
+    # The careful reader: slower, but it says which line and column is wrong. A line of
+    # spaces is blank to it too.
     rows = [
         (lineno, row)
         for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1)
-        if row and not row[0].lstrip().startswith("#")
+        if row and not row[0].lstrip().startswith("#") and (len(row) > 1 or row[0].strip())
     ]
     if not rows:
         raise ValueError(f"{path}: empty file")
@@ -195,8 +195,8 @@ def _read_csv_numbers(text: str):
     if any(_is_word(c) for c in first):
         header, body = first, ("" if end < 0 else body[end + 1 :])
     width = len(first)
-    rows = _count_rows(body)
-    if rows == 0 or body.count(",") != (width - 1) * rows:
+    rows = _rows_of_cells(body, width)
+    if rows == 0:
         return None
     numbers = _parse_numbers(body.replace(",", " "))
     if numbers is None or numbers.size != width * rows or not np.all(np.isfinite(numbers)):
@@ -204,17 +204,42 @@ def _read_csv_numbers(text: str):
     return header, numbers.reshape(rows, width)
 
 
-def _count_rows(body: str) -> int:
-    """Lines of BODY that are not blank (one count when no blank line is in the middle)."""
-    stripped = body.strip()
-    if not stripped:
+def _rows_of_cells(body: str, width: int) -> int:
+    """Rows of BODY when each of its non-blank lines holds WIDTH comma-separated cells and
+    no cell is empty, else 0. Each cell must then hold one number: as many numbers as cells
+    are parsed. (Counting commas and lines only took ``0,1,5,2,3`` then ``7`` as two rows of
+    three, and ``1 2,,3`` as one.)"""
+    raw = body.encode()
+    text = np.frombuffer(raw, dtype=np.uint8)
+    if b" " in raw or b"\t" in raw or b"\r" in raw:  # a copy without them (20 ms on 12 MB)
+        text = text[(text != 32) & (text != 9) & (text != 13)]
+    if text.size == 0:
         return 0
-    if _BLANK_LINE.search(stripped) is None:
-        return stripped.count("\n") + 1
-    return sum(1 for line in stripped.splitlines() if line.strip())
+    newline = text == 10
+    comma = text == 44
+    separator = newline | comma
+    # A comma first or last, or beside another separator, leaves a cell empty.
+    if comma[0] or comma[-1] or np.any(comma[1:] & separator[:-1] | separator[1:] & comma[:-1]):
+        return 0
+    # A row ends at a line break after something else, or where the text ends.
+    row_end = newline.copy()
+    row_end[0] = False
+    row_end[1:] &= ~newline[:-1]
+    ends = np.flatnonzero(row_end)
+    if not newline[-1]:
+        ends = np.append(ends, text.size)
+    commas = np.flatnonzero(comma)
+    if ends.size == 0 or commas.size != ends.size * (width - 1):
+        return 0
+    # As many commas as cells need: each row has its own when its first lies after the row
+    # before ends, and its last before it ends.
+    if width > 1:
+        own = commas.reshape(ends.size, width - 1)
+        if np.any(own[1:, 0] < ends[:-1]) or np.any(own[:, -1] > ends):
+            return 0
+    return int(ends.size)
 
 
-_BLANK_LINE = re.compile(r"\n[ \t\r]*\n")
 _INT64 = np.iinfo(np.int64)
 
 
