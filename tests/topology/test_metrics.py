@@ -215,3 +215,18 @@ def test_message_cost_uses_the_fit_piece_of_its_size():
         net, parse_routing("dor", net), pattern, permutation_mapping("TX", net, 2), cost
     )
     assert m.predicted_time_s == pytest.approx(2e-6 + 8e-9 + 8 * 1e-10)
+
+
+def test_pieces_for_sizes_spans_each_alpha_beta_once():
+    # Worked by hand: pieces from 0, 100 and 1000 B, the last two with the same alpha and
+    # beta; sizes repeat and come unsorted, as a pattern's messages do.
+    cost = CostParameters(
+        alpha=1.0, beta=1.0, link_beta=1.0, pieces=((0, 1e-6, 1e-9), (100, 5e-6, 1e-10),
+                                                    (1000, 5e-6, 1e-10))
+    )  # fmt: skip
+    sizes = np.array([5000.0, 8, 150, 8, 99, 2000, 150])
+    assert cost.pieces_for_sizes(sizes) == [(8.0, 99.0, 1e-6, 1e-9), (150.0, 5000.0, 5e-6, 1e-10)]
+    assert cost.pieces_for_sizes(np.array([120.0, 110])) == [(110.0, 120.0, 5e-6, 1e-10)]
+    assert cost.pieces_for_sizes(np.zeros(0)) == []
+    flat = CostParameters(alpha=2e-6, beta=1e-9, link_beta=1e-9)
+    assert flat.pieces_for_sizes(sizes) == [(8.0, 5000.0, 2e-6, 1e-9)]

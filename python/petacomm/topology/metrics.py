@@ -83,16 +83,24 @@ class CostParameters:
         return alpha + beta * n
 
     def pieces_for_sizes(self, sizes) -> list[tuple[float, float, float, float]]:
-        """(smallest size, largest size, alpha, beta) per piece that covers some of ``sizes``."""
-        n = np.unique(np.asarray(sizes, dtype=np.float64))
+        """(smallest size, largest size, alpha, beta) per (alpha, beta) that covers some of
+        ``sizes``, smallest sizes first (pieces of equal alpha and beta count as one). Sizes
+        may repeat: no sort (the 1 M messages of ``cmb``: 45 ms with one)."""
+        n = np.asarray(sizes, dtype=np.float64).ravel()
         if n.size == 0:
             return []
-        alpha, beta = self.alpha_beta_for(n)
-        out = []
-        for a, b in dict.fromkeys(zip(alpha.tolist(), beta.tolist(), strict=True)):
-            chosen = n[(alpha == a) & (beta == b)]
-            out.append((float(chosen.min()), float(chosen.max()), a, b))
-        return out
+        if not self.pieces:
+            return [(float(n.min()), float(n.max()), self.alpha, self.beta)]
+        starts = np.array([p[0] for p in self.pieces])
+        index = np.clip(np.searchsorted(starts, n, side="right") - 1, 0, len(self.pieces) - 1)
+        spans: dict[tuple[float, float], list[float]] = {}
+        for i, (_, a, b) in enumerate(self.pieces):  # ascending sizes
+            chosen = n[index == i]
+            if chosen.size:
+                low, high = float(chosen.min()), float(chosen.max())
+                span = spans.setdefault((a, b), [low, high])
+                span[0], span[1] = min(span[0], low), max(span[1], high)
+        return [(low, high, a, b) for (a, b), (low, high) in spans.items()]
 
 
 def cost_parameters_from_model(model=None, link_beta: float | None = None) -> CostParameters:

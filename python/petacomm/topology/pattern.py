@@ -181,10 +181,11 @@ class CommPattern:
         return sum(ph.num_messages * ph.repeat for ph in self.phases)
 
     def message_sizes(self) -> np.ndarray:
-        """The distinct message sizes (bytes) of all phases, self-messages included."""
+        """The size (bytes) of each message of all phases, self-messages included, in phase
+        order (a phase's repeats not expanded)."""
         if not self.phases:
             return np.zeros(0)
-        return np.unique(np.concatenate([ph.nbytes for ph in self.phases]))
+        return np.concatenate([ph.nbytes for ph in self.phases])
 
     def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All phases folded into one list of (src, dst, total bytes), self-messages dropped,
