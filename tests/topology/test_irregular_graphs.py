@@ -9,7 +9,7 @@ import pytest
 from petacomm.cli import main
 from petacomm.datasets import make
 from petacomm.topology import irregular_graphs as ig
-from petacomm.topology import scotch
+from petacomm.topology import peer_benchmark, scotch
 from petacomm.topology.measured import load_matrix_file
 
 
@@ -130,6 +130,7 @@ def test_bench_map_peers_scotch_prints_and_writes_the_comparison(capsys, tmp_pat
         assert rows["scotch+petacomm"]["seconds_matrix_built"] > 0
         if scotch.gmap_command() is not None:
             assert graph["commands"]["gmap_s"] > 0 and graph["commands"]["petacomm_map_s"] > 0
+            assert graph["commands"]["runs"] == peer_benchmark.COMMAND_RUNS
 
 
 @pytest.mark.parametrize(

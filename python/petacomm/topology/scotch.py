@@ -389,22 +389,37 @@ def target_file_text(network) -> str:
     return f"{kind[:-2]}XD {len(sizes)} " + " ".join(map(str, sizes)) + "\n"
 
 
+def write_gmap_inputs(graph, network, directory) -> tuple[str, str]:
+    """Writes the graph and the target file ``gmap`` reads into ``directory``: their paths."""
+    grf, tgt = os.path.join(directory, "graph.grf"), os.path.join(directory, "target.tgt")
+    write_graph_file(grf, graph)
+    Path(tgt).write_text(target_file_text(network))
+    return grf, tgt
+
+
+def timed_gmap(grf, tgt, out) -> float:
+    """Seconds of one ``gmap -b0 GRF TGT OUT`` run (the mapping written to ``out``)."""
+    command = gmap_command()
+    if command is None:
+        raise ScotchError("scotch: the gmap command was not found (Debian package scotch)")
+    start = time.perf_counter()
+    done = subprocess.run([command, "-b0", grf, tgt, out], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise ScotchError(f"scotch: {command} failed: {done.stderr.strip()}")
+    return seconds
+
+
 def run_gmap(graph, network, workdir=None) -> tuple[np.ndarray, float]:
     """(node of every rank, seconds) from running ``gmap -b0`` on files: the graph and
     target are written first (not timed), then the command runs (timed) and its mapping
     file is read back."""
-    command = gmap_command()
-    if command is None:
+    if gmap_command() is None:
         raise ScotchError("scotch: the gmap command was not found (Debian package scotch)")
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        grf, tgt, out = (os.path.join(tmp, f) for f in ("graph.grf", "target.tgt", "map.txt"))
-        write_graph_file(grf, graph)
-        Path(tgt).write_text(target_file_text(network))
-        start = time.perf_counter()
-        done = subprocess.run([command, "-b0", grf, tgt, out], capture_output=True, text=True)
-        seconds = time.perf_counter() - start
-        if done.returncode != 0:
-            raise ScotchError(f"scotch: {command} failed: {done.stderr.strip()}")
+        grf, tgt = write_gmap_inputs(graph, network, tmp)
+        out = os.path.join(tmp, "map.txt")
+        seconds = timed_gmap(grf, tgt, out)
         table = np.loadtxt(out, skiprows=1, dtype=np.int64, ndmin=2)
     n = graph.shape[0]
     node = np.empty(n, dtype=np.int64)
