@@ -49,6 +49,16 @@ def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None,
     return CliResult(argv, done.returncode, done.stdout, done.stderr)
 
 
+def python_output(code: str, timeout: float = 120) -> str:
+    """Standard output of ``python -c CODE`` in a fresh interpreter, where what a module
+    imports when it starts can be seen; a failure fails the test with its standard error."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def digest(paths) -> dict[str, str | None]:
     """Content hash of each path (None when absent, 'dir' for a directory)."""
     out = {}

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from cli_harness import python_output
 from petacomm.cli import build_parser, main
 
 
@@ -54,8 +55,7 @@ def test_import_does_not_initialise_mpi():
         "loaded = [m for m in sys.modules if m.startswith('mpi4py')]\n"
         "assert not loaded, loaded\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    python_output(code)
 
 
 def test_starting_a_command_loads_neither_numpy_nor_scipy():
@@ -69,8 +69,7 @@ def test_starting_a_command_loads_neither_numpy_nor_scipy():
         "assert not heavy, heavy\n"
         "parser.parse_args(['netbench', '-n', '2'])\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    python_output(code)
 
 
 def test_each_command_is_built_from_the_module_that_registers_it():
@@ -106,9 +105,7 @@ def test_a_command_line_loads_only_its_command():
         "if m in sys.modules]\n"
         "assert not others, others\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "usage: petacomm profile" in done.stdout
+    assert "usage: petacomm profile" in python_output(code)
 
 
 def test_no_command_prints_help():

@@ -3,13 +3,12 @@ test, run by ctest, covers the protocol in depth at the same rank counts)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from node_support import QUIET
 
+from cli_harness import python_output
 from mpi_harness import RANK_COUNTS, mpirun_python
 
 HERE = Path(__file__).resolve().parent
@@ -28,5 +27,4 @@ def test_import_does_not_touch_mpi():
         "import sys, petacomm.node, petacomm.native as n; assert 'mpi4py' not in sys.modules; "
         "assert n.load_library.cache_info().currsize == 0; print('lazy')"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0 and "lazy" in done.stdout, done.stderr
+    assert "lazy" in python_output(code)

@@ -7,6 +7,7 @@ import stat
 
 import pytest
 
+from cli_harness import python_output
 from petacomm.cli import build_parser, main
 
 WORKED = [
@@ -429,8 +430,6 @@ def test_light_option_lists_equal_the_library_ones():
 
 def test_map_help_imports_no_numpy_and_lists_every_network_kind():
     # The help lists the registries of network.py and routing.py, which name numpy lazily.
-    import subprocess
-    import sys
 
     code = (
         "import sys\n"
@@ -438,10 +437,9 @@ def test_map_help_imports_no_numpy_and_lists_every_network_kind():
         "try:\n    main(['map', '--help'])\nexcept SystemExit:\n    pass\n"
         "print('numpy loaded:', 'numpy' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.rstrip().endswith("numpy loaded: False")
-    text = " ".join(done.stdout.split())  # argparse wraps the help
+    out = python_output(code)
+    assert out.rstrip().endswith("numpy loaded: False")
+    text = " ".join(out.split())  # argparse wraps the help
     for example in (
         "torus:8x16x32",
         "fattree:2;4,4;1,2;1,2",
@@ -463,8 +461,6 @@ def test_lazy_module_imports_on_first_use():
 def test_deferred_numpy_subpackages_load_on_first_use():
     # scipy's import looks up every numpy attribute; deferred, f2py and numpy.testing are
     # bound but not run, and each still works when used.
-    import subprocess
-    import sys
 
     code = (
         "import sys\n"
@@ -483,9 +479,7 @@ def test_deferred_numpy_subpackages_load_on_first_use():
         "print('ma', np.ma.masked_array([1, 2, 4], mask=[0, 1, 0]).sum())\n"
         "print('poly', np.polynomial.Polynomial([1, 2])(3))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:-1] == [
+    assert python_output(code).split("\n")[:-1] == [
         "finders 1",
         "run after scipy []",
         "f2py True True",

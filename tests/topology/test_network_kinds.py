@@ -3,14 +3,13 @@
 routing model, registered from outside the package and mapped onto by ``petacomm map``."""
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from cli_harness import python_output
 from petacomm.cli import main
 from petacomm.topology.network import (
     NETWORK_KINDS,
@@ -169,5 +168,4 @@ def test_benchmark_and_command_modules_do_not_import_each_other():
         "import petacomm.topology.cli\n"
         "assert 'petacomm.topology.benchmark' not in sys.modules\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    python_output(code)

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_harness import python_output
 from mpi_harness import RANK_COUNTS, mpirun_python
 
 HERE = Path(__file__).resolve().parent
@@ -98,8 +97,7 @@ def test_import_does_not_touch_mpi():
         "assert 'petacomm.transpose' not in sys.modules; "
         "assert 'TransposePlan' in petacomm.__all__; print('lazy')"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0 and "lazy" in done.stdout, done.stderr
+    assert "lazy" in python_output(code)
 
 
 def test_offline_decision_from_statistics():

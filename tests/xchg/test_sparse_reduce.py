@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_harness import python_output
 from mpi_harness import RANK_COUNTS, mpirun_python
 
 HERE = Path(__file__).resolve().parent
@@ -52,8 +51,7 @@ def test_import_does_not_touch_mpi():
         "assert 'petacomm.xchg' not in sys.modules; "
         "assert 'SparseReducePlan' in petacomm.__all__; print('lazy')"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0 and "lazy" in done.stdout, done.stderr
+    assert "lazy" in python_output(code)
 
 
 def test_lazy_attribute_resolves():
