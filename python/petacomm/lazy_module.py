@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
-import importlib.util
 import sys
+import threading
+import types
 
 # Looked up by scipy's import, used by no petacomm command (numpy.random, .linalg, .fft and
-# .typing, which scipy itself uses, are not deferred).
+# .typing, which scipy itself uses, and numpy.ctypeslib, which the Scotch binding uses, are
+# not deferred).
 UNUSED_NUMPY_SUBPACKAGES = (
     "numpy.f2py",
     "numpy.testing",
     "numpy.ma",
-    "numpy.ctypeslib",
     "numpy.rec",
     "numpy.char",
     "numpy.strings",
@@ -58,9 +59,8 @@ class LazyModule:
 
 class _DeferredModules:
     """A finder of ``sys.meta_path`` (not derived from ``importlib.abc``, whose import costs
-    20 ms) that finds the named modules as the import system would, and has them loaded on first
-    attribute use (``importlib.util.LazyLoader``): an import binds the name without running
-    the module."""
+    20 ms) that finds the named modules as the import system would, with a loader that
+    defers running them (:class:`_DeferredLoader`)."""
 
     def __init__(self, names):
         self.names = frozenset(names)
@@ -69,17 +69,66 @@ class _DeferredModules:
         if name not in self.names:
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or not hasattr(spec.loader, "exec_module"):
+        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
             return None  # the other finders take it, and it is imported as usual
-        spec.loader = importlib.util.LazyLoader(spec.loader)
+        spec.loader = _DeferredLoader(spec.loader)
         return spec
+
+
+class _DeferredLoader:
+    """Binds a module without running it: :class:`_DeferredModule` runs it, with the
+    original loader, when one of its attributes is first used. (Not stdlib's
+    ``importlib.util.LazyLoader``: on Python 3.11 a second thread using such a module while
+    the first runs it sees it half run, ``np.ma`` without ``masked_array``.)"""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return None  # the usual module object
+
+    def exec_module(self, module):
+        spec = module.__spec__
+        spec.loader = module.__loader__ = self.loader
+        spec.loader_state = {
+            "lock": threading.RLock(),
+            "running": False,
+            "bound": dict(module.__dict__),  # what the module held before it ran
+        }
+        module.__class__ = _DeferredModule
+
+
+class _DeferredModule(types.ModuleType):
+    """A module bound but not run yet. Its first attribute use runs it under a lock, which
+    other threads wait for; the thread running it sees it as an eager import shows a module
+    being run."""
+
+    def __getattribute__(self, attr):
+        spec = object.__getattribute__(self, "__spec__")
+        state = spec.loader_state
+        with state["lock"]:
+            if type(self) is _DeferredModule and not state["running"]:
+                state["running"] = True
+                namespace = object.__getattribute__(self, "__dict__")
+                # What was set on the module after it was bound (a submodule imported
+                # meanwhile) is set again after it ran, as it would have been set after.
+                bound = state["bound"]
+                set_since = {
+                    k: v for k, v in namespace.items() if k not in bound or bound[k] is not v
+                }
+                try:
+                    spec.loader.exec_module(self)
+                    namespace.update(set_since)
+                finally:
+                    self.__class__ = types.ModuleType
+        return types.ModuleType.__getattribute__(self, attr)
 
 
 def defer_unused_numpy_subpackages() -> None:
     """From now on in this process, the modules of :data:`UNUSED_NUMPY_SUBPACKAGES` not yet
-    imported run on their first attribute use instead of when imported (what scipy's import
-    does to them: ``scipy.sparse`` 0.105 s before, 0.046-0.050 s after, numpy 2.4 and scipy
-    1.17). Called by the ``petacomm`` command, not on import of the library: the process is
-    the command's own."""
+    imported (those of source files) run on their first attribute use instead of when
+    imported, which is what scipy's import does to them: ``scipy.sparse`` 0.105 s before,
+    0.046-0.050 s after (numpy 2.4, scipy 1.17). Called by the ``petacomm`` command, not on
+    import of the library: the process is the command's own."""
     if not any(isinstance(finder, _DeferredModules) for finder in sys.meta_path):
         sys.meta_path.insert(0, _DeferredModules(UNUSED_NUMPY_SUBPACKAGES))

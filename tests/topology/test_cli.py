@@ -505,3 +505,31 @@ def test_map_command_defers_numpy_f2py(tmp_path):
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "scipy.sparse" in imported
     assert "numpy.f2py.crackfortran" not in imported  # bound by scipy 1.17's look-up, not run
+
+
+def test_deferred_numpy_subpackages_run_once_for_threads_using_them_together():
+    # Two threads using a deferred module for the first time at once: the second waits for
+    # the whole module (with Python 3.11's LazyLoader it found np.ma without masked_array).
+    code = (
+        "import threading\n"
+        "from petacomm.lazy_module import defer_unused_numpy_subpackages\n"
+        "defer_unused_numpy_subpackages()\n"
+        "import numpy.ma, numpy.polynomial\n"
+        "errors = []\n"
+        "for module, names in ((numpy.ma, ('masked_array', 'MaskedArray')),\n"
+        "                      (numpy.polynomial, ('Polynomial', 'Chebyshev'))):\n"
+        "    barrier = threading.Barrier(2)\n"
+        "    def use(name, module=module, barrier=barrier):\n"
+        "        barrier.wait()\n"
+        "        try:\n"
+        "            getattr(module, name)\n"
+        "        except AttributeError as err:\n"
+        "            errors.append(str(err))\n"
+        "    threads = [threading.Thread(target=use, args=(name,)) for name in names]\n"
+        "    for t in threads:\n"
+        "        t.start()\n"
+        "    for t in threads:\n"
+        "        t.join()\n"
+        "print(type(numpy.ma).__name__, type(numpy.polynomial).__name__, errors)\n"
+    )
+    assert python_output(code).strip() == "module module []"
