@@ -108,8 +108,10 @@ def _loaded(path):
 
 def _mutated_csv(rng) -> str:
     """A small CSV of (src, dst, bytes) rows, or a square matrix, with what people and
-    programs put in them: spaces, tabs, CRLF, blank lines, a missing trailing line break,
-    and now and then a cell too many, too few, empty or holding two numbers."""
+    programs put in them: spaces, tabs, CRLF or CR line ends, blank lines, comment lines, a
+    missing trailing line break, and now and then a cell too many, too few, empty, holding
+    two numbers, or a form feed, vertical tab, CR or Unicode line separator (which numpy
+    and ``str.splitlines`` take for spaces or line ends, csv for text)."""
     dense = rng.random() < 0.3
     n = int(rng.integers(2, 5))
     rows = (
@@ -120,8 +122,11 @@ def _mutated_csv(rng) -> str:
     )
     for _ in range(int(rng.integers(0, 3))):
         row = rows[int(rng.integers(1 if not dense else 0, len(rows)))]
-        kind = int(rng.integers(0, 5))
-        if kind == 0:
+        kind = int(rng.integers(0, 6))
+        if kind == 5:
+            cell = int(rng.integers(0, len(row)))
+            row[cell] += str(rng.choice(["\x0b", "\x0c", "\r", "\u2028", "\x0c4"]))
+        elif kind == 0:
             row.append("3")
         elif kind == 1 and len(row) > 1:
             row.pop()
@@ -134,7 +139,9 @@ def _mutated_csv(rng) -> str:
     lines = [",".join(r) for r in rows]
     if rng.random() < 0.3:
         lines.insert(int(rng.integers(1, len(lines) + 1)), " " * int(rng.integers(0, 3)))
-    end = "\r\n" if rng.random() < 0.3 else "\n"
+    if rng.random() < 0.2:
+        lines.insert(int(rng.integers(1, len(lines) + 1)), "# a comment")
+    end = str(rng.choice(["\n", "\r\n", "\r"], p=[0.6, 0.25, 0.15]))
     return end.join(lines) + (end if rng.random() < 0.7 else "")
 
 
