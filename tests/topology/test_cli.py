@@ -488,9 +488,10 @@ def test_deferred_numpy_subpackages_load_on_first_use():
     ]
 
 
-def test_map_command_defers_numpy_f2py(tmp_path):
+def test_map_command_imports_no_more_than_it_uses(tmp_path):
     # The command's own process: an optimiser candidate imports scipy.sparse, and with it
-    # numpy.f2py's 137 regular expressions unless the command deferred it.
+    # numpy.f2py's 137 regular expressions unless the command deferred it; evaluating in
+    # this process needs no multiprocessing.
     import subprocess
     import sys
 
@@ -505,6 +506,7 @@ def test_map_command_defers_numpy_f2py(tmp_path):
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "scipy.sparse" in imported
     assert "numpy.f2py.crackfortran" not in imported  # bound by scipy 1.17's look-up, not run
+    assert "multiprocessing" not in imported
 
 
 def test_deferred_numpy_subpackages_run_once_for_threads_using_them_together():

@@ -32,7 +32,6 @@ the same table, 60 MB more memory; the random geometric and Delaunay graphs (12 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 
@@ -63,6 +62,8 @@ def choose_jobs(pattern, count: int, jobs: int | None) -> int:
         return max(1, min(jobs, count))
     if count < 2 or pattern.num_messages * count < PARALLEL_MESSAGES:
         return 1
+    import multiprocessing  # here: 5 ms of a command's start, and most evaluate in-process
+
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return max(1, min(available_cores(), count))
@@ -139,6 +140,8 @@ def evaluate_many(
             return out
         if cost is not None:
             warm_endpoint_cache(pattern, cost)  # once here, not in every worker
+        import multiprocessing
+
         context = multiprocessing.get_context("fork")
         with context.Pool(workers) as pool:
             for m, metrics in zip(mappings, pool.imap(_evaluate, mappings), strict=True):
