@@ -87,6 +87,7 @@ FILES = {
     "raw_ok.json": json.dumps(RAW_OK).encode(),
     "pattern_garbage.txt": b"grid2d 4x4 hexagon 1KiB\n",
     "hosts.txt": b"node-a\nnode-b\n",
+    "openmpi_hostfile.txt": b"n0 slots=4\nn1 slots=4\n",
     "hwloc_bad.xml": b"<topology><object",
     "hwloc_no_cores.xml": b'<topology><object type="Machine"/></topology>',
     "old.json": b'{"an earlier result": "kept"}\n',
@@ -189,6 +190,10 @@ CASES = [
     ([*MAP_RING, "--hosts", "missing.txt"], ("--hosts", "no such file")),
     ([*MAP_RING, "--hosts", "binary.csv"], ("--hosts", "binary")),
     ([*MAP_RING, "--hosts", "hosts.txt"], ("--hosts", "2 host names for 16 nodes")),
+    (
+        [*MAP_RING, "--hosts", "openmpi_hostfile.txt"],
+        ("--hosts", "line 1: expected one host name, got 'n0 slots=4'"),
+    ),
     # ---- map: patterns -----------------------------------------------------------------------
     ([*MAP, "--pattern", ""], ("--pattern", "at least one traffic statement")),
     ([*MAP, "--pattern", "grid2d 4x4 hexagon 1KiB"], ("--pattern", "column 12")),

@@ -14,6 +14,7 @@ from petacomm.topology.launcher_files import (
     FORMATS,
     format_mapping,
     host_names,
+    parse_host_file,
     write_atomically,
     write_mapping,
 )
@@ -177,3 +178,11 @@ def test_open_mpi_accepts_the_rankfile(tmp_path):
         env=env,
     )
     assert bad.returncode != 0
+
+
+def test_host_file_has_one_name_per_line_and_comments():
+    text = "# rack 1\nn0\n  n1   # spare PSU\n\nn2\r\nn3\n"
+    assert parse_host_file(text) == ["n0", "n1", "n2", "n3"]
+    # An Open MPI hostfile's options were read as more hosts: n0, slots=4, n1, ...
+    with pytest.raises(ValueError, match="line 2: expected one host name, got 'n0 slots=4'"):
+        parse_host_file("# hosts\nn0 slots=4\nn1 slots=4\n")

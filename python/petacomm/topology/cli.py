@@ -226,8 +226,10 @@ def run(args) -> int:
     hosts = None
     if args.hosts is not None:
         from petacomm.files import read_text_file
+        from petacomm.topology.launcher_files import parse_host_file
 
-        hosts = read_text_file(args.hosts, "--hosts").split()
+        text = read_text_file(args.hosts, "--hosts")
+        hosts = user_error(f"--hosts: {args.hosts}", parse_host_file, text)
     pattern = build_pattern(args, network)
     if pattern.nranks > network.num_slots:
         raise PetacommError(

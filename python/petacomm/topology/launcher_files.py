@@ -60,6 +60,22 @@ def check_host_template(template: str) -> None:
         )
 
 
+def parse_host_file(text: str) -> list[str]:
+    """The host names of a ``--hosts`` file: one per line, blank lines and ``#`` comments
+    skipped. A line holding more than a name is refused, naming it: an Open MPI hostfile's
+    ``n0 slots=4`` was read as the two hosts ``n0`` and ``slots=4``."""
+    names = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = line.split("#", 1)[0].split()
+        if len(words) > 1:
+            raise ValueError(
+                f"line {number}: expected one host name, got {line.strip()!r} (a hostfile's "
+                "options such as slots= are not read here: list the names alone)"
+            )
+        names += words
+    return names
+
+
 def host_names(network, hosts=None, template: str = "node{node}") -> list[str]:
     """Host name of every node id: from ``hosts`` (one per node) or ``template``."""
     if hosts is not None:
