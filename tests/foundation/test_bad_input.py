@@ -78,6 +78,31 @@ FILES = {
     "other_schema.json": b'{"schema": "something.else", "schema_version": 1}',
     "model_v99.json": b'{"schema": "petacomm.machine-model", "schema_version": 99}',
     "model_nan.json": b'{"schema": "petacomm.machine-model", "schema_version": 1, "a": NaN}',
+    # Valid, but its fit has no time per byte: nothing for the flow model to share.
+    "model_beta0.json": json.dumps(
+        {
+            "schema": "petacomm.machine-model",
+            "schema_version": 1,
+            "created": "",
+            "source": "hand-written",
+            "machine": {},
+            "operations": {
+                "pingpong": {
+                    "p": 2,
+                    "pieces": [
+                        {
+                            "from_bytes": 0,
+                            "to_bytes": 1 << 40,
+                            "alpha_s": 1e-6,
+                            "beta_s_per_byte": 0.0,
+                            "r2": 1.0,
+                            "points": 0,
+                        }
+                    ],
+                }
+            },
+        }
+    ).encode(),
     "raw_other_tool.json": b'{"tool": "osu_latency"}',
     "raw_no_series.json": _raw(series=None).encode(),
     "raw_bad_op.json": _raw(series__0__op="allsum").encode(),
@@ -183,6 +208,10 @@ CASES = [
     ([*MAP_RING, "--model", "other_schema.json"], ("--model", "not a petacomm machine model")),
     ([*MAP_RING, "--model", "model_v99.json"], ("--model", "schema_version 99")),
     ([*MAP_RING, "--model", "model_nan.json"], ("--model", "NaN is not a number")),
+    (
+        [*MAP_RING, "--time-model", "flows", "--model", "model_beta0.json"],
+        ("--model", "pingpong's fit at 1 MiB has beta 0"),
+    ),
     ([*MAP_RING, "--hwloc", "missing.xml"], ("--hwloc", "no such file")),
     ([*MAP_RING, "--hwloc", "a_directory.csv"], ("--hwloc", "directory")),
     ([*MAP_RING, "--hwloc", "hwloc_bad.xml"], ("--hwloc", "invalid XML")),

@@ -253,3 +253,44 @@ def test_a_cache_that_cannot_be_looked_in_only_costs_the_check(tmp_path, monkeyp
     calls = _count_schema_checks(monkeypatch)
     assert load(path).to_dict() == model_from_raw(synthetic_raw()).to_dict()
     assert len(calls) == 1
+
+
+def _two_pieces(**changes) -> str:
+    """The default model's ping-pong fit split at 4 KiB into two pieces, with ``changes``
+    ({"1__from_bytes": text}) written into the JSON text as they are."""
+    data = default_model().to_dict()
+    first = data["operations"]["pingpong"]["pieces"][0]
+    data["operations"]["pingpong"]["pieces"] = [
+        dict(first, to_bytes=4096),
+        dict(first, from_bytes=4096, alpha_s=3e-6),
+    ]
+    marks = {}
+    for key, value in changes.items():  # placeholders replaced by raw JSON text
+        piece, name = key.split("__")
+        mark = f"@{piece}{name}@"
+        data["operations"]["pingpong"]["pieces"][int(piece)][name] = mark
+        marks[json.dumps(mark)] = value
+    text = json.dumps(data)
+    for mark, value in marks.items():
+        text = text.replace(mark, value)
+    return text
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"0__from_bytes": "8192", "0__to_bytes": "9000"}, "pieces/1: from_bytes 4096 comes after"),
+        ({"1__to_bytes": "100"}, "pieces/1: from_bytes 4096 is above to_bytes 100"),
+        ({"0__alpha_s": "1e400"}, "pieces/0/alpha_s: inf is not a finite number"),
+        ({"1__from_bytes": "1" + "0" * 400}, r"pieces/1/from_bytes: 1000.*\(401 digits\)"),
+    ],
+)
+def test_pieces_out_of_order_or_beyond_floats_are_refused(tmp_path, changes, message):
+    # The JSON Schema cannot say these; `map` alone refused unordered pieces (its cost
+    # table), while the other commands took the smallest piece for every size.
+    path = tmp_path / "m.json"
+    path.write_text(_two_pieces())
+    assert len(load(path).operations["pingpong"].pieces) == 2  # the unchanged text is valid
+    path.write_text(_two_pieces(**changes))
+    with pytest.raises(PetacommError, match=f"{path}: operations/pingpong/{message}"):
+        load(path)

@@ -8,6 +8,7 @@ used when nothing was measured). Files are versioned JSON; see docs/machine-mode
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -285,10 +286,39 @@ def validate(data: object, origin: str = "machine model", text: str | None = Non
         if errors:
             where = "/".join(str(part) for part in errors[0].absolute_path) or "(top level)"
             raise PetacommError(f"{origin}: invalid at {where}: {errors[0].message}")
-    for name in data["operations"]:
+    for name, entry in data["operations"].items():
         collectives.coefficients(name, 2)
+        _check_pieces(entry["pieces"], f"{origin}: operations/{name}/pieces")
     if marker is not None:
         _remember_valid(marker)
+
+
+def _check_pieces(pieces: list, where: str) -> None:
+    """What the schema cannot say: every number a finite float (JSON's 1e400 parses as
+    infinity, 10**400 as an integer no float holds), each piece's range ascending and the
+    pieces in size order, which the lookup of a size's piece assumes."""
+    previous = None
+    for i, piece in enumerate(pieces):
+        for key in ("from_bytes", "to_bytes", "alpha_s", "beta_s_per_byte"):
+            try:
+                value = float(piece[key])
+            except OverflowError:
+                value = math.inf
+            if not math.isfinite(value):
+                shown = repr(piece[key])
+                shown = shown if len(shown) <= 24 else f"{shown[:12]}... ({len(shown)} digits)"
+                raise PetacommError(f"{where}/{i}/{key}: {shown} is not a finite number")
+        if piece["from_bytes"] > piece["to_bytes"]:
+            raise PetacommError(
+                f"{where}/{i}: from_bytes {piece['from_bytes']} is above to_bytes "
+                f"{piece['to_bytes']}"
+            )
+        if previous is not None and piece["from_bytes"] < previous:
+            raise PetacommError(
+                f"{where}/{i}: from_bytes {piece['from_bytes']} comes after a piece from "
+                f"{previous} (pieces go in size order)"
+            )
+        previous = piece["from_bytes"]
 
 
 def _validated_marker(text: str) -> Path:

@@ -292,7 +292,7 @@ def build_platform(args, preset):
     if name == "model":
         try:
             profile = from_model(args.model)
-        except PetacommError as err:
+        except (PetacommError, ValueError) as err:
             raise PetacommError(f"--model: {err}") from None
     else:
         profile = MACHINES[name]

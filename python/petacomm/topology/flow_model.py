@@ -311,10 +311,23 @@ def links_from_model(model, bandwidth: float | None = None, latency: float | Non
     inter = model.point_to_point_operation() or "pingpong"
     alpha, _ = model.alpha_beta(inter, 8)
     _, beta = model.alpha_beta(inter, 1 << 20)
-    bandwidth = 1.0 / beta if bandwidth is None else bandwidth
+    if bandwidth is None:
+        bandwidth = _bandwidth(beta, inter)
     latency = alpha if latency is None else latency
     if "pingpong.intra" in model.operations:
         loop_latency, _ = model.alpha_beta("pingpong.intra", 8)
         _, loop_beta = model.alpha_beta("pingpong.intra", 1 << 20)
-        return FlowLinks(bandwidth, latency, 1.0 / loop_beta, loop_latency)
+        loopback = _bandwidth(loop_beta, "pingpong.intra")
+        return FlowLinks(bandwidth, latency, loopback, loop_latency)
     return FlowLinks(bandwidth, latency, 4.0 * bandwidth, latency / 10)
+
+
+def _bandwidth(beta: float, operation: str) -> float:
+    """Bytes per second of a fit's beta; a beta of 0 (a fit that found no time per byte)
+    gives no bandwidth to share between flows."""
+    if beta <= 0:
+        raise ValueError(
+            f"{operation}'s fit at 1 MiB has beta 0 (no time per byte, so no bandwidth to "
+            "share between flows)"
+        )
+    return 1.0 / beta
