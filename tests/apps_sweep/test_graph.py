@@ -68,6 +68,8 @@ def test_every_message_arrives_and_is_counted(ranks, tmp_path):
         ("0,1,nan\n", "BYTES: expected a number >= 0"),
         ("0,1,8\nsrc,dst,bytes\n", "line 2: SRC: expected a rank"),
         ("0,1,3000000000\n", "exceed one MPI message's int count"),
+        # Rounded to a long long, 1e19 wrapped to a negative sum that passed the check.
+        ("0,1,1e19\n1,0,5\n", "line 1: BYTES: 1e19 bytes exceed one MPI message's int count"),
         ("# nothing\n\n", "holds no SRC,DST,BYTES row"),
     ],
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from cli_harness import expect_clean_error, run_cli
@@ -292,6 +293,26 @@ def test_mapmaker_size_is_checked():
 )
 def test_bad_arguments_are_named(args, names):
     expect_clean_error("simulate", "transpose", *args, names=names)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (1e19, "1e+19 bytes from rank 0 to 1 exceed one MPI message's int count"),
+        (3e9, "3e+09 bytes from rank 0 to 1 exceed one MPI message's int count"),
+        (0.0, "on 8 ranks: no bytes between two ranks"),
+    ],
+)
+def test_graph_matrix_petacomm_graph_cannot_send_is_refused_before_simgrid(
+    tmp_path, entry, message
+):
+    # 1e19 B per message was rounded to a long long, wrapped, and simulated as 0 B.
+    matrix = tmp_path / "m.npy"
+    np.save(matrix, np.roll(np.eye(8), 1, axis=1) * entry)
+    expect_clean_error(
+        "simulate", "graph", "--network", "torus:2x2:t=2", "--ranks", "8", "--size", matrix,
+        names=("--size", message), inputs=[matrix],
+    )  # fmt: skip
 
 
 def test_bad_rankfile_is_named(tmp_path):

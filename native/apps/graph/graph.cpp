@@ -107,6 +107,9 @@ Traffic read_matrix(const std::string &path, int me, int ranks) {
       ++t.self_rows;
       continue;
     }
+    // A row alone over an int count is refused here: rounding 1e19 to a long long wraps.
+    PETACOMM_CHECK_ARG(bytes <= INT_MAX, where, "BYTES: ", cells[2],
+                       " bytes exceed one MPI message's int count");
     const long long whole = std::llround(bytes);
     if (rank[0] == me) sends[rank[1]] += whole;
     if (rank[1] == me) recvs[rank[0]] += whole;

@@ -474,13 +474,28 @@ def _graph_of(ranks: int, size: dict):
     (a matrix file that does not read, a graph on fewer ranks than it needs)."""
     from petacomm.topology.pattern_language import PatternSyntaxError
 
+    what = size.get("matrix") or size["graph"]
     try:
-        return _parsed_pattern(_graph_pattern(ranks, size))
+        pattern = _parsed_pattern(_graph_pattern(ranks, size))
     except PatternSyntaxError as err:
         # The statement is ours, built from --size: say what is wrong with the user's input.
         detail = err.got if err.expected.startswith("a valid") else f"expected {err.expected}"
-        what = size.get("matrix") or size["graph"]
         raise PetacommError(f"--size {what!r} on {ranks} ranks: {detail}") from None
+    # What petacomm-graph sends, checked before SimGrid starts: one message per pair of
+    # ranks, of an int count of bytes (a rounded 1e19 had wrapped to a 0-byte message).
+    src, dst, nbytes = pattern.edges()
+    if src.size == 0:
+        raise PetacommError(f"--size {what!r} on {ranks} ranks: no bytes between two ranks")
+    largest = int(nbytes.argmax())
+    if nbytes[largest] > _INT_MAX:
+        raise PetacommError(
+            f"--size {what!r}: {nbytes[largest]:.6g} bytes from rank {src[largest]} to "
+            f"{dst[largest]} exceed one MPI message's int count ({_INT_MAX})"
+        )
+    return pattern
+
+
+_INT_MAX = 2**31 - 1
 
 
 @functools.lru_cache(maxsize=1)
