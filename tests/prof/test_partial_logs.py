@@ -7,6 +7,7 @@ logs are and exits non-zero."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from conftest import mpiexec, petacomm, profile_run
 from mpi_harness import mpi_test_env
+from petacomm.errors import PetacommError
 from petacomm.profile import analysis, load
 
 pytestmark = pytest.mark.mpi
@@ -79,6 +81,11 @@ def test_exit_without_finalize(programs, tmp_path):
     barrier = [c for c in analysis.calls(profile) if c.call == "MPI_Barrier"]
     assert barrier and barrier[0].count == 2
     assert profile.in_flight == {}
+    # A copy of a rank's file (same run, same rank) was counted twice; it is refused.
+    partial = tmp_path / "nofin.json.partial"
+    shutil.copy(partial / "rank-0.live", partial / "rank-00.live")
+    with pytest.raises(PetacommError, match="rank 0 again .also rank-0.live, same run."):
+        load(log)
 
 
 def start_hanging_run(programs, log, ranks: int, *options: str) -> subprocess.Popen:

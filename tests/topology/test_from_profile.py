@@ -2,6 +2,7 @@
 becomes the pattern that `petacomm map --from-profile` places."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -146,3 +147,35 @@ def test_bytes_without_a_known_partner_are_reported(tmp_path, capsys):
     # Nothing left out: no note.
     log.write_text(json.dumps(_profile_log(rows[:2])))
     assert read_profile_log(log).notes == []
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # A rank of -1 was credited to the last rank; a partner past the last rank was
+        # dropped without a note; negative bytes were subtracted.
+        (lambda log: log["peer_summary"]["rows"][0].__setitem__(0, -1), "row 0: rank -1"),
+        (lambda log: log["peer_summary"]["rows"][0].__setitem__(2, 3), "row 0: peer 3"),
+        (lambda log: log["peer_summary"]["rows"][1].__setitem__(4, -300), "row 1: bytes -300"),
+        (lambda log: log["peer_summary"]["rows"][1].__setitem__(4, "300"), "row 1: bytes '300'"),
+        (lambda log: log["rank_summary"]["rows"][2].__setitem__(2, 1.5), "row 2: wall_ns 1.5"),
+        # Calls past a short call_kinds were taken for "misc" and their bytes left out.
+        (lambda log: log.__setitem__("call_kinds", ["send"]), "call_kinds has 1 entries for 2"),
+    ],
+)
+def test_log_values_the_matrix_cannot_place_are_refused(tmp_path, change, message):
+    log = tmp_path / "run.json"
+    data = _profile_log([(0, "MPI_Send", 1, 2, 600), (1, "MPI_Send", 2, 1, 300)])
+    log.write_text(json.dumps(data))
+    assert read_profile_log(log).matrix().sum() == 900  # the unchanged log reads
+    change(data)
+    log.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        read_profile_log(log)
+
+
+def test_a_log_without_partner_bytes_is_refused(tmp_path):
+    log = tmp_path / "run.json"
+    log.write_text(json.dumps(_profile_log([(0, "MPI_Allreduce", -1, 3, 999)])))
+    with pytest.raises(ValueError, match="holds no point-to-point or one-sided bytes"):
+        read_profile_log(log)

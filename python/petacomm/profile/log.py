@@ -132,6 +132,50 @@ def validate(data: object, origin: str) -> None:
                 raise PetacommError(
                     f"{origin}: table '{table}' row {i} has {len(row)} values for {width} columns"
                 )
+    _check_values(data, origin)
+
+
+def _check_values(data: dict, origin: str) -> None:
+    """What the schema does not say: one kind per call, and in every table ranks that are
+    ranks of the run, partners that are ranks or partner codes, and counts, bytes and
+    times that are whole numbers >= 0. (A rank of -1 was credited to the last rank, a
+    partner past the last rank dropped without a note, and calls past the end of a short
+    ``call_kinds`` taken for "misc", their bytes left out of the matrix.)"""
+    calls, kinds = data["calls"], data["call_kinds"]
+    if len(kinds) != len(calls):
+        raise PetacommError(f"{origin}: call_kinds has {len(kinds)} entries for {len(calls)} calls")
+    ranks = data["ranks"]
+    for table in REQUIRED_COLUMNS:
+        if table not in data:
+            continue
+        bounds = [_column_bounds(column, ranks) for column in data[table]["columns"]]
+        checked = [(j, b) for j, b in enumerate(bounds) if b is not None]
+        for i, row in enumerate(data[table]["rows"]):
+            for j, (low, high) in checked:
+                value = row[j]
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, int)
+                    or value < low
+                    or (high is not None and value > high)
+                ):
+                    column = data[table]["columns"][j]
+                    expected = f"{low}..{high}" if high is not None else f">= {low}"
+                    raise PetacommError(
+                        f"{origin}: table '{table}' row {i}: {column} {value!r} is not a whole "
+                        f"number in {expected}"
+                    )
+
+
+def _column_bounds(column: str, ranks: int) -> tuple[int, int | None] | None:
+    """(lowest, highest or None) of a column's whole numbers; None: not checked."""
+    if column == "rank":
+        return 0, ranks - 1
+    if column == "peer":
+        return PEER_OUTSIDE, ranks - 1
+    if column in ("count", "bytes") or column.endswith("_ns"):
+        return 0, None
+    return None
 
 
 def _read_json(path: Path) -> dict:
@@ -297,7 +341,15 @@ def _load_partial_dir(directory: Path) -> Profile:
     ranks_rows, region_rows, entries = [], [], []
     reasons: dict[int, str] = {}
     in_flight: dict[int, dict] = {}
+    seen: dict[int, Path] = {}
     for path, data in runs[newest]:
+        rank = int(data["rank"])
+        if rank in seen:  # a copied file: its rank's calls would count twice
+            raise PetacommError(
+                f"{path}: rank {rank} again (also {seen[rank].name}, same run): the partial "
+                "logs are damaged"
+            )
+        seen[rank] = path
         profile = _profile(data, path)
         if first is None:
             first = profile

@@ -321,11 +321,24 @@ def read_profile_log(path, nranks: int | None = None) -> CommPattern:
     if nranks is not None and nranks < profile.ranks:
         raise ValueError(f"{path}: the profile has {profile.ranks} ranks, more than {nranks}")
     src, dst = np.nonzero(measured.bytes)
+    if src.size == 0:  # nothing to place: a table of zeros would rank every mapping equal
+        raise ValueError(
+            f"{path}: the profile holds no point-to-point or one-sided bytes between two ranks "
+            "(only collectives, or nothing sent)"
+        )
     pattern = _from_triplets(src, dst, measured.bytes[src, dst], nranks or profile.ranks, path)
     pattern.description = f"profile {path} ({measured.source})"
     note = unplaced_bytes_note(profile, measured)
     if note:
         pattern.notes.append(note)
+    if profile.missing_ranks:  # partial logs: what the matrix lacks
+        missing = ", ".join(map(str, profile.missing_ranks[:8]))
+        more = "..." if len(profile.missing_ranks) > 8 else ""
+        pattern.notes.append(
+            f"partial logs: no log from ranks {missing}{more} ({len(profile.missing_ranks)} of "
+            f"{profile.ranks}): their sends are not in the matrix"
+        )
+    pattern.notes += [f"partial logs: {note}" for note in profile.notes]
     return pattern
 
 
