@@ -179,3 +179,23 @@ def test_a_log_without_partner_bytes_is_refused(tmp_path):
     log.write_text(json.dumps(_profile_log([(0, "MPI_Allreduce", -1, 3, 999)])))
     with pytest.raises(ValueError, match="holds no point-to-point or one-sided bytes"):
         read_profile_log(log)
+
+
+def test_partial_logs_say_which_ranks_the_matrix_lacks(tmp_path, monkeypatch):
+    from petacomm.profile import log as profile_log
+
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(_profile_log([(0, "MPI_Send", 1, 2, 600)])))
+    real = profile_log.load
+
+    def partial(where):  # the same log, as partial logs with rank 2's file unreadable
+        profile = real(where)
+        profile.complete, profile.missing_ranks = False, [2]
+        profile.notes = ["skipped rank-2.live: truncated"]
+        return profile
+
+    monkeypatch.setattr(profile_log, "load", partial)
+    assert read_profile_log(path).notes == [
+        "partial logs: no log from ranks 2 (1 of 3): their sends are not in the matrix",
+        "partial logs: skipped rank-2.live: truncated",
+    ]
