@@ -194,3 +194,45 @@ def test_jobs_option_is_checked(capsys):
         main(args)
     assert stop.value.code == 2
     assert "argument --jobs: must be a positive integer, got '0'" in capsys.readouterr().err
+
+
+def _signal_dispositions():
+    import signal
+
+    return signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, signal.getsignal(
+        signal.SIGINT
+    ) is signal.SIG_IGN
+
+
+def test_evaluation_workers_leave_signals_to_the_command(monkeypatch):
+    # The command turns SIGTERM into KeyboardInterrupt (launch.stop_on_sigterm); workers that
+    # inherited it printed tracebacks when the pool terminated them, idle, at its end.
+    import multiprocessing
+    import signal
+
+    from petacomm.launch import stop_on_sigterm
+
+    real = multiprocessing.get_context
+    seen = []
+
+    class Recording:
+        def __init__(self, context):
+            self.context = context
+
+        def Pool(self, workers, initializer=None):  # noqa: N802 (multiprocessing's name)
+            seen.append(initializer)
+            return self.context.Pool(workers, initializer=initializer)
+
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: Recording(real(method)))
+    net = parse_network("torus:4x4:t=2")
+    pattern = parse_pattern("grid2d 8x4 periodic box 4KiB")
+    mappings = candidate_mappings("permutations", net, pattern)
+    before = signal.getsignal(signal.SIGTERM)
+    stop_on_sigterm()
+    try:
+        evaluate_many(net, parse_routing("adaptive", net), pattern, mappings, jobs=2)
+        (initializer,) = seen
+        with real("fork").Pool(1, initializer=initializer) as pool:
+            assert pool.apply(_signal_dispositions) == (True, True)
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -84,6 +84,16 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(m_mmap_threshold, 256 << 20)) and bool(mallopt(m_trim_threshold, 512 << 20))
 
 
+def _worker_start() -> None:
+    """A worker's signals: the command's SIGTERM handler (``launch.stop_on_sigterm``,
+    inherited by fork) made the pool's own termination of idle workers print their
+    KeyboardInterrupt tracebacks; Ctrl-C is the command's to handle, which ends the pool."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def pair_links_for_search(network, routing, pattern, count: int):
     """The pair-link matrix the evaluations of ``count`` mappings should sum (module
     docstring), or None to route them."""
@@ -143,7 +153,7 @@ def evaluate_many(
         import multiprocessing
 
         context = multiprocessing.get_context("fork")
-        with context.Pool(workers) as pool:
+        with context.Pool(workers, initializer=_worker_start) as pool:
             for m, metrics in zip(mappings, pool.imap(_evaluate, mappings), strict=True):
                 out.append(metrics)
                 if progress is not None:
