@@ -182,3 +182,21 @@ def test_profile_log_errors(tmp_path):
         read_profile_log(log)
     with pytest.raises(ValueError, match="no such profile log"):
         read_profile_log(tmp_path / "absent.json")
+
+
+def test_statements_of_a_phase_are_concatenated_in_order_with_their_orders_renumbered():
+    # Worked by hand: three statements' messages, the second's ordered (message 1 after 0).
+    parts = [
+        pat.Phase("p", [0, 1, 2, 3], [1, 2, 3, 0], 8.0, 2),
+        pat.Phase("p", [0, 1], [1, 2], 16.0, 2, after=([1], [0])),
+        pat.Phase("p", [0, 1, 2, 3], [1, 2, 3, 0], 32.0, 2),
+    ]
+    whole = pat.Phase.concatenated(parts)
+    assert whole.src.tolist() == [0, 1, 2, 3, 0, 1, 0, 1, 2, 3]
+    assert whole.nbytes.tolist() == [8.0] * 4 + [16.0] * 2 + [32.0] * 4
+    assert [a.tolist() for a in whole.after] == [[5], [4]]  # shifted past the first four
+    assert (whole.name, whole.repeat) == ("p", 2)
+    # Line and column of a token late in a long file (found by bisection now).
+    many = "ranks 4\n" + "ring 1KiB\n" * 3000 + "ring 1KiB bogus\n"
+    with pytest.raises(PatternSyntaxError, match="line 3002, column 11"):
+        parse_pattern(many)

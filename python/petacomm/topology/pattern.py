@@ -128,25 +128,32 @@ class Phase:
     def num_messages(self) -> int:
         return int(self.src.size)
 
-    def merged(self, other: Phase) -> Phase:
+    @staticmethod
+    def concatenated(parts: list[Phase]) -> Phase:
+        """One phase of the parts' messages in order (each part's order kept, renumbered),
+        named and run as the first: in one pass (merged pairwise, 16,000 statements of a
+        pattern file took 10 s)."""
+        first = parts[0]
         after = None
-        if self.after is not None or other.after is not None:
-            empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-            mine, theirs = self.after or empty, other.after or empty
-            shift = self.src.size
-            after = (
-                np.concatenate([mine[0], theirs[0] + shift]),
-                np.concatenate([mine[1], theirs[1] + shift]),
-            )
+        if any(p.after is not None for p in parts):
+            shifts = np.cumsum([0] + [p.src.size for p in parts[:-1]])
+            empty = np.zeros(0, np.int64)
+            after = tuple(
+                np.concatenate(
+                    [(p.after[k] + shift if p.after is not None else empty)
+                     for p, shift in zip(parts, shifts, strict=True)]
+                )
+                for k in (0, 1)
+            )  # fmt: skip
         return Phase(
-            self.name,
-            np.concatenate([self.src, other.src]),
-            np.concatenate([self.dst, other.dst]),
-            np.concatenate([self.nbytes, other.nbytes]),
-            self.repeat,
+            first.name,
+            np.concatenate([p.src for p in parts]),
+            np.concatenate([p.dst for p in parts]),
+            np.concatenate([p.nbytes for p in parts]),
+            first.repeat,
             after,
-            self.timed,
-            self.barrier,
+            first.timed,
+            first.barrier,
         )
 
 

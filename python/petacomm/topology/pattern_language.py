@@ -49,12 +49,10 @@ first ``phase`` forms phase "main". Sizes are bytes per message. Errors raise
 
 from __future__ import annotations
 
-import functools
+import bisect
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from petacomm.topology import pattern as pat
 from petacomm.topology import schedules
@@ -113,7 +111,7 @@ def tokenize(text: str) -> list[Token]:
         s = m.group(0)
         if s.startswith("#"):
             continue
-        line = int(np.searchsorted(line_starts, m.start(), side="right"))
+        line = bisect.bisect_right(line_starts, m.start())  # np.searchsorted copied the list
         col = m.start() - line_starts[line - 1] + 1
         if s in (";", "\n"):
             tokens.append(Token(s, line, col, "sep"))
@@ -445,14 +443,14 @@ class _Parser:
             if not p["parts"]:
                 self.fail(p["token"], f"traffic statements in phase {p['name']!r}")
             # Each statement's messages (with their order when it has one, an ordered
-            # all-to-all's) after the ones before: merged renumbers the order.
+            # all-to-all's) after the ones before: concatenated renumbers the order.
             parts = [
                 pat.Phase(
                     p["name"], *m[:3], p["repeat"], *m[3:], timed=p["timed"], barrier=p["barrier"]
                 )
                 for m in p["parts"]
             ]
-            phases.append(functools.reduce(pat.Phase.merged, parts))
+            phases.append(pat.Phase.concatenated(parts))
         return pat.CommPattern(self.nranks, phases, grid=self.grid, notes=self.notes)
 
 
