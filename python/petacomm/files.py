@@ -253,3 +253,15 @@ def read_text_file(path: str | os.PathLike, argument: str, allow_empty: bool = F
         raise PetacommError(
             f"{argument}: '{os.fspath(path)}' is not UTF-8 text (byte {err.start})"
         ) from None
+
+
+def loads_json(text: str, **options):
+    """``json.loads`` whose refusal of a document nested deeper than Python's recursion
+    limit (``[[[[...``, 100,000 deep) is a ``json.JSONDecodeError`` like any other, so a
+    reader's message for bad JSON covers it, instead of a RecursionError traceback."""
+    import json
+
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None

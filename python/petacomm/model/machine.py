@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import write_text_atomically
+from petacomm.files import loads_json, write_text_atomically
 from petacomm.model import collectives
 
 SCHEMA_NAME = "petacomm.machine-model"
@@ -376,7 +376,7 @@ def load(path: str | os.PathLike | None = None) -> MachineModel:
     except ValueError as err:  # a NUL byte in the file name
         raise PetacommError(f"machine model: cannot read {file}: {err}") from err
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = loads_json(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as err:
         raise PetacommError(
             f"machine model: {file} is not valid JSON ({err.msg}, line {err.lineno})"

@@ -325,11 +325,11 @@ def _size_text(nbytes: int) -> str:
 
 def read_raw(path: Path, origin: str) -> dict:
     """A raw petacomm-netbench file, checked field by field (PetacommError naming it)."""
-    from petacomm.files import read_text_file
+    from petacomm.files import loads_json, read_text_file
 
     text = read_text_file(path, origin)
     try:
-        raw = json.loads(text, parse_constant=_not_a_number)
+        raw = loads_json(text, parse_constant=_not_a_number)
     except ValueError as err:
         raise PetacommError(f"{origin}: {path} is not valid JSON ({err})") from None
     if not isinstance(raw, dict) or raw.get("tool") != "petacomm-netbench":

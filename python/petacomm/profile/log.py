@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.files import loads_json
 
 SCHEMA_NAME = "petacomm.profile"
 SCHEMA_VERSION = 1
@@ -188,7 +189,7 @@ def _read_json(path: Path) -> dict:
     except OSError as err:
         raise PetacommError(f"{path}: cannot read ({err.strerror})") from err
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as err:
         raise PetacommError(
             f"{path}: not JSON (line {err.lineno}: {err.msg}); a log being written is never "

@@ -171,8 +171,10 @@ def _description_in(text: str, path) -> str:
     (the results of petacomm-halo carry what they measured that way)."""
     if not text.lstrip().startswith("{"):
         return text
+    from petacomm.files import loads_json
+
     try:
-        document = json.loads(text)
+        document = loads_json(text)
     except json.JSONDecodeError as err:
         raise PetacommError(
             f"--pattern-file: {path} looks like JSON but is not ({err.msg}, line {err.lineno})"
