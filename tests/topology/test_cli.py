@@ -162,7 +162,12 @@ def test_other_networks_and_inputs(capsys, tmp_path):
         (["--network", "torus:8x0x4", "--pattern", "ring 1"], "expected a positive integer"),
         (
             ["--network", "torus:4x4", "--pattern", "grid2d 128x128 box 1MiB"],
-            "the pattern has 16384 ranks but torus:4x4 offers 16 nodes x 1 cores = 16 slots",
+            "column 8: expected at most 16 ranks (torus:4x4 offers 16 nodes x 1 cores; use "
+            "--cores-per-node or a larger network), got '128x128'",
+        ),
+        (  # refused where it is written, before the graph is built (that took minutes)
+            ["--network", "torus:4x4", "--pattern", "ranks 100000; graph cmb"],
+            "column 7: expected at most 16 ranks (torus:4x4 offers 16 nodes x 1 cores;",
         ),
         (
             ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1MiX"],

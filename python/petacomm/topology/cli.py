@@ -130,6 +130,14 @@ def pattern_inputs(args) -> list[tuple[str, str | None]]:
     ]
 
 
+def _slots(network) -> tuple[int, str]:
+    """The most ranks a pattern may have on the network, and why."""
+    return network.num_slots, (
+        f"{network.to_text()} offers {network.num_nodes} nodes x {network.cores_per_node} "
+        "cores; use --cores-per-node or a larger network"
+    )
+
+
 def build_pattern(args, network):
     from petacomm.files import read_text_file
     from petacomm.topology.measured import load_matrix_file, read_profile_log
@@ -147,7 +155,13 @@ def build_pattern(args, network):
         )
     source = given[0]
     if source == "pattern":
-        return user_error("--pattern", parse_pattern, args.pattern, default_ranks=network.num_slots)
+        return user_error(
+            "--pattern",
+            parse_pattern,
+            args.pattern,
+            default_ranks=network.num_slots,
+            max_ranks=_slots(network),
+        )
     if source == "pattern_file":
         from pathlib import Path
 
@@ -160,6 +174,7 @@ def build_pattern(args, network):
             text,
             base_dir=path.parent,
             default_ranks=network.num_slots,
+            max_ranks=_slots(network),
         )
     if source == "matrix":
         return user_error("--matrix", load_matrix_file, args.matrix)

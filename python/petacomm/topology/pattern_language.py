@@ -132,11 +132,18 @@ def _show(tok: Token) -> str:
 
 
 class _Parser:
-    def __init__(self, text: str, base_dir: Path | None, default_ranks: int | None):
+    def __init__(
+        self,
+        text: str,
+        base_dir: Path | None,
+        default_ranks: int | None,
+        max_ranks: tuple[int, str] | None = None,
+    ):
         self.tokens = tokenize(text)
         self.pos = 0
         self.base_dir = base_dir or Path.cwd()
         self.default_ranks = default_ranks
+        self.max_ranks = max_ranks
         self.grid: pat.LogicalGrid | None = None
         self.nranks: int | None = None
         self.phases: list[dict] = []
@@ -203,6 +210,7 @@ class _Parser:
                 count = self.integer("a positive rank count")
                 if self.grid is not None and count != self.grid.nranks:
                     self.fail(count_tok, f"{self.grid.nranks} ranks (the grid's size)")
+                self.check_fits(count_tok, count)
                 self.nranks = count
             elif low == "phase":
                 self.statement_phase()
@@ -250,7 +258,14 @@ class _Parser:
         self.grid = pat.LogicalGrid(dims, periodic, order)
         if self.nranks is not None and self.nranks != self.grid.nranks:
             self.fail(dims_tok, f"a grid of {self.nranks} ranks (set by 'ranks')")
+        self.check_fits(dims_tok, self.grid.nranks)
         self.nranks = self.grid.nranks
+
+    def check_fits(self, tok: Token, count: int) -> None:
+        """Refuses a rank count over ``max_ranks`` where it is set, before any traffic is
+        built (a graph of 100,000 ranks took minutes, then did not fit 16 slots)."""
+        if self.max_ranks is not None and count > self.max_ranks[0]:
+            self.fail(tok, f"at most {self.max_ranks[0]} ranks ({self.max_ranks[1]})")
 
     def statement_phase(self):
         kw = self.next()
@@ -455,13 +470,17 @@ class _Parser:
 
 
 def parse_pattern(
-    text: str, base_dir: Path | None = None, default_ranks: int | None = None
+    text: str,
+    base_dir: Path | None = None,
+    default_ranks: int | None = None,
+    max_ranks: tuple[int, str] | None = None,
 ) -> pat.CommPattern:
     """Parse a description (module docstring) into a :class:`CommPattern`.
 
     ``base_dir`` resolves relative paths of ``matrix``/``profile``; ``default_ranks`` is used
-    by ``ring``/``alltoall`` when neither a grid nor ``ranks`` was given.
+    by ``ring``/``alltoall`` when neither a grid nor ``ranks`` was given; ``ranks`` or a grid
+    over ``max_ranks`` (the count, and why) is refused where it is written.
     """
-    pattern = _Parser(text, base_dir, default_ranks).parse()
+    pattern = _Parser(text, base_dir, default_ranks, max_ranks).parse()
     pattern.description = " ".join(text.split())
     return pattern
