@@ -105,6 +105,11 @@ def test_alltoall_ring_offsets_and_phases():
         ("grid 4x4; ranks 7", 1, 17, "16 ranks"),
         ("", 1, 1, "at least one traffic statement"),
         ("grid 4x4 periodic=1 star 8", 1, 10, "periodic= with 2"),
+        # Numbers no int64 or float holds: refused where written, not by an OverflowError
+        # (320 digits), Python's 4,300-digit limit, or a wrapped offset (1 message of 3).
+        ("ranks 4; phase a x" + "9" * 320 + "; ring 8", 1, 18, "x999999999999999999"),
+        ("ranks " + "9" * 5000 + "; ring 8", 1, 7, "a positive rank count below 10^18"),
+        ("grid 3 periodic; offsets (9223372036854775807) 8", 1, 26, "from -2147483647"),
     ],
 )
 def test_syntax_errors_give_line_column_expected(text, line, column, expected):

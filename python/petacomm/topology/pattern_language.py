@@ -104,6 +104,9 @@ class Token:
 _TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[^\s;#]+|;|#[^\n]*|\n')
 
 
+_MAX_OFFSET = 2**31 - 1
+
+
 def tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
@@ -128,6 +131,8 @@ def _show(tok: Token) -> str:
         return "end of input"
     if tok.kind == "sep":
         return "end of line" if tok.text == "\n" else "';'"
+    if len(tok.text) > 40:  # a 5,000-digit number is shown by its start and length
+        return f"{tok.text[:24]!r}... ({len(tok.text)} characters)"
     return repr(tok.text)
 
 
@@ -188,8 +193,10 @@ class _Parser:
 
     def integer(self, expected: str) -> int:
         tok = self.word(expected)
-        if not re.fullmatch(r"[0-9]+", tok.text) or int(tok.text) < 1:
-            self.fail(tok, expected)
+        digits = re.fullmatch(r"[0-9]+", tok.text) is not None
+        too_long = digits and len(tok.text) > 18  # checked before int(), which is quadratic
+        if not digits or too_long or int(tok.text) < 1:
+            self.fail(tok, f"{expected} below 10^18" if too_long else expected)
         return int(tok.text)
 
     # -- statements ---------------------------------------------------------------------------
@@ -278,9 +285,11 @@ class _Parser:
                 tok = self.peek()
             if tok.kind == "word" and re.fullmatch(r"x[0-9]+", tok.text):
                 self.next()
+                # Bounded before int(): 4,300 digits and more are refused by Python itself,
+                # and a count no float holds overflowed when the phase's time was summed.
+                if len(tok.text) > 19 or int(tok.text[1:]) < 1:
+                    self.fail(tok, "a repeat count from x1 to x999999999999999999")
                 repeat = int(tok.text[1:])
-                if repeat < 1:
-                    self.fail(tok, "a repeat count x1 or more")
         options = set()
         while self.peek().kind == "word" and self.peek().text.lower() in PHASE_OPTIONS:
             options.add(self.next().text.lower())
@@ -384,7 +393,11 @@ class _Parser:
                 example = "(" + ",".join(["1"] + ["0"] * (grid.ndim - 1)) + ")"
                 if not m or len(m.group(1).split(",")) != grid.ndim:
                     self.fail(tok, f"an offset with {grid.ndim} component(s) like {example}")
-                offsets.append([int(v) for v in m.group(1).split(",")])
+                offset = [int(v) for v in m.group(1).split(",")]
+                # Coordinates are int64: 2^63 - 1 wrapped, and 2^63 did not convert.
+                if any(abs(v) > _MAX_OFFSET for v in offset):
+                    self.fail(tok, f"offset components from -{_MAX_OFFSET} to {_MAX_OFFSET}")
+                offsets.append(offset)
             if not offsets:
                 self.fail(self.peek(), "at least one offset like (1,0)")
             return pat.offsets_pattern(grid, offsets, self.size()), grid.nranks
