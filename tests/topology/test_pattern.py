@@ -109,6 +109,7 @@ def test_alltoall_ring_offsets_and_phases():
         # (320 digits), Python's 4,300-digit limit, or a wrapped offset (1 message of 3).
         ("ranks 4; phase a x" + "9" * 320 + "; ring 8", 1, 18, "x999999999999999999"),
         ("ranks " + "9" * 5000 + "; ring 8", 1, 7, "a positive rank count below 10^18"),
+        ("grid2d 4x" + "9" * 5000 + " box 8", 1, 8, "integers from 1 to 10^18 - 1"),
         ("grid 3 periodic; offsets (9223372036854775807) 8", 1, 26, "from -2147483647"),
     ],
 )

@@ -231,10 +231,12 @@ class _Parser:
         kw = self.next()
         low = kw.text.lower()
         dims_tok = self.word("grid dimensions like 128x128")
-        if not re.fullmatch(r"[0-9]+(x[0-9]+)*", dims_tok.text) or any(
+        if not re.fullmatch(r"[0-9]{1,18}(x[0-9]{1,18})*", dims_tok.text) or any(
             int(d) < 1 for d in dims_tok.text.split("x")
         ):
-            self.fail(dims_tok, "grid dimensions like 128x128 (positive integers joined by x)")
+            self.fail(
+                dims_tok, "grid dimensions like 128x128 (integers from 1 to 10^18 - 1 joined by x)"
+            )
         dims = tuple(int(d) for d in dims_tok.text.split("x"))
         if low != "grid" and len(dims) != int(low[4]):
             self.fail(dims_tok, f"{low[4]} dimensions for {low}")
