@@ -110,6 +110,8 @@ def test_alltoall_ring_offsets_and_phases():
         ("ranks 4; phase a x" + "9" * 320 + "; ring 8", 1, 18, "x999999999999999999"),
         ("ranks " + "9" * 5000 + "; ring 8", 1, 7, "a positive rank count below 10^18"),
         ("grid2d 4x" + "9" * 5000 + " box 8", 1, 8, "integers from 1 to 10^18 - 1"),
+        ('ranks 4\nmatrix "m.csv', 2, 8, "a closing quote"),  # it opened 'm.cs'
+        ('ranks 4\nmatrix "', 2, 8, "a closing quote"),
         ("grid 3 periodic; offsets (9223372036854775807) 8", 1, 26, "from -2147483647"),
     ],
 )

@@ -118,6 +118,10 @@ def tokenize(text: str) -> list[Token]:
         col = m.start() - line_starts[line - 1] + 1
         if s in (";", "\n"):
             tokens.append(Token(s, line, col, "sep"))
+        elif s.startswith('"') and not (len(s) > 1 and s.endswith('"')):
+            # Not a quoted string (that alternative comes first): a quote left open, whose
+            # first and last characters were taken for quotes ('"abc' opened 'ab').
+            raise PatternSyntaxError(line, col, "a closing quote", repr(s))
         else:
             tokens.append(Token(s[1:-1] if s.startswith('"') else s, line, col, "word"))
     last_line = len(line_starts)
