@@ -245,8 +245,15 @@ CASES = [
     ([*MAP, "--pattern", "grid2d 4x4 box 1; phase x0"], ("--pattern", "repeat count")),
     ([*MAP, "--pattern", "grid2d 4x4 line 7 1KiB"], ("--pattern", "an axis in 0..1")),
     ([*MAP, "--pattern", "grid2d 4x4 offsets (1) 1KiB"], ("--pattern", "2 component")),
-    ([*MAP, "--pattern", "grid2d 100000x100000 box 1"], ("--pattern", "exceed the limit")),
-    ([*MAP, "--pattern", "grid2d 8x8 box 1"], ("the pattern has 64 ranks", "16 slots")),
+    (  # within the network's slots, over the message limit
+        ["map", "--network", "torus:64x64x64:t=4", "--pattern", "ranks 1048576; alltoall 1"],
+        ("--pattern", "exceed the limit"),
+    ),
+    ([*MAP, "--pattern", "grid2d 100000x100000 box 1"], ("--pattern", "at most 16 ranks")),
+    (
+        [*MAP, "--pattern", "grid2d 8x8 box 1"],
+        ("--pattern", "column 8: expected at most 16 ranks", "torus:4x4 offers 16 nodes"),
+    ),
     ([*MAP, "--pattern", "matrix missing.csv"], ("--pattern", "no such file")),
     ([*MAP, "--pattern", "matrix binary.csv"], ("--pattern", "binary")),
     ([*MAP, "--pattern", "profile not_json.json"], ("--pattern", "not JSON")),
