@@ -15,6 +15,8 @@ import pytest
 
 from petacomm.sim.placement import mapping_names, named_mapping, read_rankfile
 from petacomm.sim.platform import LinkParameters, Platform, hostfile
+from petacomm.topology.launcher_files import format_mapping
+from petacomm.topology.mapping import permutation_mapping
 from petacomm.topology.network import parse_network
 from prerequisites import require_program
 
@@ -106,6 +108,15 @@ def test_rankfile_is_read_back():
     assert hostfile(mapping).split() == ["node-3", "node-0", "node-3"]
     custom = read_rankfile("rank 0=nid2 slot=1\n", net, "nid{node}")
     assert (custom.node.tolist(), custom.core.tolist()) == ([2], [1])
+    # What petacomm map writes with the documented --host-template 'nid{node:05d}' (it was
+    # refused: "host 'nid00000' does not match the host template").
+    net4 = parse_network("torus:4x4:t=2")
+    mapping = permutation_mapping("TXY", net4, 32)
+    text = format_mapping(mapping, net4, "rankfile", host_template="nid{node:05d}")
+    assert "nid00015" in text
+    back = read_rankfile(text, net4, "nid{node:05d}")
+    assert back.node.tolist() == mapping.node.tolist()
+    assert back.core.tolist() == mapping.core.tolist()
 
 
 @pytest.mark.parametrize(
@@ -117,6 +128,9 @@ def test_rankfile_is_read_back():
         ("rank 0=node9 slot=0\n", "node id out of range"),
         ("rank 0=node0 slot=0\nrank 1=node0 slot=0\n", "two ranks share a slot"),
         ("rank zero=node0\n", "line 1"),
+        # Node ids int64 holds, in ASCII digits (an OverflowError; Arabic-Indic digits).
+        ("rank 0=node99999999999999999999 slot=0\n", "does not match the host template"),
+        ("rank 0=node\u0661 slot=0\n", "does not match the host template"),
     ],
 )
 def test_bad_rankfiles(text, message):

@@ -53,12 +53,25 @@ def mapping_names(text: str, network) -> list[str]:
     return names
 
 
+def _host_pattern(template: str) -> re.Pattern:
+    """The host names ``template`` makes, with the node id as group 1: ``{node}`` with or
+    without a format spec (``nid{node:05d}`` writes nid00012), a node id of ASCII digits
+    that an int64 holds."""
+    import string
+
+    parts = []
+    for literal, field, _spec, _conversion in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if field is not None:
+            parts.append("([0-9]{1,18})")
+    return re.compile("^" + "".join(parts) + "$")
+
+
 def read_rankfile(text: str, network, template: str = "node{node}", origin: str = "rankfile"):
     """The mapping an Open MPI rankfile describes (``rank R=HOST slot=S`` lines; ``#``
     comments). Host names are read back through ``template`` (petacomm map's
     ``--host-template``); ranks must be 0..n-1, each once."""
-    pattern = re.escape(template).replace(re.escape("{node}"), r"(\d+)")
-    host = re.compile(f"^{pattern}$")
+    host = _host_pattern(template)
     placed: dict[int, tuple[int, int]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.split("#", 1)[0]
