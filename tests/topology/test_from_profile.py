@@ -159,6 +159,7 @@ def test_bytes_without_a_known_partner_are_reported(tmp_path, capsys):
         (lambda log: log["peer_summary"]["rows"][1].__setitem__(4, -300), "row 1: bytes -300"),
         (lambda log: log["peer_summary"]["rows"][1].__setitem__(4, "300"), "row 1: bytes '300'"),
         (lambda log: log["rank_summary"]["rows"][2].__setitem__(2, 1.5), "row 2: wall_ns 1.5"),
+        (lambda log: log["rank_summary"]["rows"][1].__setitem__(1, 7), "row 1: host 7 is not"),
         # Calls past a short call_kinds were taken for "misc" and their bytes left out.
         (lambda log: log.__setitem__("call_kinds", ["send"]), "call_kinds has 1 entries for 2"),
     ],

@@ -149,9 +149,17 @@ def _check_values(data: dict, origin: str) -> None:
     for table in REQUIRED_COLUMNS:
         if table not in data:
             continue
-        bounds = [_column_bounds(column, ranks) for column in data[table]["columns"]]
+        columns = data[table]["columns"]
+        bounds = [_column_bounds(column, ranks) for column in columns]
         checked = [(j, b) for j, b in enumerate(bounds) if b is not None]
+        names = [(j, c) for j, c in enumerate(columns) if c in _NAME_COLUMNS]
         for i, row in enumerate(data[table]["rows"]):
+            for j, column in names:
+                value = row[j]
+                if not (isinstance(value, str) or (value is None and column == "parent")):
+                    raise PetacommError(
+                        f"{origin}: table '{table}' row {i}: {column} {value!r} is not a name"
+                    )
             for j, (low, high) in checked:
                 value = row[j]
                 if (
@@ -168,13 +176,17 @@ def _check_values(data: dict, origin: str) -> None:
                     )
 
 
+# Columns of names (a region's parent is null at the top).
+_NAME_COLUMNS = ("region", "parent", "host")
+
+
 def _column_bounds(column: str, ranks: int) -> tuple[int, int | None] | None:
     """(lowest, highest or None) of a column's whole numbers; None: not checked."""
     if column == "rank":
         return 0, ranks - 1
     if column == "peer":
         return PEER_OUTSIDE, ranks - 1
-    if column in ("count", "bytes") or column.endswith("_ns"):
+    if column in ("count", "bytes", "entries") or column.endswith("_ns"):
         return 0, None
     return None
 
