@@ -253,20 +253,20 @@ def run_peer_benchmark(args, out=print) -> dict:
     return results
 
 
-def _fastest_pair(first, second, cold_second: bool = False):
-    """:func:`_timed` of the fastest of ``TIMED_RUNS`` calls of each of two (function, args,
+def _fastest_pair(first, second, cold_second: bool = False, runs: int = TIMED_RUNS):
+    """:func:`_timed` of the fastest of ``runs`` calls of each of two (function, args,
     kwargs), called alternately and each in turn first: run back to back, Scotch alone keeps
     its memory warm from one run to the next (44 against 50-54 ms on ``rgg`` after a
     refinement ran), which would flatter whichever runs right after it. ``cold_second``
     times the second as :func:`_timed_cold`."""
-    runs = ([], [])
+    timed = ([], [])
     timers = (_timed, _timed_cold if cold_second else _timed)
-    for i in range(TIMED_RUNS):
+    for i in range(runs):
         order = (0, 1) if i % 2 == 0 else (1, 0)
         for k in order:
             function, args, kwargs = (first, second)[k]
-            runs[k].append(timers[k](function, *args, **kwargs))
-    return tuple(min(out, key=lambda r: r[1]) for out in runs)
+            timed[k].append(timers[k](function, *args, **kwargs))
+    return tuple(min(out, key=lambda r: r[1]) for out in timed)
 
 
 def _timed(function, *args, **kwargs):
@@ -306,7 +306,8 @@ def _time_commands(pattern, graph, network, args) -> dict | None:
     from petacomm.topology.irregular_graphs import write_matrix_csv
     from petacomm.topology.scotch import gmap_command, timed_gmap, write_gmap_inputs
 
-    if gmap_command() is None:
+    gmap = gmap_command()
+    if gmap is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         grf, tgt = write_gmap_inputs(graph, network, tmp)
@@ -330,22 +331,13 @@ def _time_commands(pattern, graph, network, args) -> dict | None:
         if args.model:
             command += ["--model", args.model]
 
-        def petacomm_map() -> float:
-            start = time.perf_counter()
+        def petacomm_map() -> None:
             done = subprocess.run(command, capture_output=True, text=True)
-            seconds = time.perf_counter() - start
             if done.returncode != 0:
                 raise PetacommError(f"petacomm map failed: {done.stderr.strip()}")
-            return seconds
 
-        runs = {"gmap_s": [], "petacomm_map_s": []}
-        for i in range(COMMAND_RUNS):
-            order = ("gmap_s", "petacomm_map_s") if i % 2 == 0 else ("petacomm_map_s", "gmap_s")
-            for name in order:
-                run = (
-                    petacomm_map
-                    if name == "petacomm_map_s"
-                    else lambda: timed_gmap(grf, tgt, os.path.join(tmp, "map.txt"))
-                )
-                runs[name].append(run())
-    return {name: min(seconds) for name, seconds in runs.items()} | {"runs": COMMAND_RUNS}
+        gmap_run = (timed_gmap, (gmap, grf, tgt, os.path.join(tmp, "map.txt")), {})
+        (_, gmap_s, _), (_, map_s, _) = _fastest_pair(
+            gmap_run, (petacomm_map, (), {}), runs=COMMAND_RUNS
+        )
+    return {"gmap_s": gmap_s, "petacomm_map_s": map_s, "runs": COMMAND_RUNS}

@@ -397,11 +397,17 @@ def write_gmap_inputs(graph, network, directory) -> tuple[str, str]:
     return grf, tgt
 
 
-def timed_gmap(grf, tgt, out) -> float:
-    """Seconds of one ``gmap -b0 GRF TGT OUT`` run (the mapping written to ``out``)."""
+def required_gmap() -> str:
+    """:func:`gmap_command`, or ScotchError when Scotch's gmap is not installed."""
     command = gmap_command()
     if command is None:
         raise ScotchError("scotch: the gmap command was not found (Debian package scotch)")
+    return command
+
+
+def timed_gmap(command, grf, tgt, out) -> float:
+    """Seconds of one ``COMMAND -b0 GRF TGT OUT`` run, ``command`` the gmap
+    :func:`required_gmap` found (the mapping written to ``out``)."""
     start = time.perf_counter()
     done = subprocess.run([command, "-b0", grf, tgt, out], capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -414,12 +420,11 @@ def run_gmap(graph, network, workdir=None) -> tuple[np.ndarray, float]:
     """(node of every rank, seconds) from running ``gmap -b0`` on files: the graph and
     target are written first (not timed), then the command runs (timed) and its mapping
     file is read back."""
-    if gmap_command() is None:
-        raise ScotchError("scotch: the gmap command was not found (Debian package scotch)")
+    command = required_gmap()
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         grf, tgt = write_gmap_inputs(graph, network, tmp)
         out = os.path.join(tmp, "map.txt")
-        seconds = timed_gmap(grf, tgt, out)
+        seconds = timed_gmap(command, grf, tgt, out)
         table = np.loadtxt(out, skiprows=1, dtype=np.int64, ndmin=2)
     n = graph.shape[0]
     node = np.empty(n, dtype=np.int64)
