@@ -94,6 +94,11 @@ class Profile:
     def kind(self, call: str) -> str:
         return self.call_kinds.get(call, "misc")
 
+    def missing_ranks_text(self, shown: int = 20) -> str:
+        """The ranks partial logs lack, the first ``shown`` of them: "3, 5 ..."."""
+        text = ", ".join(str(r) for r in self.missing_ranks[:shown])
+        return text + (" ..." if len(self.missing_ranks) > shown else "")
+
 
 @cache
 def schema() -> dict:
@@ -168,7 +173,7 @@ def _check_values(data: dict, origin: str) -> None:
                     or value < low
                     or (high is not None and value > high)
                 ):
-                    column = data[table]["columns"][j]
+                    column = columns[j]
                     expected = f"{low}..{high}" if high is not None else f">= {low}"
                     raise PetacommError(
                         f"{origin}: table '{table}' row {i}: {column} {value!r} is not a whole "
@@ -371,9 +376,9 @@ def _load_partial_dir(directory: Path) -> Profile:
                 f"{path}: from a run of {profile.ranks} ranks, but another file of the same "
                 f"run says {first.ranks}: the partial logs are damaged"
             )
-        reasons[int(data["rank"])] = data["partial_reason"]
+        reasons[rank] = data["partial_reason"]
         if data.get("in_flight"):
-            in_flight[int(data["rank"])] = data["in_flight"]
+            in_flight[rank] = data["in_flight"]
         ranks_rows += profile.rank_rows
         region_rows += profile.region_rows
         entries += profile.entry_rows or []

@@ -83,9 +83,7 @@ def header_lines(p: Profile) -> list[str]:
             f"partial logs from {len(p.partial_reasons)} of {p.ranks} ranks ({'; '.join(reasons)})"
         )
         if p.missing_ranks:
-            shown = ", ".join(str(r) for r in p.missing_ranks[:20])
-            more = " ..." if len(p.missing_ranks) > 20 else ""
-            lines.append(f"no log from ranks {shown}{more}")
+            lines.append(f"no log from ranks {p.missing_ranks_text()}")
         for rank, f in sorted(p.in_flight.items())[:8]:
             lines.append(
                 _fit(

@@ -332,11 +332,9 @@ def read_profile_log(path, nranks: int | None = None) -> CommPattern:
     if note:
         pattern.notes.append(note)
     if profile.missing_ranks:  # partial logs: what the matrix lacks
-        missing = ", ".join(map(str, profile.missing_ranks[:8]))
-        more = "..." if len(profile.missing_ranks) > 8 else ""
         pattern.notes.append(
-            f"partial logs: no log from ranks {missing}{more} ({len(profile.missing_ranks)} of "
-            f"{profile.ranks}): their sends are not in the matrix"
+            f"partial logs: no log from ranks {profile.missing_ranks_text()} "
+            f"({len(profile.missing_ranks)} of {profile.ranks}): their sends are not in the matrix"
         )
     pattern.notes += [f"partial logs: {note}" for note in profile.notes]
     return pattern
