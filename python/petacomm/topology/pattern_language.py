@@ -105,6 +105,9 @@ _TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[^\s;#]+|;|#[^\n]*|\n')
 
 
 _MAX_OFFSET = 2**31 - 1
+# Counts and extents have at most this many digits (below 10^18: int64 holds them), checked
+# before int(), whose time grows with the square of the digits.
+_DIGITS = 18
 
 
 def tokenize(text: str) -> list[Token]:
@@ -198,9 +201,9 @@ class _Parser:
     def integer(self, expected: str) -> int:
         tok = self.word(expected)
         digits = re.fullmatch(r"[0-9]+", tok.text) is not None
-        too_long = digits and len(tok.text) > 18  # checked before int(), which is quadratic
+        too_long = digits and len(tok.text) > _DIGITS
         if not digits or too_long or int(tok.text) < 1:
-            self.fail(tok, f"{expected} below 10^18" if too_long else expected)
+            self.fail(tok, f"{expected} below 10^{_DIGITS}" if too_long else expected)
         return int(tok.text)
 
     # -- statements ---------------------------------------------------------------------------
@@ -235,11 +238,13 @@ class _Parser:
         kw = self.next()
         low = kw.text.lower()
         dims_tok = self.word("grid dimensions like 128x128")
-        if not re.fullmatch(r"[0-9]{1,18}(x[0-9]{1,18})*", dims_tok.text) or any(
+        extent = f"[0-9]{{1,{_DIGITS}}}"
+        if not re.fullmatch(f"{extent}(x{extent})*", dims_tok.text) or any(
             int(d) < 1 for d in dims_tok.text.split("x")
         ):
             self.fail(
-                dims_tok, "grid dimensions like 128x128 (integers from 1 to 10^18 - 1 joined by x)"
+                dims_tok,
+                f"grid dimensions like 128x128 (integers from 1 to 10^{_DIGITS} - 1 joined by x)",
             )
         dims = tuple(int(d) for d in dims_tok.text.split("x"))
         if low != "grid" and len(dims) != int(low[4]):
@@ -293,8 +298,8 @@ class _Parser:
                 self.next()
                 # Bounded before int(): 4,300 digits and more are refused by Python itself,
                 # and a count no float holds overflowed when the phase's time was summed.
-                if len(tok.text) > 19 or int(tok.text[1:]) < 1:
-                    self.fail(tok, "a repeat count from x1 to x999999999999999999")
+                if len(tok.text) > 1 + _DIGITS or int(tok.text[1:]) < 1:
+                    self.fail(tok, f"a repeat count from x1 to x{'9' * _DIGITS}")
                 repeat = int(tok.text[1:])
         options = set()
         while self.peek().kind == "word" and self.peek().text.lower() in PHASE_OPTIONS:
