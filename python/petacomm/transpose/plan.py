@@ -105,6 +105,16 @@ class _Handle:
         if not self._handle:
             raise PetacommError(f"{type(self).__name__}: already freed")
 
+    def _set_elements(self, dtype, howmany, dims) -> int:
+        """Sets ``dtype`` and ``howmany`` of a transpose's elements, checks them and the
+        extents ``dims`` against the C API's 64-bit integers, and returns the library's code
+        of the dtype (an unknown one: refused by the library, on every rank)."""
+        self.dtype = np.dtype(dtype)
+        self.howmany = int(howmany)
+        _require_fit(dims, "shape", 64)
+        _require_fit((self.howmany,), "howmany", 64)
+        return dtype_code(self.dtype)
+
     def __enter__(self):
         return self
 
@@ -182,11 +192,7 @@ class TransposePlan(_Handle):
             dims = tuple(int(n) for n in shape)
             if len(dims) != 2:
                 raise ValueError(f"shape: expected (n0, n1), got {shape!r}")
-            self.dtype = np.dtype(dtype)
-            self.howmany = int(howmany)
-            _require_fit(dims, "shape", 64)
-            _require_fit((self.howmany,), "howmany", 64)
-            code = dtype_code(self.dtype)  # an unknown one: refused by the library
+            code = self._set_elements(dtype, howmany, dims)
             options, self._mask = build_options(
                 strategy=strategy,
                 planner=planner,
@@ -338,12 +344,8 @@ class PencilPlan(_Handle):
                 raise ValueError(f"shape: expected (n0, n1, n2), got {shape!r}")
             if len(grid2) != 2:
                 raise ValueError(f"grid: expected (p0, p1), got {grid!r}")
-            self.dtype = np.dtype(dtype)
-            self.howmany = int(howmany)
-            _require_fit(dims, "shape", 64)
-            _require_fit((self.howmany,), "howmany", 64)
+            code = self._set_elements(dtype, howmany, dims)
             _require_fit(grid2, "grid", 32)
-            code = dtype_code(self.dtype)  # an unknown one: refused by the library
             options, _ = build_options(
                 strategy=strategy,
                 planner=planner,
