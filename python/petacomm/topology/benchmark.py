@@ -170,15 +170,10 @@ def run_map_benchmark(network, routing, pattern_text, mapping_text, cost, args, 
     the figures (seconds) through ``out``; returns them with the best predicted mapping."""
     from petacomm.progress import Progress
     from petacomm.topology import mapping as mp
+    from petacomm.topology.cli import search
     from petacomm.topology.metrics import evaluate_mapping
     from petacomm.topology.pattern_language import parse_pattern
-    from petacomm.topology.ranking import (
-        RANK_KEYS,
-        candidate_mappings,
-        default_candidates,
-        format_table,
-        rank_mappings,
-    )
+    from petacomm.topology.ranking import RANK_KEYS, default_candidates, format_table
 
     timings: dict = {"schema": JSON_SCHEMA, "network": network.to_text()}
     with Progress("bench map", quiet=args.quiet) as progress:
@@ -214,34 +209,8 @@ def run_map_benchmark(network, routing, pattern_text, mapping_text, cost, args, 
             f"max contention {metrics.max_contention_flows:.2f} flows, "
             f"avg {metrics.avg_contention_flows:.2f} flows)"
         )
-        spec = args.candidates if args.candidates is not None else default_candidates(network)
-        notes: list[str] = []
-        progress.status("building candidate mappings")
-        t0 = time.perf_counter()
-        mappings = user_error(
-            "--candidates",
-            candidate_mappings,
-            spec,
-            network,
-            pattern,
-            time_budget=args.time_budget,
-            seed=args.seed,
-            max_permutations=args.max_candidates,
-            notes=notes,
-            routing=routing,
-        )
-        progress.start(len(mappings), "mappings evaluated")
-        ranked = rank_mappings(
-            network,
-            routing,
-            pattern,
-            mappings,
-            cost,
-            args.rank_by,
-            progress=progress.advance,
-            jobs=args.jobs,
-        )
-        search_s = time.perf_counter() - t0
+    spec = args.candidates if args.candidates is not None else default_candidates(network)
+    ranked, notes, search_s = search(args, network, routing, pattern, cost, command="bench map")
     for note in notes:
         out(f"note: {note}")
     out(

@@ -332,16 +332,17 @@ def run(args) -> int:
     return 0
 
 
-def search(args, network, routing, pattern, cost, hierarchy=None):
-    """Builds the candidates named by --candidates and ranks them, with progress on stderr.
-    Returns (ranked, notes about what the search left out, seconds taken)."""
+def search(args, network, routing, pattern, cost, hierarchy=None, command="map"):
+    """Builds the candidates named by --candidates and ranks them, with progress on stderr
+    under the name ``command``. Returns (ranked, notes about what the search left out and
+    the pattern's own notes, seconds taken)."""
     from petacomm.progress import Progress
     from petacomm.topology.ranking import candidate_mappings, default_candidates, rank_mappings
 
     notes: list[str] = list(pattern.notes)
     spec = args.candidates if args.candidates is not None else default_candidates(network)
     start = time.perf_counter()
-    with Progress("map", quiet=args.quiet) as progress:
+    with Progress(command, quiet=args.quiet) as progress:
         progress.status("building candidate mappings")
         mappings = user_error(
             "--candidates",
