@@ -21,7 +21,7 @@
 #include "app_support.hpp"
 #include "arg_parser.hpp"
 #include "files.hpp"
-#include "json_writer.hpp"
+#include "json_out.hpp"
 
 namespace petacomm::apps::graph {
 namespace {
@@ -258,23 +258,23 @@ ArgParser make_parser(Options &o) {
 
 void write_json(const Options &o, int ranks, const Traffic &t, const double times[3],
                 const Result &r, long long verified) {
-  JsonWriter j;
-  j.begin_object().field("schema", "petacomm.graph").field("schema_version", kSchemaVersion);
-  j.field("ranks", ranks).field("iterations", o.iterations).field("warmup", o.warmup);
-  j.field("matrix", o.matrix)
-      .field("matrix_ranks", t.highest_rank + 1)
-      .field("messages_per_exchange", static_cast<std::int64_t>(t.messages))
-      .field("bytes_per_exchange", static_cast<std::int64_t>(t.bytes))
-      .field("self_rows_skipped", static_cast<std::int64_t>(t.self_rows))
-      .field("max_us", times[0])
-      .field("avg_us", times[1])
-      .field("min_us", times[2])
-      .field("clock_is_global", !std::isnan(r.span_us))
-      .field("span_us", r.span_us)
-      .field("start_spread_us", r.start_spread_us);
-  j.field("verified", kVerify).field("messages_verified", static_cast<std::int64_t>(verified));
+  JsonOut j;
+  j.begin_object().value("schema", "petacomm.graph").value("schema_version", kSchemaVersion);
+  j.value("ranks", ranks).value("iterations", o.iterations).value("warmup", o.warmup);
+  j.value("matrix", o.matrix)
+      .value("matrix_ranks", t.highest_rank + 1)
+      .value("messages_per_exchange", static_cast<std::int64_t>(t.messages))
+      .value("bytes_per_exchange", static_cast<std::int64_t>(t.bytes))
+      .value("self_rows_skipped", static_cast<std::int64_t>(t.self_rows))
+      .value("max_us", times[0])
+      .value("avg_us", times[1])
+      .value("min_us", times[2])
+      .value("clock_is_global", !std::isnan(r.span_us))
+      .value("span_us", r.span_us)
+      .value("start_spread_us", r.start_spread_us);
+  j.value("verified", kVerify).value("messages_verified", static_cast<std::int64_t>(verified));
   j.end_object();
-  write_file_atomic(o.json, j.text(), "--json");
+  write_file_atomic(o.json, j.str() + "\n", "--json");
 }
 
 int run(int argc, char **argv) {

@@ -16,7 +16,7 @@
 #include "exchange.hpp"
 #include "face_pattern.hpp"
 #include "files.hpp"
-#include "json_writer.hpp"
+#include "json_out.hpp"
 #include "mapping_file.hpp"
 
 namespace petacomm::apps::halo {
@@ -488,17 +488,17 @@ void print_config(const Options &o, int ranks, const ConfigResult &r, const Plac
 
 void write_json(const Options &o, int ranks, const std::vector<ConfigResult> &results,
                 const Placement &placement) {
-  JsonWriter j;
-  j.begin_object().field("schema", "petacomm.halo").field("schema_version", kSchemaVersion);
-  j.field("ranks", ranks).field("iterations", o.iterations).field("warmup", o.warmup);
+  JsonOut j;
+  j.begin_object().value("schema", "petacomm.halo").value("schema_version", kSchemaVersion);
+  j.value("ranks", ranks).value("iterations", o.iterations).value("warmup", o.warmup);
   if (placement.mapped) {
     const MappingFile &m = placement.file;
     j.begin_object("mapping")
-        .field("file", m.path)
-        .field("format", m.format)
-        .field("mode", o.mapping_mode)
-        .field("note", placement.note)
-        .field("nodes", m.nodes());
+        .value("file", m.path)
+        .value("format", m.format)
+        .value("mode", o.mapping_mode)
+        .value("note", placement.note)
+        .value("nodes", m.nodes());
     j.begin_array("node_of_rank");
     for (int n : m.node) j.value(n);
     j.end_array().begin_array("core_of_rank");
@@ -520,7 +520,7 @@ void write_json(const Options &o, int ranks, const std::vector<ConfigResult> &re
     const std::string one = pattern_text(r.config.grid, r.config.stencil, largest);
     whole += results.size() == 1 ? one : (c ? "; " : "") + concat("phase c", c + 1, " ", one);
   }
-  j.field("pattern", whole);
+  j.value("pattern", whole);
   j.begin_array("configurations");
   for (const ConfigResult &r : results) {
     const LogicalGrid &g = r.config.grid;
@@ -530,7 +530,7 @@ void write_json(const Options &o, int ranks, const std::vector<ConfigResult> &re
     j.end_array().begin_array("periodic");
     for (bool p : g.periodic) j.value(p ? 1 : 0);
     j.end_array();
-    j.field("stencil", r.config.stencil);
+    j.value("stencil", r.config.stencil);
     j.begin_array("offsets");
     for (const Offset &off : stencil_offsets(static_cast<int>(g.dims.size()), r.config.stencil)) {
       j.begin_array();
@@ -540,11 +540,11 @@ void write_json(const Options &o, int ranks, const std::vector<ConfigResult> &re
     j.end_array();
     long long largest = 0;
     for (const Row &row : r.rows) largest = std::max(largest, row.bytes);
-    j.field("pattern", pattern_text(g, r.config.stencil, largest));
-    j.field("messages_per_exchange", static_cast<std::int64_t>(r.messages))
-        .field("self_messages_per_exchange", static_cast<std::int64_t>(r.self_messages));
+    j.value("pattern", pattern_text(g, r.config.stencil, largest));
+    j.value("messages_per_exchange", static_cast<std::int64_t>(r.messages))
+        .value("self_messages_per_exchange", static_cast<std::int64_t>(r.self_messages));
     if (placement.mapped)
-      j.field("internode_messages_per_exchange", static_cast<std::int64_t>(r.internode_messages));
+      j.value("internode_messages_per_exchange", static_cast<std::int64_t>(r.internode_messages));
     if (r.edges_complete) {
       j.begin_array("edges");
       for (const auto &[a, b] : r.edges) j.begin_array().value(a).value(b).end_array();
@@ -554,29 +554,29 @@ void write_json(const Options &o, int ranks, const std::vector<ConfigResult> &re
     }
     j.begin_array("skipped");
     for (const auto &[name, why] : r.skipped)
-      j.begin_object().field("variant", name).field("reason", why).end_object();
+      j.begin_object().value("variant", name).value("reason", why).end_object();
     j.end_array().begin_array("results");
     for (const Row &row : r.rows) {
       j.begin_object()
-          .field("variant", row.variant)
-          .field("bytes", static_cast<std::int64_t>(row.bytes))
-          .field("pattern", pattern_text(g, r.config.stencil, row.bytes))
-          .field("avg_us", row.avg_us)
-          .field("min_us", row.min_us)
-          .field("max_us", row.max_us)
-          .field("span_us", row.span_us)
-          .field("start_spread_us", row.start_spread_us)
-          .field("faces_verified", static_cast<std::int64_t>(row.faces_verified));
+          .value("variant", row.variant)
+          .value("bytes", static_cast<std::int64_t>(row.bytes))
+          .value("pattern", pattern_text(g, r.config.stencil, row.bytes))
+          .value("avg_us", row.avg_us)
+          .value("min_us", row.min_us)
+          .value("max_us", row.max_us)
+          .value("span_us", row.span_us)
+          .value("start_spread_us", row.start_spread_us)
+          .value("faces_verified", static_cast<std::int64_t>(row.faces_verified));
       if (row.node_size >= 0)
-        j.field("node_size", row.node_size)
-            .field("messages_in_node_per_exchange",
+        j.value("node_size", row.node_size)
+            .value("messages_in_node_per_exchange",
                    static_cast<std::int64_t>(row.messages_in_node));
       j.end_object();
     }
     j.end_array().end_object();
   }
   j.end_array().end_object();
-  write_file_atomic(o.json, j.text(), "--json");
+  write_file_atomic(o.json, j.str() + "\n", "--json");
 }
 
 int run(int argc, char **argv) {

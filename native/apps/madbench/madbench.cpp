@@ -25,7 +25,7 @@
 #include "arg_parser.hpp"
 #include "counter_rng.hpp"
 #include "files.hpp"
-#include "json_writer.hpp"
+#include "json_out.hpp"
 #include "matrix_store.hpp"
 #include "redistribute.hpp"
 #include "scalapack.hpp"
@@ -593,11 +593,11 @@ Stat over_ranks(double v, MPI_Comm comm) {
   return s;
 }
 
-void write_stat(JsonWriter &j, const char *key, const Stat &s) {
-  j.begin_object(key).field("mean", s.mean).field("min", s.min).field("max", s.max).end_object();
+void write_stat(JsonOut &j, const char *key, const Stat &s) {
+  j.begin_object(key).value("mean", s.mean).value("min", s.min).value("max", s.max).end_object();
 }
 
-void write_matrix(JsonWriter &j, const char *key, const std::vector<double> &m, int n) {
+void write_matrix(JsonOut &j, const char *key, const std::vector<double> &m, int n) {
   j.begin_array(key);
   for (int r = 0; r < n && !m.empty(); ++r) {
     j.begin_array();
@@ -709,31 +709,31 @@ int run(int argc, char **argv) {
                 verified ? "pass" : "FAIL");
   }
   if (!o.json.empty()) {
-    JsonWriter j;
-    j.begin_object().field("schema", "petacomm.madbench").field("schema_version", kSchemaVersion);
-    j.field("ranks", size);
+    JsonOut j;
+    j.begin_object().value("schema", "petacomm.madbench").value("schema_version", kSchemaVersion);
+    j.value("ranks", size);
     j.begin_object("parameters")
-        .field("npix", o.npix)
-        .field("nbin", o.nbin)
-        .field("ngang", o.ngang)
-        .field("bsize", o.bsize)
-        .field("rmod", o.rmod)
-        .field("wmod", o.wmod)
-        .field("redistribution", o.redistribution)
-        .field("noise_variance", o.noise_variance)
-        .field("seed", static_cast<std::int64_t>(o.seed))
+        .value("npix", o.npix)
+        .value("nbin", o.nbin)
+        .value("ngang", o.ngang)
+        .value("bsize", o.bsize)
+        .value("rmod", o.rmod)
+        .value("wmod", o.wmod)
+        .value("redistribution", o.redistribution)
+        .value("noise_variance", o.noise_variance)
+        .value("seed", static_cast<std::int64_t>(o.seed))
         .end_object();
-    j.begin_object("grid").field("rows", g.rows).field("cols", g.cols).end_object();
-    j.field("nside", s.nside).field("lmax", s.lmax);
+    j.begin_object("grid").value("rows", g.rows).value("cols", g.cols).end_object();
+    j.value("nside", s.nside).value("lmax", s.lmax);
     j.begin_array("bins");
     for (int b = 0; b < o.nbin; ++b)
       j.begin_object()
-          .field("lmin", s.first[b])
-          .field("lmax", s.last[b] - 1)
-          .field("c_fiducial", s.fiducial[b])
+          .value("lmin", s.first[b])
+          .value("lmax", s.last[b] - 1)
+          .value("c_fiducial", s.fiducial[b])
           .end_object();
     j.end_array();
-    j.field("peak_gflops_per_core", core_peak).field("cores", cores);
+    j.value("peak_gflops_per_core", core_peak).value("cores", cores);
     j.begin_object("phases");
     for (int p = 0; p < 3; ++p) {
       const double gflops = r.flops[p] / wall[p].max * 1e-9;
@@ -746,35 +746,35 @@ int run(int argc, char **argv) {
                    : k == 2 ? "io_s"
                             : "lbst_s",
                    comp[p][k]);
-      j.field("flops", r.flops[p]).field("gflops", gflops);
-      j.field("percent_peak", core_peak > 0 ? 100 * gflops / (core_peak * cores) : 0.0);
+      j.value("flops", r.flops[p]).value("gflops", gflops);
+      j.value("percent_peak", core_peak > 0 ? 100 * gflops / (core_peak * cores) : 0.0);
       j.end_object();
     }
     j.end_object();
     j.begin_object("redistribution")
-        .field("method", o.redistribution)
-        .field("count", r.redistributions)
-        .field("bytes", moved)
-        .field("remap_partners_max", r.remap_partners_max);
+        .value("method", o.redistribution)
+        .value("count", r.redistributions)
+        .value("bytes", moved)
+        .value("remap_partners_max", r.remap_partners_max);
     write_stat(j, "remap_s", remap);
     write_stat(j, "pdgemr2d_s", pdg);
-    j.field("identical", identical != 0).end_object();
+    j.value("identical", identical != 0).end_object();
     write_matrix(j, "fisher", r.fisher, o.nbin);
     write_matrix(j, "fisher_inverse", r.fisher_inverse, o.nbin);
-    j.field("dlnl_dc", r.dlnl_dc).field("c_estimate", r.estimate);
+    j.value("dlnl_dc", r.dlnl_dc).value("c_estimate", r.estimate);
     j.begin_object("io")
-        .field("bytes_written_rank0", bench.store().bytes_written())
-        .field("bytes_read_rank0", bench.store().bytes_read())
+        .value("bytes_written_rank0", bench.store().bytes_written())
+        .value("bytes_read_rank0", bench.store().bytes_read())
         .end_object();
     j.begin_object("verification")
-        .field("residual", r.residual)
-        .field("tolerance", 1e-8)
-        .field("fisher_positive_definite", r.fisher_positive_definite)
-        .field("redistribution_identical", identical != 0)
-        .field("pass", verified)
+        .value("residual", r.residual)
+        .value("tolerance", 1e-8)
+        .value("fisher_positive_definite", r.fisher_positive_definite)
+        .value("redistribution_identical", identical != 0)
+        .value("pass", verified)
         .end_object();
     j.end_object();
-    write_file_atomic(o.json, j.text(), "--json");
+    write_file_atomic(o.json, j.str() + "\n", "--json");
   }
   return verified ? 0 : 3;
 }

@@ -17,7 +17,7 @@
 #include "arg_parser.hpp"
 #include "files.hpp"
 #include "healpix.hpp"
-#include "json_writer.hpp"
+#include "json_out.hpp"
 #include "scan.hpp"
 #include "solver.hpp"
 #include "time_domain.hpp"
@@ -426,91 +426,91 @@ void print_report(const Options &o, int ranks, const std::vector<std::string> &r
 void write_json(const Options &o, int ranks, const std::vector<std::string> &requested,
                 const std::vector<SolveResult> &runs, const Verification &v, double agreement,
                 std::int64_t min_samples, std::int64_t max_samples) {
-  JsonWriter j;
-  j.begin_object().field("schema", "petacomm.mapmaker").field("schema_version", kSchemaVersion);
-  j.field("ranks", ranks);
+  JsonOut j;
+  j.begin_object().value("schema", "petacomm.mapmaker").value("schema_version", kSchemaVersion);
+  j.value("ranks", ranks);
   j.begin_object("parameters")
-      .field("nside", o.scan.nside)
-      .field("samples", o.scan.samples)
-      .field("detectors", o.scan.detectors)
-      .field("spin_samples", o.scan.spin_samples)
-      .field("precession_spins", o.scan.precession_spins)
-      .field("spin_angle_deg", o.scan.spin_angle_deg)
-      .field("precession_angle_deg", o.scan.precession_angle_deg)
-      .field("year_fraction", o.scan.year_fraction)
-      .field("seed", static_cast<std::int64_t>(o.scan.seed))
-      .field("sky", o.sky)
-      .field("noise", o.noise_name)
-      .field("weighting", o.noise.filter_one_over_f ? "1/f" : "white")
-      .field("sigma", o.noise.sigma)
-      .field("fknee_hz", o.noise.fknee)
-      .field("alpha", o.noise.alpha)
-      .field("sample_rate_hz", o.noise.sample_rate)
-      .field("interval_samples", o.noise.interval)
-      .field("tol", o.solver.tol)
-      .field("max_iter", o.solver.max_iter)
-      .field("rcond_min", o.solver.rcond_min)
-      .field("min_hits", o.solver.min_hits)
-      .field("transport", o.solver.transport)
-      .field("deterministic", o.solver.deterministic)
+      .value("nside", o.scan.nside)
+      .value("samples", o.scan.samples)
+      .value("detectors", o.scan.detectors)
+      .value("spin_samples", o.scan.spin_samples)
+      .value("precession_spins", o.scan.precession_spins)
+      .value("spin_angle_deg", o.scan.spin_angle_deg)
+      .value("precession_angle_deg", o.scan.precession_angle_deg)
+      .value("year_fraction", o.scan.year_fraction)
+      .value("seed", static_cast<std::int64_t>(o.scan.seed))
+      .value("sky", o.sky)
+      .value("noise", o.noise_name)
+      .value("weighting", o.noise.filter_one_over_f ? "1/f" : "white")
+      .value("sigma", o.noise.sigma)
+      .value("fknee_hz", o.noise.fknee)
+      .value("alpha", o.noise.alpha)
+      .value("sample_rate_hz", o.noise.sample_rate)
+      .value("interval_samples", o.noise.interval)
+      .value("tol", o.solver.tol)
+      .value("max_iter", o.solver.max_iter)
+      .value("rcond_min", o.solver.rcond_min)
+      .value("min_hits", o.solver.min_hits)
+      .value("transport", o.solver.transport)
+      .value("deterministic", o.solver.deterministic)
       .end_object();
   j.begin_object("samples_per_rank")
-      .field("min", min_samples)
-      .field("max", max_samples)
+      .value("min", min_samples)
+      .value("max", max_samples)
       .end_object();
   const PixelCounts &px = runs.front().pixels;
   j.begin_object("pixels")
-      .field("total", healpix::npix(o.scan.nside))
-      .field("observed", px.observed)
-      .field("solved", px.solved)
-      .field("flagged_hits", px.flagged_hits)
-      .field("flagged_rcond", px.flagged_rcond)
+      .value("total", healpix::npix(o.scan.nside))
+      .value("observed", px.observed)
+      .value("solved", px.solved)
+      .value("flagged_hits", px.flagged_hits)
+      .value("flagged_rcond", px.flagged_rcond)
       .end_object();
   j.begin_array("runs");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const SolveResult &r = runs[i];
     const double iter = mean(r.iteration_seconds), comm = mean(r.comm_seconds);
     j.begin_object()
-        .field("strategy_requested", requested[i])
-        .field("strategy", r.strategy)
-        .field("iterations", r.iterations)
-        .field("converged", r.converged)
-        .field("stop_reason", r.stop_reason)
-        .field("final_residual", r.residuals.empty() ? 0.0 : r.residuals.back())
-        .field("setup_s", r.setup_seconds)
-        .field("plan_create_s", r.plan_seconds)
-        .field("time_per_iteration_s", iter)
-        .field("compute_per_iteration_s", iter - comm)
-        .field("comm_per_iteration_s", comm)
-        .field("residuals", r.residuals)
-        .field("iteration_s", r.iteration_seconds)
-        .field("comm_s", r.comm_seconds);
+        .value("strategy_requested", requested[i])
+        .value("strategy", r.strategy)
+        .value("iterations", r.iterations)
+        .value("converged", r.converged)
+        .value("stop_reason", r.stop_reason)
+        .value("final_residual", r.residuals.empty() ? 0.0 : r.residuals.back())
+        .value("setup_s", r.setup_seconds)
+        .value("plan_create_s", r.plan_seconds)
+        .value("time_per_iteration_s", iter)
+        .value("compute_per_iteration_s", iter - comm)
+        .value("comm_per_iteration_s", comm)
+        .value("residuals", r.residuals)
+        .value("iteration_s", r.iteration_seconds)
+        .value("comm_s", r.comm_seconds);
     j.begin_object("bytes_per_execute")
-        .field("min", r.stats.bytes.min)
-        .field("avg", r.stats.bytes.avg)
-        .field("max", r.stats.bytes.max)
+        .value("min", r.stats.bytes.min)
+        .value("avg", r.stats.bytes.avg)
+        .value("max", r.stats.bytes.max)
         .end_object();
     j.begin_object("messages_per_execute")
-        .field("min", r.stats.messages.min)
-        .field("avg", r.stats.messages.avg)
-        .field("max", r.stats.messages.max)
+        .value("min", r.stats.messages.min)
+        .value("avg", r.stats.messages.avg)
+        .value("max", r.stats.messages.max)
         .end_object();
-    j.field("plan_memory_bytes_max", r.stats.memory_bytes.max);
+    j.value("plan_memory_bytes_max", r.stats.memory_bytes.max);
     j.raw("plan_describe", r.plan_description);
     j.end_object();
   }
   j.end_array();
-  j.field("strategies_agree_to", agreement);
+  j.value("strategies_agree_to", agreement);
   j.begin_object("verification")
-      .field("check", v.check)
-      .field("value", v.value)
-      .field("tolerance", v.tolerance)
-      .field("pixels", v.pixels)
-      .field("detail", v.detail)
-      .field("pass", v.pass)
+      .value("check", v.check)
+      .value("value", v.value)
+      .value("tolerance", v.tolerance)
+      .value("pixels", v.pixels)
+      .value("detail", v.detail)
+      .value("pass", v.pass)
       .end_object();
   j.end_object();
-  write_file_atomic(o.json, j.text(), "--json");
+  write_file_atomic(o.json, j.str() + "\n", "--json");
 }
 
 int run(int argc, char **argv) {

@@ -12,7 +12,7 @@
 #include "app_support.hpp"
 #include "arg_parser.hpp"
 #include "files.hpp"
-#include "json_writer.hpp"
+#include "json_out.hpp"
 #include "pipeline_model.hpp"
 #include "solver.hpp"
 
@@ -329,80 +329,80 @@ void print_report(const Options &o, int ranks, const std::vector<CaseFigures> &a
 }
 
 void write_json(const Options &o, int ranks, const std::vector<CaseFigures> &all) {
-  JsonWriter j;
-  j.begin_object().field("schema", "petacomm.sweep3d").field("schema_version", kSchemaVersion);
-  j.field("ranks", ranks);
+  JsonOut j;
+  j.begin_object().value("schema", "petacomm.sweep3d").value("schema_version", kSchemaVersion);
+  j.value("ranks", ranks);
   j.begin_object("problem");
   j.begin_array("grid").value(o.size.I).value(o.size.J).value(o.size.K).end_array();
-  j.field("mk", o.size.mk)
-      .field("k_blocks", o.size.K / o.size.mk)
-      .field("angles", o.size.angles)
-      .field("mmi", o.size.mmi)
-      .field("angle_blocks", o.size.angles / o.size.mmi)
-      .field("sigma_t", o.physics.sigma_t)
-      .field("scattering_ratio", o.physics.scattering_ratio)
-      .field("cell_size", o.physics.cell_size)
-      .field("fixup", o.physics.fixup)
-      .field("iterations", o.iteration.iterations)
-      .field("tolerance", o.iteration.tolerance)
-      .field("max_iterations", o.iteration.max_iterations)
+  j.value("mk", o.size.mk)
+      .value("k_blocks", o.size.K / o.size.mk)
+      .value("angles", o.size.angles)
+      .value("mmi", o.size.mmi)
+      .value("angle_blocks", o.size.angles / o.size.mmi)
+      .value("sigma_t", o.physics.sigma_t)
+      .value("scattering_ratio", o.physics.scattering_ratio)
+      .value("cell_size", o.physics.cell_size)
+      .value("fixup", o.physics.fixup)
+      .value("iterations", o.iteration.iterations)
+      .value("tolerance", o.iteration.tolerance)
+      .value("max_iterations", o.iteration.max_iterations)
       .end_object();
   j.begin_array("octant_order");
   for (const Octant &oct : octant_order())
     j.begin_array().value(oct.di).value(oct.dj).value(oct.dk).end_array();
   j.end_array();
-  j.begin_object("message_cost").field("source", o.cost.source).begin_array("pieces");
+  j.begin_object("message_cost").value("source", o.cost.source).begin_array("pieces");
   for (const auto &p : o.cost.pieces)
     j.begin_object()
-        .field("from_bytes", p.from_bytes)
-        .field("alpha_s", p.alpha_s)
-        .field("beta_s_per_byte", p.beta_s_per_byte)
+        .value("from_bytes", p.from_bytes)
+        .value("alpha_s", p.alpha_s)
+        .value("beta_s_per_byte", p.beta_s_per_byte)
         .end_object();
   j.end_array().end_object();
   j.begin_array("cases");
   for (const auto &f : all) {
     j.begin_object();
     j.begin_array("procs").value(f.c.grid.Px).value(f.c.grid.Py).end_array();
-    j.field("transport", f.c.transport)
-        .field("node_size", f.c.node_size)
-        .field("iterations", f.iterations)
-        .field("converged", f.converged)
-        .field("flux_change", f.flux_change)
-        .field("fixups_per_iteration", f.fixups)
-        .field("time_per_iteration_s", f.time_per_iteration_s)
-        .field("compute_per_iteration_s", f.compute_per_iteration_s)
-        .field("comm_share_mean", f.comm_share_mean)
-        .field("comm_share_max", f.comm_share_max)
-        .field("grind_ns", f.grind_ns)
-        .field("messages_per_iteration", f.messages_per_iteration)
-        .field("bytes_per_iteration", f.bytes_per_iteration)
-        .field("max_rank_messages_per_iteration", f.max_rank_messages)
-        .field("messages_in_node_per_iteration", f.messages_in_node)
-        .field("flux_file", f.flux_file);
+    j.value("transport", f.c.transport)
+        .value("node_size", f.c.node_size)
+        .value("iterations", f.iterations)
+        .value("converged", f.converged)
+        .value("flux_change", f.flux_change)
+        .value("fixups_per_iteration", f.fixups)
+        .value("time_per_iteration_s", f.time_per_iteration_s)
+        .value("compute_per_iteration_s", f.compute_per_iteration_s)
+        .value("comm_share_mean", f.comm_share_mean)
+        .value("comm_share_max", f.comm_share_max)
+        .value("grind_ns", f.grind_ns)
+        .value("messages_per_iteration", f.messages_per_iteration)
+        .value("bytes_per_iteration", f.bytes_per_iteration)
+        .value("max_rank_messages_per_iteration", f.max_rank_messages)
+        .value("messages_in_node_per_iteration", f.messages_in_node)
+        .value("flux_file", f.flux_file);
     const PipelinePrediction &m = f.model;
     j.begin_object("model")
-        .field("block_compute_s", m.block_compute_s)
-        .field("calibration_grind_ns", f.calibration_grind_ns)
-        .field("x_face_bytes", m.x_face_bytes)
-        .field("y_face_bytes", m.y_face_bytes)
-        .field("message_x_s", m.message_x_s)
-        .field("message_y_s", m.message_y_s)
-        .field("stage_s", m.stage_s)
-        .field("steady_stages", m.steady_stages)
-        .field("fill_stages", m.fill_stages)
-        .field("fill_s", m.fill_s)
-        .field("steady_s", m.steady_s)
-        .field("predicted_s", m.predicted_s)
-        .field("predicted_no_network_s", m.predicted_no_network_s)
-        .field("measured_over_predicted", f.measured_over_predicted)
-        .field("efficiency_infinite_network", f.efficiency_infinite_network)
-        .field("sweep3d_pipeline_efficiency", m.sweep3d_efficiency)
-        .field("parallel_efficiency", f.parallel_efficiency)
+        .value("block_compute_s", m.block_compute_s)
+        .value("calibration_grind_ns", f.calibration_grind_ns)
+        .value("x_face_bytes", m.x_face_bytes)
+        .value("y_face_bytes", m.y_face_bytes)
+        .value("message_x_s", m.message_x_s)
+        .value("message_y_s", m.message_y_s)
+        .value("stage_s", m.stage_s)
+        .value("steady_stages", m.steady_stages)
+        .value("fill_stages", m.fill_stages)
+        .value("fill_s", m.fill_s)
+        .value("steady_s", m.steady_s)
+        .value("predicted_s", m.predicted_s)
+        .value("predicted_no_network_s", m.predicted_no_network_s)
+        .value("measured_over_predicted", f.measured_over_predicted)
+        .value("efficiency_infinite_network", f.efficiency_infinite_network)
+        .value("sweep3d_pipeline_efficiency", m.sweep3d_efficiency)
+        .value("parallel_efficiency", f.parallel_efficiency)
         .end_object();
     j.end_object();
   }
   j.end_array().end_object();
-  write_file_atomic(o.json, j.text(), "--json");
+  write_file_atomic(o.json, j.str() + "\n", "--json");
 }
 
 int run(int argc, char **argv) {

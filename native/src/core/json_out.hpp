@@ -1,5 +1,8 @@
-// A minimal JSON text builder for describe() outputs: objects, arrays, strings, numbers
-// (NaN and infinities become null), booleans. Header-only so any family can use it.
+// The one JSON text builder of petacomm: describe() outputs of every family, the mini-apps'
+// --json files, netbench's model. Objects, arrays, strings, numbers (NaN and infinities
+// become null; doubles with 17 significant digits, so they read back exactly), booleans,
+// null and ready-made JSON. Header-only, so the mini-apps, which link nothing of the library
+// but its C API, use it too.
 #pragma once
 
 #include <cmath>
@@ -10,15 +13,38 @@
 
 namespace petacomm {
 
+// text as a JSON string, quotes included.
+inline std::string json_quote(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + '"';
+}
+
 class JsonOut {
  public:
+  // key: the member's name inside an object; nullptr for an array element or the top value.
   JsonOut &begin_object(const char *key = nullptr) { return open(key, '{'); }
   JsonOut &end_object() { return close('}'); }
   JsonOut &begin_array(const char *key = nullptr) { return open(key, '['); }
   JsonOut &end_array() { return close(']'); }
   JsonOut &value(const char *key, const std::string &text) {
     prefix(key);
-    quote(text);
+    out_ += json_quote(text);
     return *this;
   }
   JsonOut &value(const char *key, const char *text) {
@@ -30,7 +56,7 @@ class JsonOut {
       out_ += "null";
     } else {
       char text[32];
-      std::snprintf(text, sizeof text, "%.10g", number);
+      std::snprintf(text, sizeof text, "%.17g", number);
       out_ += text;
     }
     return *this;
@@ -46,10 +72,25 @@ class JsonOut {
     out_ += flag ? "true" : "false";
     return *this;
   }
-  // A ready-made JSON value (an object built by another JsonOut).
+  JsonOut &value(const char *key, const std::vector<double> &numbers) {
+    begin_array(key);
+    for (double number : numbers) value(nullptr, number);
+    return end_array();
+  }
+  // An array element: value(x) is value(nullptr, x).
+  template <class T>
+  JsonOut &value(const T &element) {
+    return value(static_cast<const char *>(nullptr), element);
+  }
+  JsonOut &null(const char *key) {
+    prefix(key);
+    out_ += "null";
+    return *this;
+  }
+  // Text that already is JSON (another JsonOut's, a plan's describe()); empty text is null.
   JsonOut &raw(const char *key, const std::string &json) {
     prefix(key);
-    out_ += json;
+    out_ += json.empty() ? "null" : json;
     return *this;
   }
   const std::string &str() const { return out_; }
@@ -72,25 +113,9 @@ class JsonOut {
       first_.back() = false;
     }
     if (key != nullptr) {
-      quote(key);
+      out_ += json_quote(key);
       out_ += ':';
     }
-  }
-  void quote(const std::string &text) {
-    out_ += '"';
-    for (unsigned char c : text) {
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += static_cast<char>(c);
-      } else if (c < 0x20) {
-        char escaped[8];
-        std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-        out_ += escaped;
-      } else {
-        out_ += static_cast<char>(c);
-      }
-    }
-    out_ += '"';
   }
   std::string out_;
   std::vector<bool> first_;  // per open container: nothing written in it yet

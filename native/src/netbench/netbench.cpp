@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "json_out.hpp"
 #include "netbench_options.hpp"
 
 namespace {
@@ -196,23 +198,6 @@ Series collective(const Options &o, const std::vector<std::uint64_t> &sizes, con
   return series;
 }
 
-std::string json_escape(const std::string &text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char code[8];
-      std::snprintf(code, sizeof code, "\\u%04x", c);
-      out += code;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 bool write_json(const std::string &path, const std::vector<Series> &all, int p,
                 const std::vector<int> &node_of_rank, const std::vector<std::string> &hosts,
                 const Options &o, std::string &error) {
@@ -228,16 +213,20 @@ bool write_json(const std::string &path, const std::vector<Series> &all, int p,
   char library[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(library, &length);
+  // Some libraries count the terminating NUL in the length, and most end with a newline.
+  std::string name(library, static_cast<std::size_t>(std::max(length, 0)));
+  while (!name.empty() &&
+         (name.back() == '\0' || std::isspace(static_cast<unsigned char>(name.back()))))
+    name.pop_back();
   std::fprintf(out, "{\n  \"tool\": \"petacomm-netbench\",\n  \"ranks\": %d,\n", p);
-  std::fprintf(out, "  \"mpi_library\": \"%s\",\n",
-               json_escape(std::string(library, length)).c_str());
+  std::fprintf(out, "  \"mpi_library\": %s,\n", petacomm::json_quote(name).c_str());
   std::fprintf(out, "  \"warmup\": %d,\n  \"iterations\": %d,\n  \"repetitions\": %d,\n", o.warmup,
                o.iterations, o.repetitions);
   std::fprintf(out, "  \"node_of_rank\": [");
   for (int i = 0; i < p; ++i) std::fprintf(out, "%s%d", i ? ", " : "", node_of_rank[i]);
   std::fprintf(out, "],\n  \"hosts\": [");
   for (std::size_t i = 0; i < hosts.size(); ++i)
-    std::fprintf(out, "%s\"%s\"", i ? ", " : "", json_escape(hosts[i]).c_str());
+    std::fprintf(out, "%s%s", i ? ", " : "", petacomm::json_quote(hosts[i]).c_str());
   std::fprintf(out, "],\n  \"series\": [\n");
   for (std::size_t s = 0; s < all.size(); ++s) {
     const Series &series = all[s];

@@ -10,7 +10,7 @@
 #include "directory.hpp"
 #include "error.hpp"
 #include "exchange.hpp"
-#include "json_writer.hpp"
+#include "json_out.hpp"
 #include "node_sharing.hpp"
 #include "registry.hpp"
 
@@ -420,7 +420,7 @@ double Plan::measure(Strategy &strategy, int reps) {
 namespace {
 
 // describe()'s "statistics": min/avg/max over ranks of the per-rank figures, the global ones.
-void describe_statistics(JsonWriter &j, const PlanStatistics &s, bool have_sharing,
+void describe_statistics(JsonOut &j, const PlanStatistics &s, bool have_sharing,
                          bool complete_lists) {
   const petacomm_xchg_global_stats &g = s.global;
   j.begin_object("statistics");
@@ -450,7 +450,7 @@ void describe_statistics(JsonWriter &j, const PlanStatistics &s, bool have_shari
 }
 
 // describe()'s "cost": the machine parameters the planner used.
-void describe_cost(JsonWriter &j, const CostModel &cost) {
+void describe_cost(JsonOut &j, const CostModel &cost) {
   j.begin_object("cost");
   for (int i = 0; i < kCostParams; ++i) j.value(cost_param_name(i), cost_param(cost.params(), i));
   j.begin_array("p2p_curve");
@@ -471,7 +471,7 @@ const std::string &Plan::description() const {
     description_ = describe(*described_);
     // This rank's setup times (describe() is local; stats() reduces them over ranks).
     const SetupClock &clock = setup_;
-    JsonWriter setup;
+    JsonOut setup;
     setup.begin_object().value("setup_seconds", clock.wall).begin_object("setup");
     setup.value("wall_seconds", clock.wall).value("cpu_seconds", clock.cpu);
     setup.value("compute_seconds", clock.compute()).value("mpi_seconds", clock.mpi_wall);
@@ -488,7 +488,7 @@ std::string Plan::describe(const Described &d) const {
   const Choice &c = d.choice;
   const CostModel &cost = d.cost;
   const double eb = static_cast<double>(dtype_size(d.plan_dtype, "plan_dtype") * d.plan_k);
-  JsonWriter j;
+  JsonOut j;
   j.begin_object();
   j.value("schema", 1);
   j.value("ranks", size_);

@@ -8,7 +8,7 @@
 #include "dense_reducer.hpp"
 #include "directory.hpp"
 #include "error.hpp"
-#include "json_writer.hpp"
+#include "json_out.hpp"
 #include "mpi_support.hpp"
 #include "registry.hpp"
 
@@ -244,7 +244,7 @@ Planned decide(const std::vector<double> &max_terms, const GlobalCost &in) {
 }
 
 std::string decision_json(const Decision &decision) {
-  JsonWriter j;
+  JsonOut j;
   j.begin_object();
   j.value("choice", decision.choice).value("reason", decision.reason);
   j.value("measured", decision.measured);
