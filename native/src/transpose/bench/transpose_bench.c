@@ -4,36 +4,17 @@
  * argv: N0 N1 REPETITIONS STRATEGIES (comma-separated registered names or "auto").
  * Rank 0 prints one line per strategy: TRANSPOSESMPI {"strategy", "chosen" (what the plan
  * runs: the planner's pick for "auto"), "seconds" (median over the repetitions after a
- * warm-up one, each timed by operation_seconds), "bytes" (the whole array), "errors" (elements
- * of the last result that differ from the transposed input, summed over ranks: 0)}. */
+ * warm-up one, each timed by bench_operation_seconds), "bytes" (the whole array), "errors"
+ * (elements of the last result that differ from the transposed input, summed over ranks: 0)}. */
 #include <mpi.h>
 #include <petacomm/transpose.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int by_value(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "bench_timing.h"
 
-static void fail(const char *what) {
-  fprintf(stderr, "petacomm-transpose-bench: %s: %s\n", what, petacomm_last_error());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-/* Seconds of one collective operation timed on every rank from t0 to t1. Under a global
- * clock (SMPI's simulated time; MPI_WTIME_IS_GLOBAL) it runs from the last rank's start to
- * the last rank's end, so ranks leaving the preceding barrier at different times do not
- * count; otherwise it is the slowest rank's own duration. */
-static double operation_seconds(double t0, double t1) {
-  int *global = NULL, found = 0;
-  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &global, &found);
-  const double mine[3] = {t1 - t0, t1, t0};
-  double most[3];
-  MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return found && global && *global ? most[1] - most[2] : most[0];
-}
+static void fail(const char *what) { bench_fail("petacomm-transpose-bench", what); }
 
 static void run_strategy(const char *name, int64_t n0, int64_t n1, int reps, int rank) {
   petacomm_transpose_options o;
@@ -58,7 +39,7 @@ static void run_strategy(const char *name, int64_t n0, int64_t n1, int reps, int
     const double t0 = MPI_Wtime();
     if (petacomm_transpose_execute(plan, PETACOMM_TRANSPOSE_FORWARD, in, out) != PETACOMM_SUCCESS)
       fail(name);
-    times[rep] = operation_seconds(t0, MPI_Wtime());
+    times[rep] = bench_operation_seconds(t0, MPI_Wtime());
   }
   long long wrong = 0, total = 0;
   for (int64_t i = 0; i < local.rows_out; ++i) /* out (i, j) = in (j, i) */
@@ -68,12 +49,12 @@ static void run_strategy(const char *name, int64_t n0, int64_t n1, int reps, int
   MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   const char *chosen = "";
   if (petacomm_transpose_plan_strategy(plan, &chosen) != PETACOMM_SUCCESS) fail("plan_strategy");
-  qsort(times + 1, (size_t)reps, sizeof(double), by_value);
+  const double median = bench_median_after_warmup(times, reps);
   if (rank == 0)
     printf(
         "TRANSPOSESMPI {\"strategy\": \"%s\", \"chosen\": \"%s\", \"seconds\": %.9g, "
         "\"bytes\": %lld, \"errors\": %lld}\n",
-        name, chosen, times[1 + reps / 2], (long long)(n0 * n1 * 8), total);
+        name, chosen, median, (long long)(n0 * n1 * 8), total);
   fflush(stdout);
   petacomm_transpose_plan_free(&plan);
   free(times);

@@ -10,7 +10,8 @@
  * the plans' send_window option (default 0: every send of a round at once). Rank 0 prints
  * one line per strategy: XCHGSMPI {"strategy", "chosen" (what the plan runs: the planner's pick for
  * "auto"), "simulated_seconds" (plan setup), "execute_seconds" (one in-place sum of one float64 per
- * key), "keys"}: medians over the repetitions after a warm-up one, each timed by operation_seconds.
+ * key), "keys"}: medians over the repetitions after a warm-up one, each timed by
+ * bench_operation_seconds.
  */
 #include <mpi.h>
 #include <petacomm/xchg.h>
@@ -18,34 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int by_value(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "bench_timing.h"
 
-static void fail(const char *what) {
-  fprintf(stderr, "petacomm-xchg-setup-bench: %s: %s\n", what, petacomm_last_error());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-/* Seconds of one collective operation timed on every rank from t0 to t1. Under a global
- * clock (SMPI's simulated time; MPI_WTIME_IS_GLOBAL) it runs from the last rank's start to
- * the last rank's end, so ranks leaving the preceding barrier at different times do not
- * count; otherwise it is the slowest rank's own duration. */
-static double operation_seconds(double t0, double t1) {
-  int *global = NULL, found = 0;
-  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &global, &found);
-  const double mine[3] = {t1 - t0, t1, t0};
-  double most[3];
-  MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return found && global && *global ? most[1] - most[2] : most[0];
-}
-
-/* Median over reps of the slowest rank's time, repetition 0 (the warm-up) dropped. */
-static double median_after_warmup(double *times, int reps) {
-  qsort(times + 1, (size_t)reps, sizeof(double), by_value);
-  return times[1 + reps / 2];
-}
+static void fail(const char *what) { bench_fail("petacomm-xchg-setup-bench", what); }
 
 static void run_strategy(const char *name, const char *transport, int send_window,
                          const int64_t *keys, long n, int reps, int rank) {
@@ -67,7 +43,7 @@ static void run_strategy(const char *name, const char *transport, int send_windo
     const double t0 = MPI_Wtime();
     if (petacomm_xchg_plan_create(MPI_COMM_WORLD, keys, n, &o, &plan) != PETACOMM_SUCCESS)
       fail(name);
-    setup[rep] = operation_seconds(t0, MPI_Wtime());
+    setup[rep] = bench_operation_seconds(t0, MPI_Wtime());
   }
   if (petacomm_xchg_plan_strategy(plan, &chosen) != PETACOMM_SUCCESS) fail("plan_strategy");
   for (int rep = 0; rep <= reps; ++rep) { /* execution 0 warms up and is dropped */
@@ -77,13 +53,14 @@ static void run_strategy(const char *name, const char *transport, int send_windo
     if (petacomm_xchg_execute(plan, MPI_COMM_WORLD, values, n, 1, PETACOMM_XCHG_FLOAT64,
                               PETACOMM_XCHG_SUM) != PETACOMM_SUCCESS)
       fail(name);
-    execute[rep] = operation_seconds(t0, MPI_Wtime());
+    execute[rep] = bench_operation_seconds(t0, MPI_Wtime());
   }
   if (rank == 0)
     printf(
         "XCHGSMPI {\"strategy\": \"%s\", \"chosen\": \"%s\", \"simulated_seconds\": %.9g, "
         "\"execute_seconds\": %.9g, \"keys\": %ld}\n",
-        name, chosen, median_after_warmup(setup, reps), median_after_warmup(execute, reps), n);
+        name, chosen, bench_median_after_warmup(setup, reps),
+        bench_median_after_warmup(execute, reps), n);
   fflush(stdout);
   petacomm_xchg_plan_free(&plan);
   free(values);
