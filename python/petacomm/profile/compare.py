@@ -39,6 +39,16 @@ class Comparison:
     calls: list[CallDelta]
     regions: list[RegionDelta]
 
+    def totals(self) -> list[tuple[str, float, float]]:
+        """(what, A's seconds, B's seconds) for the table of totals, in its order."""
+        ta, tb = analysis.totals(self.before), analysis.totals(self.after)
+        return [
+            ("wall (slowest rank)", ta.wall, tb.wall),
+            ("MPI (sum over ranks)", ta.mpi, tb.mpi),
+            ("I/O (sum over ranks)", ta.io, tb.io),
+            ("CALC (sum over ranks)", ta.calc, tb.calc),
+        ]
+
 
 def compare(before: Profile, after: Profile) -> Comparison:
     ca = {c.call: c for c in analysis.calls(before)}

@@ -675,12 +675,7 @@ def comparison_page(c: Comparison) -> str:
     a, b = c.before, c.after
     ta, tb = analysis.totals(a), analysis.totals(b)
     rows = []
-    for label, va, vb in (
-        ("wall (slowest rank)", ta.wall, tb.wall),
-        ("MPI (sum over ranks)", ta.mpi, tb.mpi),
-        ("I/O (sum over ranks)", ta.io, tb.io),
-        ("CALC (sum over ranks)", ta.calc, tb.calc),
-    ):
+    for label, va, vb in c.totals():
         rows.append(
             f"<tr><td>{label}</td><td>{esc(units.seconds(va))}</td>"
             f"<td>{esc(units.seconds(vb))}</td><td>{relative_change(va, vb)}</td></tr>"

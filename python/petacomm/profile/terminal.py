@@ -235,14 +235,10 @@ def comparison_report(c: Comparison) -> str:
         f"B: {b.source}  ({shlex.join(b.command)}, {tb.ranks} ranks)",
         "",
     ]
-    rows = []
-    for label, va, vb in (
-        ("wall (slowest rank)", ta.wall, tb.wall),
-        ("MPI (sum over ranks)", ta.mpi, tb.mpi),
-        ("I/O (sum over ranks)", ta.io, tb.io),
-        ("CALC (sum over ranks)", ta.calc, tb.calc),
-    ):
-        rows.append([label, units.seconds(va), units.seconds(vb), relative_change(va, vb)])
+    rows = [
+        [label, units.seconds(va), units.seconds(vb), relative_change(va, vb)]
+        for label, va, vb in c.totals()
+    ]
     lines += ["totals"] + _table(["", "A", "B", "B vs A"], rows) + [""]
     rows = [
         [
