@@ -253,6 +253,17 @@ def build_routing(args, network):
     return user_error("--routing", parse_routing, args.routing, network)
 
 
+def benchmark_network(args, default_network: str, default_cores: int):
+    """(network, routing) of a benchmark: --network, or its default network with
+    ``default_cores`` per node unless --cores-per-node says otherwise."""
+    if args.network is None:
+        args.network = default_network
+        if args.cores_per_node is None:
+            args.cores_per_node = default_cores
+    network, _ = build_network(args)
+    return network, build_routing(args, network)
+
+
 def build_cost(args):
     """Cost parameters from --model (size-dependent alpha/beta) and --link-bandwidth."""
     from petacomm.model import load_or_default

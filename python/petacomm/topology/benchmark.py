@@ -20,9 +20,8 @@ from petacomm.topology.arguments import (
     add_machine_arguments,
     add_quiet_argument,
     add_search_arguments,
+    benchmark_network,
     build_cost,
-    build_network,
-    build_routing,
     check_time_model,
     positive_int,
     user_error,
@@ -114,12 +113,7 @@ def run_benchmark_from_args(args, json_to_stdout: bool) -> int:
             raise PetacommError(f"--{option}: only used with --peers")
     if getattr(args, "graphs", DEFAULT_GRAPHS) != DEFAULT_GRAPHS:
         raise PetacommError("--graphs: only used with --peers")
-    if args.network is None:
-        args.network = DEFAULT_NETWORK
-        if args.cores_per_node is None:
-            args.cores_per_node = DEFAULT_CORES
-    network, _ = build_network(args)
-    routing = build_routing(args, network)
+    network, routing = benchmark_network(args, DEFAULT_NETWORK, DEFAULT_CORES)
     cost = build_cost(args)
     check_time_model(cost, routing, network)
     out = (lambda *a, **k: None) if json_to_stdout and args.json else print

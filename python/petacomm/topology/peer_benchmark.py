@@ -88,7 +88,7 @@ def check_graphs(text: str) -> list[str]:
 
 def run_peer_benchmark(args, out=print) -> dict:
     """Runs the comparison (module docstring) for the parsed ``bench map`` options."""
-    from petacomm.topology.arguments import build_network, build_routing, user_error
+    from petacomm.topology.arguments import benchmark_network, user_error
     from petacomm.topology.irregular_graphs import make_graph
     from petacomm.topology.mapping import Mapping
     from petacomm.topology.mapping_search import communication_graph
@@ -105,12 +105,7 @@ def run_peer_benchmark(args, out=print) -> dict:
 
     check_peers(args.peers)
     graphs = check_graphs(args.graphs)
-    if args.network is None:
-        args.network = DEFAULT_NETWORK
-        if args.cores_per_node is None:
-            args.cores_per_node = DEFAULT_CORES
-    network, _ = build_network(args)
-    routing = build_routing(args, network)
+    network, routing = benchmark_network(args, DEFAULT_NETWORK, DEFAULT_CORES)
     ranks = args.ranks if args.ranks is not None else min(DEFAULT_RANKS, network.num_slots)
     if ranks > network.num_slots:
         raise PetacommError(
