@@ -197,6 +197,53 @@ def test_hwloc_xml_hierarchy(tmp_path):
         load_hwloc_xml(path)
 
 
+@pytest.mark.parametrize(
+    "packages, message",
+    [
+        # Each was read as a regular node: only the total core count was checked.
+        ([(3, 5), (3, 5)], "NUMA nodes have different core counts (NUMA node 0 has 3 cores, "),
+        ([(4, 4), (8,)], "packages have different numbers of NUMA nodes (package 0 has 2 NUMA"),
+        ([(4, 4), (2, 2, 2, 2)], "package 0 has 2 NUMA nodes, package 1 has 4"),
+        ([(4,), (2,)], "packages have different core counts (package 0 has 4 cores, package 1"),
+    ],
+)
+def test_an_irregular_hwloc_node_is_refused_naming_what_differs(tmp_path, packages, message):
+    core = '<object type="Core"/>'
+    path = tmp_path / "node.xml"
+    path.write_text(
+        HWLOC_XML.format(
+            packages="".join(
+                '<object type="Package">'
+                + "".join(
+                    f'<object type="Group"><object type="NUMANode"/>{core * n}</object>'
+                    for n in numa_cores
+                )
+                + "</object>"
+                for numa_cores in packages
+            )
+        )
+    )
+    with pytest.raises(ValueError, match=f"^{path}: .*not a regular node") as refused:
+        load_hwloc_xml(path)
+    assert message in str(refused.value)
+
+
+def test_hwloc_numa_nodes_holding_packages_are_a_level_above_them(tmp_path):
+    def numa(*packages):
+        cores = ['<object type="Core"/>' * n for n in packages]
+        inner = "".join(f'<object type="Package">{c}</object>' for c in cores)
+        return f'<object type="NUMANode">{inner}</object>'
+
+    xml = '<topology><object type="Machine">{}</object></topology>'
+    assert hwloc_from_xml(xml.format(numa(2, 2) + numa(2, 2)).encode()).levels == (
+        ("numa", 2),
+        ("package", 2),
+        ("core", 2),
+    )
+    with pytest.raises(ValueError, match=r"NUMA nodes hold different numbers of packages"):
+        hwloc_from_xml(xml.format(numa(2, 2) + numa(2)).encode())
+
+
 def test_hwloc_xml_of_many_cores_is_read_in_linear_time():
     # Each core's NUMA lookup scanned the children of its ancestors: 20,000 sibling cores
     # took 25 s, 70,000 over a minute before the core limit refused them.

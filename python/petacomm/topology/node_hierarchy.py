@@ -5,8 +5,10 @@ Two sources:
 * a synthetic description in hwloc's style, levels from the top, ``name:count`` each:
   ``package:2 numa:2 core:8`` (2 packages x 2 NUMA domains x 8 cores = 32 slots);
 * an hwloc XML file (``lstopo --of xml``, hwloc 1.x or 2.x layout): packages, NUMA nodes
-  and cores are counted (hardware threads are not slots); the hierarchy must be regular
-  (every package alike), as on production nodes.
+  and cores are counted (hardware threads are not slots); the hierarchy must be regular, as
+  on production nodes: every package with as many NUMA nodes, each with as many cores (or,
+  where NUMA nodes hold whole packages, each with as many packages). Any other node is
+  refused, naming what differs: the model has no way to hold it.
 
 Core (slot) index c within a node is read as digits over the levels, last level fastest,
 i.e. cores of one NUMA domain are numbered consecutively.
@@ -105,27 +107,84 @@ def hwloc_from_xml(data: bytes, path="hwloc XML") -> NodeHierarchy:
     cores = _cores_with_package_and_numa(root)
     if not cores:
         raise ValueError(f"{path}: no Core objects in the hwloc topology")
-    packages, numas, per_core = {}, {}, []
+    return NodeHierarchy(tuple(_regular_levels(cores, path)))
+
+
+# What the node model holds: levels, each object of one level holding as many objects of the
+# next (module docstring). An hwloc node that is not so is refused, not approximated.
+_REGULAR = "not a regular node (the node model needs every package alike)"
+
+
+def _first_difference(counts: dict[str, int], unit: str) -> str:
+    """'package 0 has 4 cores, package 1 has 8' for the first two names whose counts differ."""
+    names = list(counts)
+    other = next(n for n in names if counts[n] != counts[names[0]])
+    return f"{names[0]} has {counts[names[0]]:,} {unit}, {other} has {counts[other]:,}"
+
+
+def _regular_levels(cores: list[tuple], path) -> list[tuple[str, int]]:
+    """The levels (package, NUMA node, core) of the cores' (package, NUMA node) pairs, in
+    document order; ValueError naming ``path`` and what is irregular when the node is not
+    regular. NUMA nodes inside packages are a level below them; NUMA nodes holding whole
+    packages (hwloc 1.x's usual layout) a level above them when there are several."""
+    total = len(cores)
+    for index, what in ((0, "Package"), (1, "NUMA node")):
+        outside = sum(1 for core in cores if core[index] is None)
+        if 0 < outside < total:
+            raise ValueError(f"{path}: {outside:,} of {total:,} cores are in no {what}; {_REGULAR}")
+    package_names, numa_names = {}, {}
     for pkg, numa in cores:
-        pkey = id(pkg) if pkg is not None else None
-        packages.setdefault(pkey, len(packages))
-        nkey = id(numa) if numa is not None else None
-        numas.setdefault(nkey, len(numas))
-        per_core.append((packages[pkey], numas[nkey]))
-    npkg = len(packages)
-    nnuma = len(numas)
-    cores_per_pkg = Counter(p for p, _ in per_core)
-    if len(set(cores_per_pkg.values())) != 1:
-        raise ValueError(f"{path}: packages have different core counts; not a regular node")
-    numa_per_pkg = max(1, nnuma // npkg) if nnuma >= npkg else 1
-    cores_per_numa = len(cores) // (npkg * numa_per_pkg)
-    if npkg * numa_per_pkg * cores_per_numa != len(cores):
-        raise ValueError(f"{path}: NUMA domains do not split the cores evenly")
-    levels = [("package", npkg)]
-    if numa_per_pkg > 1:
-        levels.append(("numa", numa_per_pkg))
-    levels.append(("core", cores_per_numa))
-    return NodeHierarchy(tuple(levels))
+        package_names.setdefault(id(pkg), f"package {len(package_names)}")
+        numa_names.setdefault(id(numa), f"NUMA node {len(numa_names)}")
+    packages = [package_names[id(pkg)] for pkg, _ in cores]
+    numas = [numa_names[id(numa)] for _, numa in cores]
+    runs = 1 + sum(1 for a, b in zip(numas, numas[1:], strict=False) if a != b)
+    if runs != len(numa_names):
+        raise ValueError(
+            f"{path}: the cores of a NUMA node are not consecutive (interleaved with another "
+            f"NUMA node's); {_REGULAR}"
+        )
+    cores_per_package = Counter(packages)
+    if len(set(cores_per_package.values())) > 1:
+        raise ValueError(
+            f"{path}: packages have different core counts "
+            f"({_first_difference(cores_per_package, 'cores')}); {_REGULAR}"
+        )
+    cores_per_numa = Counter(numas)
+    numas_of_package = {name: set() for name in package_names.values()}
+    packages_of_numa = {name: set() for name in numa_names.values()}
+    for pkg, numa in zip(packages, numas, strict=True):
+        numas_of_package[pkg].add(numa)
+        packages_of_numa[numa].add(pkg)
+    if all(len(held) == 1 for held in packages_of_numa.values()):  # NUMA nodes in packages
+        per_package = {pkg: len(held) for pkg, held in numas_of_package.items()}
+        if len(set(per_package.values())) > 1:
+            raise ValueError(
+                f"{path}: packages have different numbers of NUMA nodes "
+                f"({_first_difference(per_package, 'NUMA nodes')}); {_REGULAR}"
+            )
+        if len(set(cores_per_numa.values())) > 1:
+            raise ValueError(
+                f"{path}: NUMA nodes have different core counts "
+                f"({_first_difference(cores_per_numa, 'cores')}); {_REGULAR}"
+            )
+        levels = [("package", len(package_names)), ("numa", per_package[packages[0]])]
+        levels.append(("core", cores_per_numa[numas[0]]))
+    elif all(len(held) == 1 for held in numas_of_package.values()):  # packages in NUMA nodes
+        per_numa = {numa: len(held) for numa, held in packages_of_numa.items()}
+        if len(set(per_numa.values())) > 1:
+            raise ValueError(
+                f"{path}: NUMA nodes hold different numbers of packages "
+                f"({_first_difference(per_numa, 'packages')}); {_REGULAR}"
+            )
+        levels = [("numa", len(numa_names)), ("package", per_numa[numas[0]])]
+        levels.append(("core", cores_per_package[packages[0]]))
+    else:
+        raise ValueError(
+            f"{path}: a NUMA node spans several packages while a package holds several NUMA "
+            f"nodes; {_REGULAR}"
+        )
+    return [(name, count) for name, count in levels if count > 1 or name != "numa"]
 
 
 def _cores_with_package_and_numa(root: ET.Element) -> list[tuple]:
