@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import jsonschema
 import pytest
@@ -294,3 +295,29 @@ def test_pieces_out_of_order_or_beyond_floats_are_refused(tmp_path, changes, mes
     path.write_text(_two_pieces(**changes))
     with pytest.raises(PetacommError, match=f"{path}: operations/pingpong/{message}"):
         load(path)
+
+
+def test_a_model_file_without_a_ping_pong_is_refused_where_point_to_point_costs_are_needed(
+    tmp_path, monkeypatch, capsys
+):
+    # The built-in 1.5 us / 10 GB/s stood in for the missing ping-pong, without a word.
+    from petacomm.cli import main
+
+    monkeypatch.setenv("PETACOMM_MODEL_CACHE", str(tmp_path / "cache"))
+    raw = synthetic_raw(p=4)
+    raw["series"] = [s for s in raw["series"] if s["op"] == "allreduce"]
+    path = tmp_path / "allreduce-only.json"
+    save(model_from_raw(raw), path)
+    model = load(path)
+    assert model.predict("allreduce", 4096, 4) > 0  # what it measured still serves
+    missing = f"{path}: operations has no ping-pong fit (pingpong.inter, pingpong or pingpong"
+    for call in (model.point_to_point_pieces, lambda: model.alpha_beta("pingpong", 8)):
+        with pytest.raises(PetacommError, match=re.escape(missing)):
+            call()
+    network = ["--network", "torus:2x2", "--pattern", "ranks 4; ring 1KiB"]
+    assert main(["map", *network, "--model", str(path)]) == 2
+    assert capsys.readouterr().err == f"petacomm map: error: --model: {missing}" + (
+        ".intra), which point-to-point costs need (measure one with 'petacomm netbench --ops "
+        "pingpong')\n"
+    )
+    assert default_model().point_to_point_pieces()  # no file given: the defaults serve

@@ -553,7 +553,9 @@ def _load_model(path):
     from petacomm.xchg.cost import load_model
 
     try:
-        return load_model(path)
+        model = load_model(path)
+        model.required_point_to_point_operation()  # the planner prices messages by it
+        return model
     except PetacommError as err:
         raise PetacommError(f"--model: {err}") from None
 

@@ -120,7 +120,11 @@ def run(args) -> int:
     grid = _grid(args.grid)
     block_sizes = _block_sizes(args.mk, grid[2])
     node_sizes = node_sizes_option(args.node_sizes)
-    model = load_or_default(args.model)
+    try:
+        model = load_or_default(args.model)
+        model.required_point_to_point_operation()  # the messages' cost
+    except PetacommError as err:
+        raise PetacommError(f"--model: {err}") from None
     if args.json:
         from petacomm.files import check_output_path
 

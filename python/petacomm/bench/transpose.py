@@ -112,11 +112,14 @@ def _cost(model_path: str | None) -> dict:
     from petacomm.transpose.cost import cost_params, resolve_model
 
     model = None
-    if model_path:
-        from petacomm.model import load
+    try:
+        if model_path:
+            from petacomm.model import load
 
-        model = load(model_path)
-    params = cost_params(resolve_model(model))
+            model = load(model_path)
+        params = cost_params(resolve_model(model))
+    except PetacommError as err:
+        raise PetacommError(f"--model: {err}") from None
     return {name: getattr(params, name) for name, _ in CostParams._fields_}
 
 

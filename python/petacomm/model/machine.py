@@ -95,6 +95,7 @@ class MachineModel:
     machine: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
     created: str = ""
+    origin: str = field(default="", compare=False)  # the file it was read from, for errors
 
     # ---- queries -------------------------------------------------------------------
     def point_to_point_operation(self) -> str | None:
@@ -104,14 +105,26 @@ class MachineModel:
                 return name
         return None
 
-    def point_to_point_pieces(self) -> list[Piece]:
-        """The point-to-point fit, piece by piece (ordered by size): the ping-pong that best
-        represents the network, or the built-in defaults when none was measured. Planners
-        that cost messages of many sizes use these (or :meth:`message_time`)."""
+    def required_point_to_point_operation(self) -> str:
+        """:meth:`point_to_point_operation`; PetacommError naming the model's file and the
+        missing key when it has none. A model file stands for the user's machine: one
+        without a ping-pong (netbench --ops without it, a hand-written file) is refused
+        where point-to-point costs are needed, not completed with the built-in defaults,
+        which are for when no model file is given (:func:`load_or_default`)."""
         name = self.point_to_point_operation()
         if name is None:
-            return list(default_model().operations["pingpong"].pieces)
-        return list(self.operations[name].pieces)
+            raise PetacommError(
+                f"{self.origin or 'machine model'}: operations has no ping-pong fit "
+                f"(pingpong.inter, pingpong or pingpong.intra), which point-to-point costs "
+                "need (measure one with 'petacomm netbench --ops pingpong')"
+            )
+        return name
+
+    def point_to_point_pieces(self) -> list[Piece]:
+        """The point-to-point fit, piece by piece (ordered by size): the ping-pong that best
+        represents the network (PetacommError when the model has none). Planners that cost
+        messages of many sizes use these (or :meth:`message_time`)."""
+        return list(self.operations[self.required_point_to_point_operation()].pieces)
 
     def message_time(self, nbytes):
         """Seconds of one point-to-point message of ``nbytes`` (a number or an array of
@@ -148,9 +161,7 @@ class MachineModel:
             if derived is not None:
                 return derived
         collectives.coefficients(op, 2)  # validates the name
-        p2p = self.point_to_point_operation()
-        if p2p is None:
-            return DEFAULT_ALPHA_S, DEFAULT_BETA_S_PER_BYTE
+        p2p = self.required_point_to_point_operation()
         piece = piece_for(self.operations[p2p].pieces, size)  # type: ignore[arg-type]
         return piece.alpha_s, piece.beta_s_per_byte
 
@@ -249,6 +260,7 @@ class MachineModel:
             machine=data.get("machine", {}),
             settings=data.get("settings", {}),
             created=data.get("created", ""),
+            origin=origin,
         )
 
 

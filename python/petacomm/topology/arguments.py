@@ -272,6 +272,7 @@ def build_cost(args):
 
     try:
         model = load_or_default(args.model)
+        model.required_point_to_point_operation()  # every cost below is priced by it
     except PetacommError as err:
         raise PetacommError(f"--model: {err}") from None
     link_beta = None

@@ -2,8 +2,10 @@
 
 Point-to-point figures come from the model's ping-pongs (within a node: ``pingpong.intra``,
 across nodes: ``pingpong.inter``), MPI_Alltoall's per-message and per-byte figures from
-its fitted ``alltoall``. A model with nothing measured leaves the library's defaults
-(see petacomm/transpose.h); local copy and transpose speeds always keep them.
+its fitted ``alltoall``. Without a model file the library's defaults stay (see
+petacomm/transpose.h), and so do figures a model did not measure (across nodes, alltoall);
+a model file without any ping-pong is refused. Local copy and transpose speeds always keep
+the library's figures.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ def cost_params(model) -> CostParams:
     params = default_options().cost
     if model is None or model.source == "defaults":
         return params
+    model.required_point_to_point_operation()
     operations = model.operations
     intra = "pingpong.intra" if "pingpong.intra" in operations else None
     inter = "pingpong.inter" if "pingpong.inter" in operations else None
