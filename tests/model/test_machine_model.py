@@ -321,3 +321,44 @@ def test_a_model_file_without_a_ping_pong_is_refused_where_point_to_point_costs_
         "pingpong')\n"
     )
     assert default_model().point_to_point_pieces()  # no file given: the defaults serve
+
+
+def _second_series(raw: dict, times) -> dict:
+    """``raw`` with one more pingpong.intra series whose seconds at each size are ``times``."""
+    again = json.loads(json.dumps(raw["series"][0]))
+    for point in again["points"]:
+        point["seconds"] = list(times)
+    raw["series"].append(again)
+    return raw
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        # The second series replaced the first in the model.
+        (
+            lambda raw: _second_series(raw, [5e-6] * 3),
+            "invalid at series/2/op: a second pingpong.intra series (the first is series/0)",
+        ),
+        # Fitted on positive medians only, the series left the model without a word.
+        (
+            lambda raw: {**raw, "series": [_second_series(raw, [0.0] * 3)["series"][-1]]},
+            "invalid at series/0: the pingpong.intra series' median time is 0 at every size "
+            "(nothing measured)",
+        ),
+        (
+            lambda raw: {**raw, "series": [_second_series(raw, [0.0, 0.0, 1e-6])["series"][-1]]},
+            "invalid at series/0: the pingpong.intra series' median time is 0 at every size "
+            "(nothing measured)",
+        ),
+    ],
+    ids=["duplicate", "all zero", "zero medians"],
+)
+def test_raw_series_that_the_model_would_lose_are_refused(tmp_path, capsys, change, message):
+    from petacomm.cli import main
+
+    path = tmp_path / "raw.json"
+    path.write_text(json.dumps(change(synthetic_raw())))
+    assert main(["netbench", "--raw", str(path), "-o", str(tmp_path / "m.json")]) == 2
+    assert capsys.readouterr().err == f"petacomm netbench: error: --raw: {path}: {message}\n"
+    assert not (tmp_path / "m.json").exists()

@@ -344,6 +344,7 @@ def _not_a_number(name: str):
 
 def validate_raw(raw: dict, origin: str) -> None:
     """Checks the fields model_from_raw reads; PetacommError naming the first bad one."""
+    import statistics
 
     def fail(where: str, what: str):
         raise PetacommError(f"{origin}: invalid at {where}: {what}")
@@ -356,12 +357,17 @@ def validate_raw(raw: dict, origin: str) -> None:
     series = raw.get("series")
     if not isinstance(series, list):
         fail("series", "expected a list")
+    first_series = {}  # operation -> index of its series
     for i, entry in enumerate(series):
         where = f"series/{i}"
         if not isinstance(entry, dict):
             fail(where, "expected an object")
-        if entry.get("op") not in RAW_SERIES:
-            fail(f"{where}/op", f"unknown operation {entry.get('op')!r}")
+        op = entry.get("op")
+        if op not in RAW_SERIES:
+            fail(f"{where}/op", f"unknown operation {op!r}")
+        if op in first_series:  # the model holds one fit per operation: one would be lost
+            fail(f"{where}/op", f"a second {op} series (the first is series/{first_series[op]})")
+        first_series[op] = i
         whole(entry.get("participants"), f"{where}/participants", 1)
         points = entry.get("points")
         if not isinstance(points, list):
@@ -378,6 +384,10 @@ def validate_raw(raw: dict, origin: str) -> None:
                 for t in seconds
             ):
                 fail(f"{at}/seconds", "expected a list of times in seconds (>= 0)")
+        timed = [point["seconds"] for point in points if point["seconds"]]
+        if timed and not any(statistics.median(seconds) > 0 for seconds in timed):
+            # model_from_raw fits positive medians only: the series would vanish unsaid.
+            fail(where, f"the {op} series' median time is 0 at every size (nothing measured)")
     nodes = raw.get("node_of_rank", [0])
     if not isinstance(nodes, list) or not all(
         isinstance(n, int) and not isinstance(n, bool) for n in nodes
