@@ -283,6 +283,8 @@ def _two_pieces(**changes) -> str:
         ({"0__from_bytes": "8192", "0__to_bytes": "9000"}, "pieces/1: from_bytes 4096 comes after"),
         ({"1__to_bytes": "100"}, "pieces/1: from_bytes 4096 is above to_bytes 100"),
         ({"0__alpha_s": "1e400"}, "pieces/0/alpha_s: inf is not a finite number"),
+        # --time-model flows ran without end on it
+        ({"1__alpha_s": "1e300"}, r"pieces/1/alpha_s: 1e\+300 s per message is no network's"),
         ({"1__from_bytes": "1" + "0" * 400}, r"pieces/1/from_bytes: 1000.*\(401 digits\)"),
     ],
 )

@@ -238,6 +238,11 @@ def test_other_networks_and_inputs(capsys, tmp_path):
         ),
         (
             ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--time-model", "flows"]
+            + ["--link-latency", "1e300"],  # ran without end
+            "--link-latency: expected seconds >= 0 and <= 1 (e.g. 5e-6), got '1e300'",
+        ),
+        (
+            ["--network", "torus:4x4", "--pattern", "grid2d 4x4 box 1", "--time-model", "flows"]
             + ["--routing", "adaptive"],
             "--time-model flows: routing 'adaptive' gives link loads only",
         ),

@@ -77,6 +77,21 @@ def test_zero_byte_messages_cost_their_latency():
     assert phase_time(net, routing, [0, 1], [2, 2], [0.0, 0.0], LINKS) == pytest.approx(2e-6)
 
 
+@pytest.mark.parametrize("scale", [1.0, 1e150, 1e306])
+def test_the_sharing_does_not_depend_on_the_latencies_magnitude(scale):
+    # Weights of 1 / latency: at 1e300 s the fill levels overflowed into inf and NaN, and
+    # the loop ran without end. Two messages of 3 kB on one link, routes of 1 and 3
+    # latencies: the first alone from 1 us to 3 us (2 kB), then 3/4 of the link for its last
+    # kB (ends at 4.33 us) while the second gets 1/4, then the whole link (ends at 7 us).
+    latency = np.array([1e-6, 3e-6]) * scale
+    with np.errstate(over="raise", invalid="raise"):
+        ends = finish_times([0, 1], [0, 0], [C], np.array([3e3, 3e3]), latency)
+    if scale == 1.0:
+        assert ends == pytest.approx([13e-6 / 3, 7e-6])
+    else:
+        assert ends == pytest.approx(latency)  # what the bytes add is below the precision
+
+
 def test_pattern_phases_add_up_by_their_repeats():
     net = parse_network("torus:4").with_cores(1)
     routing = parse_routing("dor", net)

@@ -36,6 +36,9 @@ SCHEMA_VERSION = 1
 # 10 GB/s, typical of a current InfiniBand/Slingshot-class inter-node link.
 DEFAULT_ALPHA_S = 1.5e-6
 DEFAULT_BETA_S_PER_BYTE = 1.0 / 10e9
+# A piece's alpha above this is no network's time per message (a hand-edited or corrupt
+# file): refused at load. 1e300 made the flow time model run without end.
+MAX_ALPHA_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -307,8 +310,9 @@ def validate(data: object, origin: str = "machine model", text: str | None = Non
 
 def _check_pieces(pieces: list, where: str) -> None:
     """What the schema cannot say: every number a finite float (JSON's 1e400 parses as
-    infinity, 10**400 as an integer no float holds), each piece's range ascending and the
-    pieces in size order, which the lookup of a size's piece assumes."""
+    infinity, 10**400 as an integer no float holds), alpha at most MAX_ALPHA_S, each piece's
+    range ascending and the pieces in size order, which the lookup of a size's piece
+    assumes."""
     previous = None
     for i, piece in enumerate(pieces):
         for key in ("from_bytes", "to_bytes", "alpha_s", "beta_s_per_byte"):
@@ -320,6 +324,11 @@ def _check_pieces(pieces: list, where: str) -> None:
                 shown = repr(piece[key])
                 shown = shown if len(shown) <= 24 else f"{shown[:12]}... ({len(shown)} digits)"
                 raise PetacommError(f"{where}/{i}/{key}: {shown} is not a finite number")
+        if piece["alpha_s"] > MAX_ALPHA_S:
+            raise PetacommError(
+                f"{where}/{i}/alpha_s: {piece['alpha_s']:g} s per message is no network's "
+                f"latency (at most {MAX_ALPHA_S:g} s)"
+            )
         if piece["from_bytes"] > piece["to_bytes"]:
             raise PetacommError(
                 f"{where}/{i}: from_bytes {piece['from_bytes']} is above to_bytes "

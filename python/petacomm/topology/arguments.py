@@ -267,6 +267,7 @@ def benchmark_network(args, default_network: str, default_cores: int):
 def build_cost(args):
     """Cost parameters from --model (size-dependent alpha/beta) and --link-bandwidth."""
     from petacomm.model import load_or_default
+    from petacomm.model.machine import MAX_ALPHA_S
     from petacomm.topology.metrics import cost_parameters_from_model
     from petacomm.units import parse_size
 
@@ -301,9 +302,10 @@ def build_cost(args):
             latency = float(args.link_latency)
         except ValueError:
             latency = math.nan
-        if not math.isfinite(latency) or latency < 0:
+        if not math.isfinite(latency) or not 0 <= latency <= MAX_ALPHA_S:
             raise PetacommError(
-                f"--link-latency: expected seconds >= 0 (e.g. 5e-6), got {args.link_latency!r}"
+                f"--link-latency: expected seconds >= 0 and <= {MAX_ALPHA_S:g} (e.g. 5e-6), "
+                f"got {args.link_latency!r}"
             )
     bandwidth = None if link_beta is None else 1.0 / link_beta
     links = user_error("--model", links_from_model, model, bandwidth, latency)

@@ -166,9 +166,12 @@ def finish_times(message, link, capacity, nbytes, latency, after=None):
     route_link = pairs % links
     route_first = np.searchsorted(pairs // links, np.arange(n + 1))
     # A route of zero latency (possible only with zero-latency links) shares as if of the
-    # smallest positive one: a weight of zero would claim every link's whole capacity.
+    # smallest positive one: a weight of zero would claim every link's whole capacity. The
+    # shares depend on the weights' ratios only: scaled so that the smallest is 1, a latency
+    # of 1e300 s does not overflow the fill levels into inf and NaN (which never ended).
     positive = latency[latency > 0]
-    weight = np.maximum(latency, positive.min() if positive.size else 1.0)
+    smallest = positive.min() if positive.size else 1.0
+    weight = np.maximum(latency, smallest) / smallest
     capacity = np.asarray(capacity, dtype=np.float64)
     successors = _Successors(n, after)
     released = successors.pending == 0
