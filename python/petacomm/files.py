@@ -24,8 +24,8 @@ work, and then one of the ``write_*_atomically`` functions (or :func:`atomic_out
 writers that want a file object, such as matplotlib).
 
 Reading: :func:`read_text_file` and :func:`read_bytes_file` turn every way a path can be
-wrong (missing, a directory, unreadable, empty, not text) into a one-line
-:class:`PetacommError` naming the argument.
+wrong (missing, a directory, a named pipe or device, unreadable, empty, not text) into a
+one-line :class:`PetacommError` naming the argument.
 """
 
 from __future__ import annotations
@@ -221,12 +221,41 @@ def write_bytes_atomically(
     return Path(path)
 
 
+def special_file_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when an input must not be read from it: 'a named pipe (FIFO)', 'a
+    character device', ... (a FIFO that no program writes blocks a read forever, /dev/zero
+    never ends). None for a regular file, a directory, a path that does not exist (its
+    reader says so) and the name of an open descriptor (``/dev/stdin``, the ``/dev/fd/63``
+    of the shell's ``<(...)``), which is read as the stream it is."""
+    try:
+        if _DESCRIPTOR_NAME.fullmatch(os.path.abspath(path)):
+            return None
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    for test, kind in (
+        (stat.S_ISREG, None),
+        (stat.S_ISDIR, None),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
 def read_bytes_file(path: str | os.PathLike, argument: str, allow_empty: bool = False) -> bytes:
     """The contents of an input file; PetacommError naming ``argument`` when ``path`` is
-    missing, a directory, unreadable or (unless ``allow_empty``) empty."""
+    missing, a directory, not a regular file (:func:`special_file_kind`), unreadable or
+    (unless ``allow_empty``) empty."""
     shown = os.fspath(path)
     if not shown:
         raise PetacommError(f"{argument}: empty file name")
+    kind = special_file_kind(path)
+    if kind is not None:
+        raise PetacommError(f"{argument}: '{shown}' is {kind}, not a regular file")
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:

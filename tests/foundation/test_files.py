@@ -214,3 +214,40 @@ def test_unreadable_inputs_are_named(tmp_path, content, message):
         read_text_file(path, "--pattern-file")
     with pytest.raises(PetacommError, match="^--pattern-file: .* is a directory"):
         read_text_file(tmp_path, "--pattern-file")
+
+
+def _fifo_nobody_writes(directory) -> str:
+    """A named pipe in ``directory``. A read of it would wait for a writer forever: a
+    writer opens and closes it a second later, so that such a read ends (with nothing)
+    instead of hanging the test."""
+    import contextlib
+    import threading
+    import time
+
+    fifo = os.path.join(directory, "pipe.txt")
+    os.mkfifo(fifo)
+
+    def unblock():
+        time.sleep(1)
+        with contextlib.suppress(OSError):  # nobody reads it: nothing to unblock
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    threading.Thread(target=unblock, daemon=True).start()
+    return fifo
+
+
+def test_a_named_pipe_or_device_is_refused_without_reading_it(tmp_path):
+    # A FIFO no program writes blocked the read forever; /dev/zero never ends.
+    fifo = _fifo_nobody_writes(tmp_path)
+    with pytest.raises(PetacommError, match="^--pattern-file: '.*pipe.txt' is a named pipe"):
+        read_text_file(fifo, "--pattern-file")
+    with pytest.raises(PetacommError, match="^--hosts: '/dev/null' is a character device, not"):
+        read_text_file("/dev/null", "--hosts")
+    # The name of an open descriptor (/dev/stdin, the shell's <(...)) is read as a stream.
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"ranks 4; ring 8\n")
+    os.close(write_end)
+    try:
+        assert read_text_file(f"/dev/fd/{read_end}", "--pattern-file") == "ranks 4; ring 8\n"
+    finally:
+        os.close(read_end)

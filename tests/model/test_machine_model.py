@@ -137,6 +137,13 @@ def test_missing_file(tmp_path):
         load(tmp_path / "absent.json")
 
 
+def test_a_named_pipe_or_device_is_not_read_as_a_model():
+    # A FIFO that no program writes blocked the load forever (the same check refuses it:
+    # petacomm.files.special_file_kind; its tests make one), /dev/zero never ended.
+    with pytest.raises(PetacommError, match="^machine model: /dev/null is a character device"):
+        load("/dev/null")
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -115,6 +115,16 @@ def test_report_refuses_bad_logs(tmp_path):
         assert target.exists()
 
 
+def test_a_named_pipe_or_device_is_not_read_as_a_profile_log():
+    # A FIFO that no program writes blocked the read forever (the same check refuses it:
+    # petacomm.files.special_file_kind; its tests make one).
+    from petacomm.errors import PetacommError
+    from petacomm.profile import log
+
+    with pytest.raises(PetacommError, match="^/dev/null: a character device, not a profile log"):
+        log.load("/dev/null")
+
+
 def test_profiler_and_overhead_bench_refuse_bad_arguments(tmp_path):
     expect_clean_error(
         "profiler", "build", "--mpicc", str(tmp_path / "no-mpicc"), names=("--mpicc", "no-mpicc")

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import loads_json, write_text_atomically
+from petacomm.files import loads_json, special_file_kind, write_text_atomically
 from petacomm.model import collectives
 
 SCHEMA_NAME = "petacomm.machine-model"
@@ -383,6 +383,9 @@ def default_model_path() -> Path:
 def load(path: str | os.PathLike | None = None) -> MachineModel:
     """Reads a machine model file (default: the one netbench last wrote)."""
     file = Path(path) if path is not None else default_model_path()
+    kind = special_file_kind(file)
+    if kind is not None:
+        raise PetacommError(f"machine model: {file} is {kind}, not a model file")
     try:
         text = file.read_bytes().decode("utf-8")
     except FileNotFoundError as err:

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import loads_json
+from petacomm.files import loads_json, special_file_kind
 
 SCHEMA_NAME = "petacomm.profile"
 SCHEMA_VERSION = 1
@@ -197,6 +197,9 @@ def _column_bounds(column: str, ranks: int) -> tuple[int, int | None] | None:
 
 
 def _read_json(path: Path) -> dict:
+    kind = special_file_kind(path)
+    if kind is not None:
+        raise PetacommError(f"{path}: {kind}, not a profile log")
     try:
         text = path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError as err:
