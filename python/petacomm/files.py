@@ -246,10 +246,21 @@ def special_file_kind(path: str | os.PathLike) -> str | None:
     return "a special file"
 
 
-def read_bytes_file(path: str | os.PathLike, argument: str, allow_empty: bool = False) -> bytes:
+# Inputs are read whole: a description, host list, hwloc topology or raw measurement larger
+# than this is a wrong file, or a stream without end (/dev/stdin < /dev/zero), which was
+# read until memory ran out. Readers of larger inputs (measured matrices) give their own.
+MAX_INPUT_BYTES = 256 << 20
+
+
+def read_bytes_file(
+    path: str | os.PathLike,
+    argument: str,
+    allow_empty: bool = False,
+    max_bytes: int | None = MAX_INPUT_BYTES,
+) -> bytes:
     """The contents of an input file; PetacommError naming ``argument`` when ``path`` is
-    missing, a directory, not a regular file (:func:`special_file_kind`), unreadable or
-    (unless ``allow_empty``) empty."""
+    missing, a directory, not a regular file (:func:`special_file_kind`), unreadable,
+    larger than ``max_bytes`` (None: no bound) or (unless ``allow_empty``) empty."""
     shown = os.fspath(path)
     if not shown:
         raise PetacommError(f"{argument}: empty file name")
@@ -257,7 +268,14 @@ def read_bytes_file(path: str | os.PathLike, argument: str, allow_empty: bool = 
     if kind is not None:
         raise PetacommError(f"{argument}: '{shown}' is {kind}, not a regular file")
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size  # 0 for a stream
+            if max_bytes is not None and size > max_bytes:
+                raise PetacommError(
+                    f"{argument}: '{shown}' is {_size(size)}, more than the {_size(max_bytes)} "
+                    "an input may be"
+                )
+            data = file.read() if max_bytes is None else file.read(max_bytes + 1)
     except FileNotFoundError:
         raise PetacommError(f"{argument}: '{shown}': no such file") from None
     except IsADirectoryError:
@@ -266,14 +284,29 @@ def read_bytes_file(path: str | os.PathLike, argument: str, allow_empty: bool = 
         raise PetacommError(f"{argument}: cannot read '{shown}': {err.strerror or err}") from None
     except ValueError as err:  # e.g. an embedded NUL byte in the name
         raise PetacommError(f"{argument}: cannot read '{shown}': {err}") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise PetacommError(
+            f"{argument}: '{shown}' holds more than the {_size(max_bytes)} an input may be"
+        )
     if not data and not allow_empty:
         raise PetacommError(f"{argument}: '{shown}' is empty")
     return data
 
 
-def read_text_file(path: str | os.PathLike, argument: str, allow_empty: bool = False) -> str:
+def _size(nbytes: int) -> str:
+    from petacomm.units import format_bytes
+
+    return format_bytes(nbytes, decimals=0)
+
+
+def read_text_file(
+    path: str | os.PathLike,
+    argument: str,
+    allow_empty: bool = False,
+    max_bytes: int | None = MAX_INPUT_BYTES,
+) -> str:
     """An input text file (UTF-8); binary contents are refused with a one-line error."""
-    data = read_bytes_file(path, argument, allow_empty)
+    data = read_bytes_file(path, argument, allow_empty, max_bytes)
     if b"\0" in data:
         raise PetacommError(f"{argument}: '{os.fspath(path)}' is a binary file, not text")
     try:

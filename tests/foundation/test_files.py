@@ -251,3 +251,22 @@ def test_a_named_pipe_or_device_is_refused_without_reading_it(tmp_path):
         assert read_text_file(f"/dev/fd/{read_end}", "--pattern-file") == "ranks 4; ring 8\n"
     finally:
         os.close(read_end)
+
+
+def test_an_input_larger_than_the_bound_is_refused_before_it_is_read(tmp_path):
+    # /dev/stdin < /dev/zero was read until memory ran out ("out of memory", no option).
+    huge = tmp_path / "huge.txt"
+    with open(huge, "wb") as out:
+        out.truncate((256 << 20) + 1)  # sparse: nothing is written, nothing read
+    with pytest.raises(
+        PetacommError, match="^--pattern-file: '.*huge.txt' is 256 MiB, more than the 256 MiB"
+    ):
+        read_text_file(huge, "--pattern-file")
+    read_end, write_end = os.pipe()  # a stream: its size is known once read
+    os.write(write_end, b"x" * 100)
+    os.close(write_end)
+    try:
+        with pytest.raises(PetacommError, match=f"^--hosts: '/dev/fd/{read_end}' holds more"):
+            read_text_file(f"/dev/fd/{read_end}", "--hosts", max_bytes=99)
+    finally:
+        os.close(read_end)

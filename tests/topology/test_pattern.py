@@ -1,5 +1,7 @@
 """The description language, pattern builders and measured-matrix import."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -181,6 +183,29 @@ def test_matrix_npy_and_language_import(tmp_path):
     assert p.nranks == 4 and [ph.num_messages for ph in p.phases] == [1, 4]
     with pytest.raises(PatternSyntaxError, match="a readable matrix file"):
         parse_pattern("matrix nothere.csv", base_dir=tmp_path)
+
+
+def test_a_npy_header_declaring_more_than_the_file_holds_is_refused_before_allocating(
+    tmp_path, capsys
+):
+    # A header of 100000 x 100000 made np.load allocate 80 GB: "out of memory", no option.
+    from numpy.lib import format as npy
+
+    from petacomm.cli import main
+
+    path = tmp_path / "huge.npy"
+    with open(path, "wb") as out:
+        header = {"descr": "<f8", "fortran_order": False, "shape": (100_000, 100_000)}
+        npy.write_array_header_1_0(out, header)
+        out.write(bytes(64))
+    message = (
+        f"{path}: the .npy header declares a 100000 x 100000 array of float64 (74.51 GiB) but "
+        "the file holds 64 B of data (a truncated or damaged file)"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        load_matrix_file(path)
+    assert main(["map", "--network", "torus:4x4", "--matrix", str(path)]) == 2
+    assert capsys.readouterr().err == f"petacomm map: error: --matrix: {message}\n"
 
 
 def test_profile_log_errors(tmp_path):

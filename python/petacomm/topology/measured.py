@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import warnings
 from pathlib import Path
 
@@ -70,16 +71,45 @@ def _from_triplets(src, dst, nbytes, nranks, path) -> CommPattern:
     )
 
 
+def _check_npy_size(data: bytes, path) -> None:
+    """ValueError when the .npy header declares more data than the file holds: a header of
+    100000 x 100000 made np.load allocate 80 GB (an 'out of memory' naming no file). A
+    header that cannot be read is left to np.load to refuse."""
+    from numpy.lib import format as npy
+
+    stream = io.BytesIO(data)
+    try:
+        version = npy.read_magic(stream)
+        # Versions 2 and 3 differ from 1 in the header's length field (4 bytes, not 2).
+        read_header = npy.read_array_header_1_0 if version == (1, 0) else None
+        shape, _, dtype = (read_header or npy.read_array_header_2_0)(stream)
+    except (ValueError, OSError, EOFError):
+        return
+    if dtype.hasobject:  # refused by np.load (no pickles)
+        return
+    declared = math.prod(shape) * dtype.itemsize
+    held = len(data) - stream.tell()
+    if declared > held:
+        from petacomm.units import format_bytes
+
+        raise ValueError(
+            f"{path}: the .npy header declares a {' x '.join(map(str, shape))} array of "
+            f"{dtype} ({format_bytes(declared)}) but the file holds {format_bytes(held)} of "
+            "data (a truncated or damaged file)"
+        )
+
+
 def load_matrix_file(path, nranks: int | None = None, triplets: bool = False) -> CommPattern:
     """Read a measured matrix from ``.npy`` or ``.csv`` (see module docstring)."""
     path = Path(path)
     if path.suffix.lower() not in (".npy", ".csv"):
         raise ValueError(f"{path}: unknown matrix file type (expected .csv or .npy)")
     try:
-        data = read_bytes_file(path, "matrix")
+        data = read_bytes_file(path, "matrix", max_bytes=None)  # bounded by its messages
     except PetacommError as err:
         raise ValueError(str(err).removeprefix("matrix: ")) from None
     if path.suffix.lower() == ".npy":
+        _check_npy_size(data, path)
         try:
             arr = np.load(io.BytesIO(data), allow_pickle=False)
         except (ValueError, OSError, EOFError) as err:
