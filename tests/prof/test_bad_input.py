@@ -5,6 +5,7 @@ non-zero exit, no traceback, no hang, inputs unchanged, and nothing launched."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -134,3 +135,75 @@ def test_profiler_and_overhead_bench_refuse_bad_arguments(tmp_path):
         (["--json", "/proc/overhead.json"], "--json"),
     ):
         expect_clean_error("bench", "profiler-overhead", *options, names=name)
+
+
+_LIVE_FIELDS = [
+    "nregions", "regions_offset", "table_entries", "table_offset", "fallback_entries",
+    "fallback_offset", "t_start_ns", "heartbeat_ns", "busy_since_ns", "mpi_ns", "io_ns",
+    "cur_region", "excl_mark", "busy_region", "busy_call", "busy_threads", "last_signal",
+    "rss_kib", "init_ns", "events", "coarsened_peer", "coarsened_size", "coarsened_call",
+    "requests_untracked", "requests_incomplete", "region_errors", "used_keys", "state",
+]  # fmt: skip
+
+
+def _live_file(path, **meta_changes):
+    """A rank's live file as the profiler lays it out (petacomm.profile.live), without
+    running anything: a prefix, the live counters (no regions, no calls), then the JSON of
+    its metadata; ``meta_changes`` replace (None: remove) metadata keys."""
+    import struct
+
+    from petacomm.profile import live
+
+    prefix = live._PREFIX.size
+    fields = {name: [prefix + 8 * i, "u64"] for i, name in enumerate(_LIVE_FIELDS)}
+    fields["reason"] = [prefix + 8 * len(_LIVE_FIELDS), "char[64]"]
+    size = prefix + 8 * len(_LIVE_FIELDS) + 64
+    meta = {
+        "schema": "petacomm.profile.live",
+        "layout_version": 1,
+        "run": "run-1",
+        "rank": 0,
+        "host": "node0",
+        "pid": 4242,
+        "clock_ns_at_unix_s": [0, 1_700_000_000],
+        "header": {"calls": ["MPI_Send"]},
+        "size_key_flags": 0,
+        "layout": {
+            "live": {"bytes": size, "fields": fields},
+            "region": {"bytes": 8, "fields": {"name": [0, "char[8]"]}},
+            "entry": {"bytes": 8, "fields": {"count": [0, "u64"]}},
+        },
+    }
+    for key, value in meta_changes.items():
+        if value is None:
+            del meta[key]
+        else:
+            meta[key] = value
+    text = json.dumps(meta).encode()
+    counters = {name: 0 for name in _LIVE_FIELDS}
+    counters.update(regions_offset=size, table_offset=size, fallback_offset=size)
+    counters.update(t_start_ns=1000, heartbeat_ns=2000)
+    data = live._PREFIX.pack(live.MAGIC, 1, 0, size, len(text))
+    data += struct.pack(f"<{len(_LIVE_FIELDS)}Q", *(counters[n] for n in _LIVE_FIELDS))
+    path.write_bytes(data + bytes(64) + text)
+    return path
+
+
+@pytest.mark.parametrize("key", ["run", "host", "rank", "header"])
+def test_a_live_file_whose_metadata_lacks_a_key_is_refused_naming_it(tmp_path, key):
+    # 'run' and 'host' missing raised KeyError (a traceback) from report and map.
+    from petacomm.errors import PetacommError
+    from petacomm.profile import live, log
+
+    partial = tmp_path / "run.json.partial"
+    partial.mkdir()
+    whole = live.read(_live_file(partial / "rank-0.live"))  # the layout is the profiler's
+    assert (whole["run"], whole["rank_summary"]["rows"][0][1]) == ("run-1", "node0")
+    damaged = _live_file(partial / "rank-0.live", **{key: None})
+    message = f"{damaged}: damaged profiler live file: its metadata has no '{key}'"
+    with pytest.raises(PetacommError, match=f"^{re.escape(message)}$"):
+        live.read(damaged)
+    with pytest.raises(
+        PetacommError, match=re.escape(f"no readable partial logs (skipped {message})")
+    ):
+        log.load(partial)

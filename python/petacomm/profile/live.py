@@ -77,6 +77,7 @@ def read(path: Path) -> dict:
         )
     try:
         meta = json.loads(data[meta_offset : meta_offset + meta_bytes].decode("utf-8"))
+        _check_metadata(meta, path)
         layout = meta["layout"]
         live = np.frombuffer(data, dtype=_dtype(layout["live"]), count=1)[0]
         region_t = _dtype(layout["region"])
@@ -95,7 +96,28 @@ def read(path: Path) -> dict:
         )
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
         raise PetacommError(f"{path}: damaged profiler live file ({err})") from err
-    return _partial_log(meta, live, regions, np.concatenate([table, fallback]))
+    try:
+        return _partial_log(meta, live, regions, np.concatenate([table, fallback]))
+    except (ValueError, KeyError, TypeError, IndexError) as err:
+        raise PetacommError(f"{path}: damaged profiler live file ({err!r})") from err
+
+
+# What the partial log is made of besides the counters (native/src/prof/live.cpp writes them).
+_METADATA_KEYS = ("run", "rank", "host", "pid", "clock_ns_at_unix_s", "header", "size_key_flags")
+
+
+def _check_metadata(meta, path: Path) -> None:
+    """PetacommError naming the file and the first key its metadata lacks (a KeyError, and
+    so a traceback, from report and map before)."""
+    if not isinstance(meta, dict):
+        raise PetacommError(f"{path}: damaged profiler live file: its metadata is not an object")
+    for key in (*_METADATA_KEYS, "layout"):
+        if key not in meta:
+            raise PetacommError(f"{path}: damaged profiler live file: its metadata has no '{key}'")
+    if not isinstance(meta["header"], dict) or "calls" not in meta["header"]:
+        raise PetacommError(
+            f"{path}: damaged profiler live file: its metadata's header has no 'calls'"
+        )
 
 
 def _partial_log(meta: dict, live, regions, entries) -> dict:
