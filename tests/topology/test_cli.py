@@ -285,6 +285,16 @@ def test_invalid_input_gives_one_error_line(capsys, argv, message):
     assert message in lines[0]
 
 
+@pytest.mark.parametrize("text", ["ranks 16; ring 1KiB\n", '{"pattern": "ranks 16; ring 1KiB"}'])
+def test_a_pattern_file_may_start_with_a_byte_order_mark(capsys, tmp_path, text):
+    # Refused at line 1, column 1 ('\ufeffranks'), where --matrix's CSV reader skips it.
+    path = tmp_path / "pattern.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    code, out, err = run(capsys, "map", "--network", "torus:4x4", "--pattern-file", str(path))
+    assert code == 0, err
+    assert "ranks 16" in out
+
+
 def test_flow_time_model_ranks_by_the_flow_times(capsys):
     # 16 ranks of a 4x4 grid, 1 MB faces, on a 4-node ring with 4 cores per node: under the
     # XYT-style mappings whole grid rows share a node. Worked by hand for TXY (node = row):

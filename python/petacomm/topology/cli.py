@@ -165,7 +165,8 @@ def build_pattern(args, network):
     if source == "pattern_file":
         from pathlib import Path
 
-        text = read_text_file(args.pattern_file, "--pattern-file")
+        # An editor's UTF-8 byte order mark is no statement (the CSV reader skips it too).
+        text = read_text_file(args.pattern_file, "--pattern-file").removeprefix("\ufeff")
         path = Path(args.pattern_file)
         text = _description_in(text, path)
         return user_error(
