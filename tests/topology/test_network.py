@@ -136,6 +136,8 @@ def test_synthetic_node_hierarchy():
     assert h.level_labels() == ["across package", "within package", "within numa", "within core"]
     with pytest.raises(ValueError, match="item 'core8' should be name:count"):
         parse_synthetic("package:2 core8")
+    with pytest.raises(ValueError, match="item 'core:\u0668' should be name:count"):
+        parse_synthetic("package:2 core:\u0668")  # Arabic-Indic eight: was read as 8
 
 
 HWLOC_XML = """<?xml version="1.0" encoding="UTF-8"?>

@@ -208,6 +208,22 @@ def test_a_npy_header_declaring_more_than_the_file_holds_is_refused_before_alloc
     assert capsys.readouterr().err == f"petacomm map: error: --matrix: {message}\n"
 
 
+@pytest.mark.parametrize(
+    "text, column",
+    [
+        ("grid2d 4x4 line \u0661 1KiB", 17),  # Arabic-Indic one: read as axis 1
+        ("grid2d 4x4 line \u00b2 1KiB", 17),  # superscript two: int()'s own words
+        ("grid3d 2x2x4 plane 0,\u0661 1KiB", 20),
+    ],
+)
+def test_axes_are_ascii_digits_only(text, column):
+    with pytest.raises(
+        PatternSyntaxError, match=f"^pattern line 1, column {column}: expected an axis"
+    ):
+        parse_pattern(text)
+    assert parse_pattern(text.replace("\u0661", "1").replace("\u00b2", "1")).nranks > 0
+
+
 def test_profile_log_errors(tmp_path):
     log = tmp_path / "log.json"
     log.write_text('{"schema": \n  "petacomm.profile",, }')

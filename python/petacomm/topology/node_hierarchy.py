@@ -74,7 +74,8 @@ def parse_synthetic(text: str) -> NodeHierarchy:
     levels = []
     for item in text.split():
         name, colon, count = item.partition(":")
-        if not colon or not count.isdigit() or int(count) < 1 or not name:
+        ascii_digits = count.isascii() and count.isdigit()  # not '٨' (Arabic-Indic eight)
+        if not colon or not ascii_digits or int(count) < 1 or not name:
             raise ValueError(
                 f"node hierarchy {text!r}: item {item!r} should be name:count, e.g. core:8"
             )

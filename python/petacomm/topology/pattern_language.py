@@ -344,7 +344,10 @@ class _Parser:
 
     def _axis_value(self, tok: Token, text: str, grid: pat.LogicalGrid) -> int:
         t = text.lower()
-        value = "xyz".index(t) if t in ("x", "y", "z") else (int(t) if t.isdigit() else -1)
+        # ASCII digits only: str.isdigit() and int() also take '١' (Arabic-Indic one), and
+        # isdigit() takes '²', which int() then refused with a traceback's words.
+        digits = re.fullmatch("[0-9]{1,3}", t) is not None
+        value = "xyz".index(t) if t in ("x", "y", "z") else (int(t) if digits else -1)
         if not 0 <= value < grid.ndim:
             self.fail(tok, f"an axis in 0..{grid.ndim - 1} (or x..{'xyz'[grid.ndim - 1]})")
         return value
