@@ -56,6 +56,13 @@ def test_round_trip_and_schema(tmp_path):
     assert again.predict("pingpong", 4096) == pytest.approx(1e-6 + 4096 / 8e9, rel=1e-6)
 
 
+def test_the_mpi_library_name_ends_at_its_first_nul():
+    # The length some MPIs give counts the terminating NUL: the model kept it ("...\x00").
+    raw = synthetic_raw()
+    raw["mpi_library"] = "Open MPI v4.1.4, package: Debian \n\x00"
+    assert model_from_raw(raw).machine["mpi_library"] == "Open MPI v4.1.4, package: Debian"
+
+
 def test_collective_prediction_at_other_p_uses_formula():
     model = model_from_raw(synthetic_raw(p=4))
     # Measured at p=4: the fitted line itself.

@@ -437,9 +437,16 @@ def model_from_raw(raw: dict):
         "ranks": int(raw["ranks"]),
         "nodes": len(nodes),
         "ranks_per_node": per_node,
-        "mpi_library": raw.get("mpi_library", "").strip(),
+        "mpi_library": _library_version(raw.get("mpi_library", "")),
     }
     return MachineModel(operations, source="netbench", machine=machine)
+
+
+def _library_version(text: str) -> str:
+    """MPI_Get_library_version's string as a C string: up to its first NUL (the length some
+    libraries give counts the terminating NUL, which the native program copied into its
+    JSON as \\u0000 and the model kept), without surrounding whitespace."""
+    return text.split("\0", 1)[0].strip()
 
 
 def format_report(model) -> str:
