@@ -31,6 +31,12 @@ _UNITS = {
 _SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?([A-Za-z]*)$")
 
 
+def is_whole_number(text: str) -> bool:
+    """True for ASCII digits only: str.isdigit() alone also takes '²', which int() then
+    refuses with its own words, and other scripts' digits ('٤')."""
+    return text.isascii() and text.isdigit()
+
+
 def parse_size(text: str) -> float:
     """Return the number of bytes ``text`` denotes; raise ValueError naming the text if invalid."""
     match = _SIZE_RE.match(text.strip())

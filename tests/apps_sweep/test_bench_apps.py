@@ -101,6 +101,8 @@ def test_bench_halo_compares_the_strategies(tmp_path):
 def test_bench_refusals_name_the_argument(tmp_path):
     expect_clean_error("bench", "sweep3d", "--grid", "8x8x6", "--mk", "4", names=("--mk", "4"))
     expect_clean_error("bench", "sweep3d", "--grid", "8x8", names=("--grid", "8x8"))
+    # '²' passes str.isdigit(); int() then refused it with a traceback.
+    expect_clean_error("bench", "sweep3d", "--grid", "²x2x2", names=("--grid", "²x2x2"))
     mapping = tmp_path / "map.csv"
     mapping.write_text("rank,node,core\n0,0,0\n")
     expect_clean_error(

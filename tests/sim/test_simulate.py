@@ -282,6 +282,9 @@ def test_mapmaker_size_is_checked():
         (["--mapping", "TXQ"], ("--mapping", "TXQ")),
         (["--link-bandwidth", "-5"], ("--link-bandwidth",)),
         (["--link-latency", "abc"], ("--link-latency", "abc")),
+        # 1e300 s reached SimGrid and the predictions; no link takes a second.
+        (["--link-latency", "1e300"], ("--link-latency", "1e300", "<= 1")),
+        (["--loopback-latency", "2"], ("--loopback-latency", "'2'", "<= 1")),
         (["--smpi-option", "nocolon"], ("--smpi-option", "nocolon")),
         (["--mapping", "block", "--rankfile", "x"], ("--rankfile",)),
         (["--variants", "xor,,alltoall"], ("--variants",)),
@@ -458,7 +461,16 @@ def test_sparse_variant_names_a_send_window():
 
     assert _sparse_variant("auto") == ("auto", 0)
     assert _sparse_variant("directory:w16") == ("directory", 16)
-    for bad in ("auto:w0", "auto:w", "auto:wide", "owner:w-3", "owner:w2147483648"):
+    # '²' passes str.isdigit() and int() refused it with a traceback; '٤' is no ASCII digit.
+    for bad in (
+        "auto:w0",
+        "auto:w",
+        "auto:wide",
+        "owner:w-3",
+        "owner:w2147483648",
+        "auto:w²",
+        "auto:w٤",
+    ):
         with pytest.raises(PetacommError, match="NAME:wN"):
             _sparse_variant(bad)
     preset = PRESETS["sparse-reduce"]
@@ -690,7 +702,13 @@ def test_graph_size_is_a_graph_name_or_a_matrix_file(tmp_path):
     matrix = tmp_path / "m.csv"
     matrix.write_text("src,dst,bytes\n0,1,8\n")
     assert graph.parse_size(str(matrix)) == {"matrix": str(matrix.resolve())}
-    for bad, text in (("rgg:x", "SEED"), ("nothing", "graph name"), ("gone.csv", "not found")):
+    bad_names = (
+        ("rgg:x", "SEED"),
+        ("rgg:²", "SEED"),
+        ("nothing", "graph name"),
+        ("gone.csv", "not found"),
+    )
+    for bad, text in bad_names:
         with pytest.raises(ValueError, match=text):
             graph.parse_size(bad)
     # The program gets the graph's messages, as --predict prices them.

@@ -22,6 +22,7 @@ import argparse
 import json
 
 from petacomm.errors import PetacommError
+from petacomm.units import is_whole_number
 
 SCHEMA_VERSION = 1
 
@@ -65,7 +66,7 @@ def register(subparsers) -> None:
 
 def _grid(text: str) -> tuple[int, int, int]:
     parts = text.split("x")
-    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+    if len(parts) != 3 or not all(is_whole_number(p) and int(p) > 0 for p in parts):
         raise PetacommError(f"--grid: expected IxJxK such as 32x32x32, got '{text}'")
     return tuple(int(p) for p in parts)  # type: ignore[return-value]
 

@@ -265,12 +265,17 @@ def _rate(text: str, option: str) -> float:
 
 
 def _seconds(text: str, option: str) -> float:
+    """A link latency: seconds from 0 to the machine model's bound on a message's latency."""
+    from petacomm.model.machine import MAX_ALPHA_S
+
     try:
         value = float(text)
     except ValueError:
         raise PetacommError(f"{option}: expected seconds (e.g. 1e-6), got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise PetacommError(f"{option}: must be finite seconds >= 0, got {text!r}")
+    if not math.isfinite(value) or not 0 <= value <= MAX_ALPHA_S:
+        raise PetacommError(
+            f"{option}: must be finite seconds >= 0 and <= {MAX_ALPHA_S:g}, got {text!r}"
+        )
     return value
 
 

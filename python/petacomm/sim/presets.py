@@ -29,6 +29,7 @@ from petacomm.sim.smpi_selection import (
     smpi_alltoall_algorithm,
     smpi_barrier_algorithm,
 )
+from petacomm.units import is_whole_number
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def _sparse_variant(variant: str) -> tuple[str, int]:
     name, sep, window = variant.partition(":w")
     if not sep:
         return variant, 0
-    if not window.isdigit() or not 1 <= int(window) < 2**31:
+    if not is_whole_number(window) or not 1 <= int(window) < 2**31:
         raise PetacommError(
             f"--variants: {variant!r}: expected NAME or NAME:wN with N from 1 to "
             f"{2**31 - 1} sends in flight"
@@ -429,7 +430,7 @@ def _graph_size(text: str) -> dict:
 
     name, sep, seed = text.partition(":")
     if name in GRAPHS:
-        if sep and not seed.isdigit():
+        if sep and not is_whole_number(seed):
             raise ValueError(f"expected NAME[:SEED] with SEED a whole number, got {text!r}")
         return {"graph": name, "seed": int(seed) if sep else 0}
     path = Path(text)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from petacomm.units import is_whole_number
+
 MAX_CORES = 1 << 16  # = network.MAX_CORES_PER_NODE
 
 
@@ -74,8 +76,7 @@ def parse_synthetic(text: str) -> NodeHierarchy:
     levels = []
     for item in text.split():
         name, colon, count = item.partition(":")
-        ascii_digits = count.isascii() and count.isdigit()  # not '٨' (Arabic-Indic eight)
-        if not colon or not ascii_digits or int(count) < 1 or not name:
+        if not colon or not is_whole_number(count) or int(count) < 1 or not name:
             raise ValueError(
                 f"node hierarchy {text!r}: item {item!r} should be name:count, e.g. core:8"
             )
