@@ -24,6 +24,9 @@ PROFILE = "petacomm profile: error: "
         (["--detail", "verbose"], ("--detail", "'verbose'")),
         (["--requests", "0"], ("--requests", "'0'")),
         (["--timeout", "0"], ("--timeout", "0")),
+        # a timer thread's wait overflowed: an OverflowError traceback, then the run went on
+        (["--timeout", "1e308"], ("--timeout", "1e308", "<= 1e+09")),
+        (["--timeout", "inf"], ("--timeout", "'inf'")),
         (["--profiler-lib", "NOT_A_LIBRARY"], ("--profiler-lib", "NOT_A_LIBRARY")),
         (["-o", "/proc/x.json"], ("--output", "/proc")),
     ],

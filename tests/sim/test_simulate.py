@@ -292,6 +292,8 @@ def test_mapmaker_size_is_checked():
         (["--size", ""], ("--size", "''")),
         (["--ranks", ""], ("--ranks", "''")),
         (["--variants", ""], ("--variants", "''")),
+        # subprocess's wait overflowed after the simulation: an OverflowError traceback
+        (["--timeout", "1e308"], ("--timeout", "1e308", "<= 1e+09")),
     ],
 )
 def test_bad_arguments_are_named(args, names):

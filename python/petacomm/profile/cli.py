@@ -21,6 +21,7 @@ def register(subparsers) -> None:
 
 def _register_profile(subparsers) -> None:
     from petacomm.profile import settings
+    from petacomm.topology.arguments import positive_seconds
 
     p = subparsers.add_parser(
         "profile",
@@ -36,7 +37,7 @@ def _register_profile(subparsers) -> None:
     settings.add_arguments(p)
     p.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         metavar="SECONDS",
         help="stop the run after SECONDS (SIGTERM to the launcher, as for a signal to this "
         "command) and keep what the ranks recorded",

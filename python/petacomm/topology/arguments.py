@@ -60,14 +60,21 @@ def seed_value(text: str) -> int:
     return value
 
 
+# Durations at most (about 31 years): a timer beyond overflows the system's waits (1e308 s
+# ended a simulate --timeout and a profile --timeout in an OverflowError traceback).
+MAX_SECONDS = 1e9
+
+
 def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0."""
+    """argparse type: a finite number of seconds > 0 and at most MAX_SECONDS."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of seconds > 0 and <= {MAX_SECONDS:g}, got {text!r}"
+        )
     return value
 
 
