@@ -153,6 +153,17 @@ def test_mapping_moves_ranks_between_hosts(tmp_path):
 
 
 @pytest.mark.mpi
+def test_a_relative_keep_directory_holds_the_files(tmp_path):
+    # smpirun runs in another directory: a relative --keep named no platform file there
+    # ("the file 'kept/platform.xml' does not exist"), whatever the run.
+    done = run_cli(
+        "simulate", "halo", "-q", "--ranks", "4", "--keep", "kept", cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.describe()
+    assert (tmp_path / "kept" / "platform.xml").is_file()
+
+
+@pytest.mark.mpi
 def test_flow_model_predicts_the_simulated_halo(tmp_path):
     # A 3-D box halo (26 neighbours, 256 KiB faces) of 32 ranks on a 4x4 torus, 2 per node:
     # routes of 1-4 hops share links, loopback faces stay inside a node. SimGrid is the
@@ -294,6 +305,9 @@ def test_mapmaker_size_is_checked():
         (["--variants", ""], ("--variants", "''")),
         # subprocess's wait overflowed after the simulation: an OverflowError traceback
         (["--timeout", "1e308"], ("--timeout", "1e308", "<= 1e+09")),
+        # mkdir's FileExistsError traceback (after the build); an empty name was ignored
+        (["--keep", "/proc/version"], ("--keep", "not a directory")),
+        (["--keep", ""], ("--keep", "empty")),
     ],
 )
 def test_bad_arguments_are_named(args, names):

@@ -381,6 +381,7 @@ def run(args) -> int:
         check_output_path(
             args.json, "--json", [("--rankfile", args.rankfile), ("--model", args.model)]
         )
+    keep = _keep_directory(args.keep)
     platform, machine = build_platform(args, preset)
     network = platform.network
     size_text = (preset.full_size if args.full else preset.size) if args.size is None else args.size
@@ -405,9 +406,11 @@ def run(args) -> int:
         )
     log = (lambda _m: None) if args.quiet else (lambda m: print(f"simulate: {m}", file=sys.stderr))
     tree = _build(tools, preset, log)
-    keep = Path(args.keep) if args.keep else None
     if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
+        try:
+            keep.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise PetacommError(f"--keep: cannot create '{args.keep}': {err.strerror}") from None
     doc = {
         "schema": JSON_SCHEMA,
         "preset": preset.name,
@@ -462,6 +465,20 @@ def run(args) -> int:
     if args.json:
         log(f"wrote {len(records)} records to {args.json}")
     return 0
+
+
+def _keep_directory(text: str | None) -> Path | None:
+    """--keep's directory, absolute: smpirun runs in another directory, where a relative one
+    named no platform file ('kdir/platform.xml' does not exist). A file there is refused
+    (it was mkdir's FileExistsError traceback), and so is an empty name (it was ignored)."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise PetacommError("--keep: empty directory name")
+    keep = Path(text).resolve()
+    if keep.exists() and not keep.is_dir():
+        raise PetacommError(f"--keep: '{text}' exists and is not a directory")
+    return keep
 
 
 def smpi_options(args, preset, platform) -> tuple[str, ...]:
