@@ -308,6 +308,11 @@ def test_mapmaker_size_is_checked():
         # mkdir's FileExistsError traceback (after the build); an empty name was ignored
         (["--keep", "/proc/version"], ("--keep", "not a directory")),
         (["--keep", ""], ("--keep", "empty")),
+        # subnormal: SimGrid aborted (exit code 134); an empty value was the machine's
+        (["--link-bandwidth", "1e-320"], ("--link-bandwidth", "1e-320", "> 0")),
+        (["--loopback-latency", "1e-320"], ("--loopback-latency", "1e-320")),
+        (["--link-bandwidth", ""], ("--link-bandwidth", "''")),
+        (["--loopback-latency", ""], ("--loopback-latency", "''")),
     ],
 )
 def test_bad_arguments_are_named(args, names):

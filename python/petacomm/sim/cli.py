@@ -259,7 +259,8 @@ def _rate(text: str, option: str) -> float:
         value = parse_size(text.removesuffix("/s").removesuffix("ps"))
     except ValueError as err:
         raise PetacommError(f"{option}: {err}") from None
-    if not math.isfinite(value) or value <= 0:
+    # A subnormal rate (1e-320) crashed SimGrid (abort, exit code 134).
+    if not math.isfinite(value) or value < sys.float_info.min:
         raise PetacommError(f"{option}: must be a finite rate > 0, got {text!r}")
     return value
 
@@ -275,6 +276,10 @@ def _seconds(text: str, option: str) -> float:
     if not math.isfinite(value) or not 0 <= value <= MAX_ALPHA_S:
         raise PetacommError(
             f"{option}: must be finite seconds >= 0 and <= {MAX_ALPHA_S:g}, got {text!r}"
+        )
+    if 0 < value < sys.float_info.min:  # subnormal: SimGrid aborted (exit code 134)
+        raise PetacommError(
+            f"{option}: expected 0 or seconds >= {sys.float_info.min:.3g}, got {text!r}"
         )
     return value
 
@@ -302,17 +307,22 @@ def build_platform(args, preset):
     else:
         profile = MACHINES[name]
     link, loop = profile.link, profile.loopback
+    # `is not None`: an empty value is refused, not taken for the machine's.
     link = LinkParameters(
-        _rate(args.link_bandwidth, "--link-bandwidth") if args.link_bandwidth else link.bandwidth,
-        _seconds(args.link_latency, "--link-latency") if args.link_latency else link.latency,
+        link.bandwidth
+        if args.link_bandwidth is None
+        else _rate(args.link_bandwidth, "--link-bandwidth"),
+        link.latency
+        if args.link_latency is None
+        else _seconds(args.link_latency, "--link-latency"),
     )
     loop = LinkParameters(
-        _rate(args.loopback_bandwidth, "--loopback-bandwidth")
-        if args.loopback_bandwidth
-        else loop.bandwidth,
-        _seconds(args.loopback_latency, "--loopback-latency")
-        if args.loopback_latency
-        else loop.latency,
+        loop.bandwidth
+        if args.loopback_bandwidth is None
+        else _rate(args.loopback_bandwidth, "--loopback-bandwidth"),
+        loop.latency
+        if args.loopback_latency is None
+        else _seconds(args.loopback_latency, "--loopback-latency"),
     )
     platform = user_error("--network", Platform, network, link, loop)
     return platform, name
