@@ -529,6 +529,10 @@ def test_halo_results_are_read_from_the_apps_json(tmp_path):
     for bad in ("2:star", "4:star:8", "2:ring:8", "2:star:0"):
         with pytest.raises(ValueError, match="DIMS:STENCIL:BYTES|whole number"):
             halo.parse_size(bad)
+    # 1e308 bytes overflowed the time estimate: an OverflowError traceback
+    for huge in ("2:star:1e308", "2:star:2GiB"):
+        with pytest.raises(ValueError, match="at most 1 GiB per face"):
+            halo.parse_size(huge)
     argv = halo.prepare(tmp_path, 8, {"dims": 2, "stencil": "star", "bytes": 64}, "sendrecv", 2)
     assert argv[:2] == ["petacomm-halo", "--dims"] and argv[argv.index("-i") + 1] == "2"
     # One configuration, one size, one variant, as petacomm-halo writes it (docs/halo.md).

@@ -345,6 +345,7 @@ def _transpose_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[fl
 
 # ---- halo exchanges: petacomm-halo on a logical grid (study 3) -----------------------------
 _HALO_JSON = "halo.json"
+MAX_HALO_FACE_BYTES = 1 << 30
 
 
 def _halo_size(text: str) -> dict:
@@ -356,6 +357,8 @@ def _halo_size(text: str) -> dict:
     nbytes = parse_size(parts[2])
     if nbytes < 1 or nbytes != int(nbytes):
         raise ValueError(f"expected a whole number of bytes >= 1, got {parts[2]!r}")
+    if nbytes > MAX_HALO_FACE_BYTES:  # 1e308 overflowed the time estimate (a traceback)
+        raise ValueError(f"BYTES: at most 1 GiB per face (MPI counts are int), got {parts[2]!r}")
     return {"dims": int(parts[0]), "stencil": parts[1], "bytes": int(nbytes)}
 
 
