@@ -136,6 +136,9 @@ def test_profiler_and_overhead_bench_refuse_bad_arguments(tmp_path):
     for options, name in (
         (["--profiler-lib", "NOT_A_LIBRARY"], "--profiler-lib"),
         (["--json", "/proc/overhead.json"], "--json"),
+        # read by the program with atoi: 2^32 + 1 iterations ran as 1
+        (["--iterations", "4294967297"], ("--iterations", "at most 2147483647")),
+        (["--calls", "4294967297"], ("--calls", "at most 2147483647")),
     ):
         expect_clean_error("bench", "profiler-overhead", *options, names=name)
 

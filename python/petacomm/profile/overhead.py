@@ -87,6 +87,7 @@ def register(subparsers) -> None:
 
 # The compute per iteration at most (a second).
 MAX_COMPUTE_US = 1e6
+MAX_C_INT = (1 << 31) - 1
 
 
 def _check(args) -> None:
@@ -100,6 +101,10 @@ def _check(args) -> None:
             raise PetacommError(f"--{name}: must be a positive integer, got {value}")
     if args.reps > 101:
         raise PetacommError(f"--reps: at most 101, got {args.reps}")
+    # The program reads them with atoi: 4294967297 iterations ran as 1.
+    for name in ("iterations", "calls"):
+        if getattr(args, name) > MAX_C_INT:
+            raise PetacommError(f"--{name}: at most {MAX_C_INT}, got {getattr(args, name)}")
     for option, value in (
         ("--compute-us", args.compute_us),
         ("--end-to-end-compute-us", args.end_to_end_compute_us),
