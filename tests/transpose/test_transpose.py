@@ -120,3 +120,16 @@ def test_offline_decision_from_statistics():
     assert by_name["xor"]["applicable"] and by_name["alltoall"]["predicted_seconds"] > 0
     # Blocks of 256/8 rows x 256/8 columns x 16 B: alltoall sends 7 of them.
     assert by_name["alltoall"]["bytes"] == 7 * 32 * 32 * 16
+
+
+def test_a_model_path_is_read_as_the_planners_model(tmp_path):
+    # A path (as petacomm.xchg takes it) was used as the model itself: AttributeError
+    # "'str' object has no attribute 'source'" from TransposePlan(..., model="m.json").
+    from petacomm.model.machine import MachineModel, default_model, save
+    from petacomm.transpose.cost import cost_params, resolve_model
+
+    path = save(default_model(), tmp_path / "m.json")
+    assert isinstance(resolve_model(str(path)), MachineModel)
+    assert cost_params(resolve_model(path)).p2p_alpha == cost_params(default_model()).p2p_alpha
+    with pytest.raises(ValueError, match="model: expected a petacomm.model.MachineModel"):
+        resolve_model(42)

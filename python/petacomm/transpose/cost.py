@@ -36,9 +36,9 @@ def cost_params(model) -> CostParams:
 
 
 def resolve_model(model):
-    """The given model, else the measured one if present, else None (the defaults)."""
-    if model is not None:
-        return model
-    from petacomm.model import load_or_default
+    """As petacomm.xchg takes it: a MachineModel, a model file's path (a path was used as a
+    model: AttributeError 'str' object has no attribute 'source'), or None (the measured
+    model if present, else the defaults); another type is refused naming ``model``."""
+    from petacomm.xchg.cost import resolve_model as resolve
 
-    return load_or_default()
+    return resolve(model)
