@@ -73,6 +73,15 @@ def _written_in_place(path: str | os.PathLike) -> bool:
         return False
 
 
+def refuse_empty_names(named: Inputs) -> None:
+    """PetacommError naming the first option given an empty file name: '' names no file,
+    and a command testing ``if args.output:`` would take it for the option left out (and
+    use its default file) without a word."""
+    for argument, value in named:
+        if value is not None and not os.fspath(value):
+            raise PetacommError(f"{argument}: empty file name")
+
+
 def check_output_path(
     path: str | os.PathLike, argument: str = "output", inputs: Inputs = ()
 ) -> Path:

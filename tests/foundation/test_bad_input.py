@@ -550,6 +550,20 @@ CASES = [
         ["bench", "profiler-overhead", "--json", "nodir/x.json"],
         ("--json", "directory 'nodir' does not exist"),
     ),
+    # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
+    # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
+    (["report", "missing.json", ""], ("LOG2", "empty file name")),
+    (["report", "missing.json", "--model", ""], ("--model", "empty file name")),
+    (["report", "missing.json", "-o", ""], ("-o", "empty file name")),
+    ([*MAP_RING, "--model", ""], ("--model", "empty file name")),
+    (["simulate", "transpose", "--json", ""], ("--json", "empty file name")),
+    (["simulate", "transpose", "--network", ""], ("--network", "empty value")),
+    (["simulate", "transpose", "--mapping", ""], ("--mapping", "empty value")),
+    (["netbench", "--raw", ""], ("--raw", "empty file name")),
+    (["netbench", "-o", ""], ("--output", "empty file name")),
+    (["profile", "-o", "", "--", "true"], ("-o", "empty file name")),
+    (["profile", "--mpicc", "", "--", "true"], ("--mpicc", "empty file name")),
+    (["bench", "profiler-overhead", "--mpiexec", ""], ("--mpiexec", "empty file name")),
 ]
 
 

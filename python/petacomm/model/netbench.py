@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.files import refuse_empty_names
 
 # Largest power-of-two message whose byte count fits MPI's int count argument.
 MAX_MESSAGE_BYTES = 1 << 30
@@ -171,6 +172,7 @@ def check_arguments(args) -> Settings:
     if args.mpiexec is not None and not args.mpiexec.strip():
         raise PetacommError("--mpiexec: empty launcher name")
     inputs = [("--raw", args.raw)]
+    refuse_empty_names([*inputs, ("--output", args.output)])  # '' named the directory '.'
     output = Path(args.output) if args.output is not None else default_model_path()
     if args.output is None:  # the default place is created (a path given must exist)
         try:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import check_output_path, write_text_atomically
+from petacomm.files import check_output_path, refuse_empty_names, write_text_atomically
 
 
 def register(subparsers) -> None:
@@ -141,26 +141,30 @@ def _report(args) -> int:
             f"--callsite-threshold: must be between 0 and 100 %, got {args.callsite_threshold:g}"
         )
     inputs = [("LOG", args.log), ("LOG2", args.log2), ("--model", args.model)]
-    if args.html:  # before reading anything: the HTML must never replace an input
+    refuse_empty_names([*inputs, ("-o", args.html)])
+    if args.html is not None:  # before reading anything: the HTML must never replace an input
         check_output_path(args.html, "-o", inputs)
     first = log.load(args.log)
     model = None
-    if args.model:
+    if args.model is not None:
         from petacomm.model import load as load_model
 
-        model = load_model(args.model)
-    if args.log2:
+        try:
+            model = load_model(args.model)
+        except PetacommError as err:
+            raise PetacommError(f"--model: {err}") from None
+    if args.log2 is not None:
         second = log.load(args.log2)
         comparison = compare.compare(first, second)
         sys.stdout.write(terminal.comparison_report(comparison))
-        if args.html:
+        if args.html is not None:
             write_text_atomically(Path(args.html), html.comparison_page(comparison), "-o", inputs)
             print(f"HTML report: {Path(args.html).resolve()}")
         return 0
     sys.stdout.write(
         terminal.report(first, all_calls=args.all, callsite_threshold=args.callsite_threshold)
     )
-    if args.html:
+    if args.html is not None:
         write_text_atomically(Path(args.html), html.page(first, model=model), "-o", inputs)
         print(f"HTML report: {Path(args.html).resolve()}")
     return 0

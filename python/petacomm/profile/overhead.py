@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import write_text_atomically
+from petacomm.files import refuse_empty_names, write_text_atomically
 
 TARGET_SLOWDOWN_PERCENT = 2.0
 TARGET_NS_PER_CALL = 50.0
@@ -130,6 +130,7 @@ def _check(args) -> None:
             )
     from petacomm.profile.run import check_library, check_writable
 
+    refuse_empty_names([("--profiler-lib", args.profiler_lib), ("--mpiexec", args.mpiexec)])
     if args.profiler_lib:
         check_library(Path(args.profiler_lib))
     if args.json is not None:

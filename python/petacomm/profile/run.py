@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from petacomm.errors import PetacommError
+from petacomm.files import refuse_empty_names
 from petacomm.launch import describe_launcher
 from petacomm.profile import builder, probes, settings
 
@@ -131,6 +132,9 @@ def prepare(command: list[str], args) -> ProfileRun:
     first = Path(command[0]).name
     is_launcher = first in LAUNCHERS
     program = target_program(command) if is_launcher else _executable(command[0])
+    refuse_empty_names(
+        [("--profiler-lib", args.profiler_lib), ("--mpicc", args.mpicc), ("-o", args.output)]
+    )
     notes: list[str] = []
     if args.profiler_lib:
         lib = Path(args.profiler_lib)

@@ -385,6 +385,14 @@ def run(args) -> int:
         key, sep, value = option.partition(":")
         if not sep or not key.strip() or not value.strip() or " " in option:
             raise PetacommError(f"--smpi-option: expected KEY:VALUE, got {option!r}")
+    from petacomm.files import refuse_empty_names
+
+    refuse_empty_names(
+        [("--json", args.json), ("--model", args.model), ("--rankfile", args.rankfile)]
+    )
+    for option, value in (("--network", args.network), ("--mapping", args.mapping)):
+        if value is not None and not value.strip():  # was taken for the preset's own
+            raise PetacommError(f"{option}: empty value")
     if args.json:
         from petacomm.files import check_output_path
 

@@ -13,6 +13,7 @@ import argparse
 import math
 
 from petacomm.errors import PetacommError
+from petacomm.files import refuse_empty_names
 
 RANK_KEYS = ("time", "max-contention", "avg-contention", "max-link-bytes", "hop-bytes")
 # Permutation candidates evaluated at most when --max-candidates is not given: all (d+1)!
@@ -278,6 +279,7 @@ def build_cost(args):
     from petacomm.topology.metrics import cost_parameters_from_model
     from petacomm.units import parse_size
 
+    refuse_empty_names([("--model", args.model)])  # '' read the directory '.'
     try:
         model = load_or_default(args.model)
         model.required_point_to_point_operation()  # every cost below is priced by it
