@@ -166,6 +166,7 @@ SPARSE = ["bench", "sparse-reduce"]
 PEERS = ["--peers", "petscsf", "--ranks", "2", "--generator", "uniform", "--keys-per-rank", "100"]
 PEERS += ["--reps", "2", "--setup-reps", "1", "--json", "old.json"]
 MAP_RING = [*MAP, "--pattern", "ranks 16; ring 1KiB"]
+MAP_RANKFILE = [*MAP_RING, "--output", "o.txt", "--format", "rankfile"]
 NETBENCH = ["netbench", "-o", "written-model.json"]
 
 CASES = [
@@ -221,13 +222,19 @@ CASES = [
     ([*MAP_RING, "--hwloc", "a_directory.csv"], ("--hwloc", "directory")),
     ([*MAP_RING, "--hwloc", "hwloc_bad.xml"], ("--hwloc", "invalid XML")),
     ([*MAP_RING, "--hwloc", "hwloc_no_cores.xml"], ("--hwloc", "no Core objects")),
-    ([*MAP_RING, "--hosts", "missing.txt"], ("--hosts", "no such file")),
-    ([*MAP_RING, "--hosts", "binary.csv"], ("--hosts", "binary")),
-    ([*MAP_RING, "--hosts", "hosts.txt"], ("--hosts", "2 host names for 16 nodes")),
+    ([*MAP_RANKFILE, "--hosts", "missing.txt"], ("--hosts", "no such file")),
+    ([*MAP_RANKFILE, "--hosts", "binary.csv"], ("--hosts", "binary")),
+    ([*MAP_RANKFILE, "--hosts", "hosts.txt"], ("--hosts", "2 host names for 16 nodes")),
     (
-        [*MAP_RING, "--hosts", "openmpi_hostfile.txt"],
+        [*MAP_RANKFILE, "--hosts", "openmpi_hostfile.txt"],
         ("--hosts", "line 1: expected one host name, got 'n0 slots=4'"),
     ),
+    # they name the launcher file's hosts: without --output they were ignored
+    ([*MAP_RING, "--hosts", "hosts.txt"], ("--hosts", "only used with --output")),
+    ([*MAP_RING, "--host-template", ""], ("--host-template", "only used with --output")),
+    # a bad format spec was found writing the file, after the search, and named --output
+    ([*MAP_RANKFILE, "--host-template", "x{node:q}"], ("--host-template", "Unknown format code")),
+    ([*MAP_RANKFILE, "--host-template", "a b{node}"], ("--host-template", "'a b0'", "space")),
     # ---- map: patterns -----------------------------------------------------------------------
     ([*MAP, "--pattern", ""], ("--pattern", "at least one traffic statement")),
     ([*MAP, "--pattern", "grid2d 4x4 hexagon 1KiB"], ("--pattern", "column 12")),

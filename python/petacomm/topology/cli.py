@@ -215,6 +215,13 @@ def _check_output_options(args) -> None:
         )
     if args.format is not None and args.output is None:
         raise PetacommError("--output: required with --format")
+    if args.output is None:  # they name the hosts of the launcher file --output writes
+        for option, given in (
+            ("--hosts", args.hosts is not None),
+            ("--host-template", args.host_template != _NOT_FOR_BENCHMARK["host_template"]),
+        ):
+            if given:
+                raise PetacommError(f"{option}: only used with --output (the launcher file)")
     if args.output is not None:
         check_output_path(args.output, "--output", pattern_inputs(args))
         from petacomm.topology.launcher_files import check_host_template

@@ -58,6 +58,15 @@ def check_host_template(template: str) -> None:
         raise ValueError(
             f"host template {template!r}: unknown field {{{unknown[0]}}} (only {{node}})"
         )
+    try:  # a bad format spec ({node:q}) failed only when the file was written, after the search
+        host = template.format(node=0)
+    except (ValueError, IndexError, KeyError) as err:
+        raise ValueError(f"host template {template!r}: {err}") from None
+    if any(c.isspace() or not c.isprintable() for c in host):
+        raise ValueError(
+            f"host template {template!r}: host names made from it ({host!r}) hold a space or a "
+            "control character, which a rankfile or host list cannot"
+        )
 
 
 def parse_host_file(text: str) -> list[str]:
