@@ -315,6 +315,7 @@ CASES = [
     ([*MAP_RING, "--link-bandwidth", "0"], ("--link-bandwidth", "> 0")),
     ([*MAP_RING, "--link-bandwidth", "-1GB"], ("--link-bandwidth", "byte size")),
     ([*MAP_RING, "--link-bandwidth", "nan"], ("--link-bandwidth", "byte size")),
+    ([*MAP_RING, "--link-bandwidth", "1e-320"], ("--link-bandwidth", "> 0")),  # named --model
     ([*MAP_RING, "--link-bandwidth", "1e400"], ("--link-bandwidth", "too large")),
     ([*MAP_RING, "--link-bandwidth", "fast"], ("--link-bandwidth", "byte size")),
     # ---- map: search and output options -------------------------------------------------------

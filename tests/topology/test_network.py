@@ -1,6 +1,5 @@
 """Network models and their one-line text forms."""
 
-
 import numpy as np
 import pytest
 

@@ -291,7 +291,8 @@ def build_cost(args):
             bandwidth = parse_size(args.link_bandwidth.removesuffix("/s"))
         except ValueError as err:
             raise PetacommError(f"--link-bandwidth: {err}") from None
-        if not math.isfinite(bandwidth) or bandwidth <= 0:
+        # 1e-320 B/s (subnormal) made 1/bandwidth infinite, refused later as --model's.
+        if not math.isfinite(bandwidth) or bandwidth <= 0 or not math.isfinite(1.0 / bandwidth):
             raise PetacommError(
                 f"--link-bandwidth: must be a finite rate > 0, got {args.link_bandwidth!r}"
             )
