@@ -446,6 +446,9 @@ CASES = [
     ([*NETBENCH, "-m", "nan:8"], ("-m", "byte size")),
     ([*NETBENCH, "-m", "8:1e400"], ("-m", "too large")),
     ([*NETBENCH, "-m", "8:2G"], ("-m", "at most 1 GiB")),
+    # reached the program, refused there after the launch; a second pingpong measured twice
+    ([*NETBENCH, "--max-buffer", "1e308"], ("--max-buffer", "9223372036854775807 bytes")),
+    ([*NETBENCH, "--ops", "pingpong,pingpong"], ("--ops", "pingpong is listed twice")),
     ([*NETBENCH, "-m", "8"], ("-m", "MIN:MAX")),
     ([*NETBENCH, "-x", "-1"], ("-x", ">= 0")),
     ([*NETBENCH, "-i", "0"], ("-i", "positive integer")),

@@ -35,6 +35,10 @@ def test_overhead_command_prints_figures(tmp_path):
         (["--ranks", "2000"], "--ranks: at most 1024 ranks"),
         (["--json", ""], "--json: empty file name"),
         (["--peers", ","], "--peers: no peer named"),
+        # measured and shown twice, or run a thousand times over
+        (["--peers", "ipm,ipm"], "--peers: ipm is listed twice"),
+        (["--keys", "16,16"], "--keys: 16 is listed twice"),
+        (["--end-to-end-reps", "1000"], "--end-to-end-reps: at most 101"),
     ],
 )
 def test_overhead_command_checks_arguments(argv, message):

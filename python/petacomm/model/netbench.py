@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import refuse_empty_names
 
 # Largest power-of-two message whose byte count fits MPI's int count argument.
@@ -24,6 +24,8 @@ MAX_MESSAGE_BYTES = 1 << 30
 MAX_LOCAL_RANKS_PER_CORE = 16
 ALLOCATION_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID", "FLUX_JOB_ID")
 MAX_REPEATS = 1_000_000  # -x, -i, -r: beyond this a run would not end in any useful time
+# --max-buffer: the program holds it in an unsigned 64-bit integer; the bound keeps it signed.
+MAX_BUFFER_BYTES = (1 << 63) - 1
 
 OPERATIONS = (
     "pingpong",
@@ -160,8 +162,10 @@ def check_arguments(args) -> Settings:
     iterations = _positive_int(args.iterations, "-i", maximum=MAX_REPEATS)
     repetitions = _positive_int(args.repetitions, "-r", maximum=MAX_REPEATS)
     max_buffer = parse_byte_count(args.max_buffer, "--max-buffer")
-    if max_buffer < 1:
-        raise PetacommError(f"--max-buffer: must be at least 1 byte, got '{args.max_buffer}'")
+    if not 1 <= max_buffer <= MAX_BUFFER_BYTES:  # 1e308 was refused by the program, launched
+        raise PetacommError(
+            f"--max-buffer: must be from 1 to {MAX_BUFFER_BYTES} bytes, got '{args.max_buffer}'"
+        )
     ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     unknown = [op for op in ops if op not in OPERATIONS]
     if unknown or not ops:
@@ -169,6 +173,7 @@ def check_arguments(args) -> Settings:
             f"--ops: unknown operation '{unknown[0] if unknown else args.ops}' "
             f"(choose from {', '.join(OPERATIONS)})"
         )
+    refuse_repeats(ops, "--ops")
     if args.mpiexec is not None and not args.mpiexec.strip():
         raise PetacommError("--mpiexec: empty launcher name")
     inputs = [("--raw", args.raw)]

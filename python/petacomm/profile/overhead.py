@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import refuse_empty_names, write_text_atomically
 
 TARGET_SLOWDOWN_PERCENT = 2.0
@@ -120,9 +120,12 @@ def _check(args) -> None:
     for peer in _peer_names(args.peers or ""):
         if peer not in PEERS:
             raise PetacommError(f"--peers: unknown peer {peer!r} (known: {', '.join(PEERS)})")
+    refuse_repeats(_peer_names(args.peers or ""), "--peers")
     for name in ("end_to_end_ranks", "end_to_end_reps"):
         if getattr(args, name) < 1:
             raise PetacommError(f"--{name.replace('_', '-')}: must be a positive integer")
+    if args.end_to_end_reps > 101:  # as --reps: each is a whole run of every tool
+        raise PetacommError(f"--end-to-end-reps: at most 101, got {args.end_to_end_reps}")
     for option, value in (("--ranks", args.ranks), ("--end-to-end-ranks", args.end_to_end_ranks)):
         if value > MAX_LOCAL_RANKS:
             raise PetacommError(
@@ -148,6 +151,7 @@ def _key_counts(text: str) -> list[int]:
         raise PetacommError(f"--keys: not a list of counts: {text!r}") from None
     if not counts or any(not 1 <= k <= 40960 for k in counts) or len(counts) > 16:
         raise PetacommError(f"--keys: up to 16 counts of 1 to 40960, got {text!r}")
+    refuse_repeats(counts, "--keys")  # a count twice was measured and shown twice
     return counts
 
 
