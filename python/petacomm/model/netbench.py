@@ -162,9 +162,11 @@ def check_arguments(args) -> Settings:
     iterations = _positive_int(args.iterations, "-i", maximum=MAX_REPEATS)
     repetitions = _positive_int(args.repetitions, "-r", maximum=MAX_REPEATS)
     max_buffer = parse_byte_count(args.max_buffer, "--max-buffer")
-    if not 1 <= max_buffer <= MAX_BUFFER_BYTES:  # 1e308 was refused by the program, launched
+    if max_buffer < 1:
+        raise PetacommError(f"--max-buffer: must be at least 1 byte, got '{args.max_buffer}'")
+    if max_buffer > MAX_BUFFER_BYTES:  # 1e308 was refused by the program, after the launch
         raise PetacommError(
-            f"--max-buffer: must be from 1 to {MAX_BUFFER_BYTES} bytes, got '{args.max_buffer}'"
+            f"--max-buffer: at most {MAX_BUFFER_BYTES} bytes, got '{args.max_buffer}'"
         )
     ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     unknown = [op for op in ops if op not in OPERATIONS]
