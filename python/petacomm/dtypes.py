@@ -18,6 +18,15 @@ def codes_by_dtype(codes_by_name: dict[str, int]) -> dict[np.dtype, int]:
     return {np.dtype(name): code for name, code in codes_by_name.items()}
 
 
+def numpy_dtype(dtype, what: str) -> np.dtype:
+    """``np.dtype(dtype)``; ValueError naming ``what`` when numpy knows no such dtype (its own
+    "data type 'x' not understood" names no argument)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"{what}: not a numpy dtype: {dtype!r}") from None
+
+
 def refusal(dtype, expected) -> str:
     """Why ``dtype`` is refused, for an error message after "ARGUMENT: ": a byte-swapped
     dtype by its byte-order string (``>f8``) and how to convert it, any other by its name

@@ -1,5 +1,7 @@
 """The error type for user errors: the CLI prints its message on one line, no traceback."""
 
+import numbers
+
 
 class PetacommError(Exception):
     """A user-facing error: bad argument, missing tool, unreadable or invalid file.
@@ -17,3 +19,12 @@ def refuse_repeats(values, option: str) -> None:
         if v in seen:
             raise PetacommError(f"{option}: {v} is listed twice")
         seen.add(v)
+
+
+def integer_argument(value, name: str) -> int:
+    """``value`` as an int when it is an integer (a Python or numpy one, not a bool);
+    ValueError naming ``name`` otherwise: int() would truncate 4.5 to 4, read "44" as 44 and
+    refuse NaN in words that name nothing."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}: expected an integer, got {value!r}")
+    return int(value)

@@ -85,6 +85,17 @@ class StrategyInfo(ctypes.Structure):
     ]
 
 
+def communicator_handle(comm) -> int:
+    """The Fortran handle of an mpi4py communicator, which the C API's ``_f`` entry points
+    take; TypeError naming ``comm`` for anything else (None gave "'NoneType' object has no
+    attribute 'py2f'"). Without a communicator nothing can be agreed with the other ranks,
+    so this is the one check a plan's constructor makes before its collective call."""
+    py2f = getattr(comm, "py2f", None)
+    if py2f is None:
+        raise TypeError(f"comm: expected an mpi4py communicator, got {comm!r}")
+    return int(py2f())
+
+
 def caller_error(refused: Exception | None) -> bytes | None:
     """What a binding refused on its own rank, as the ``caller_error`` of a creation call
     (``petacomm_*_create_ext``): the library's collective argument check then fails every

@@ -60,6 +60,35 @@ def creation():
             ["shape: expected (n0, n1), got (16, 8, 2)"],
             lambda: petacomm.TransposePlan(comm, (16, 8, 2) if mine else (16, 8)),
         ),
+        # int() read these as (16, 8), (4, 4), 1 and 16: now refused by name
+        (
+            ["shape: expected an integer, got 16.5"],
+            lambda: petacomm.TransposePlan(comm, (16.5, 8) if mine else (16, 8)),
+        ),
+        (
+            ["shape: expected a sequence of integers, got '44'"],
+            lambda: petacomm.TransposePlan(comm, "44" if mine else (16, 8)),
+        ),
+        (
+            ["howmany: expected an integer, got 1.5"],
+            lambda: petacomm.TransposePlan(comm, (16, 8), howmany=1.5 if mine else 1),
+        ),
+        (
+            ["grid: expected an integer, got 16.0"],
+            lambda: petacomm.PencilPlan(comm, (4, 5, 6), (1, 16.0) if mine else (1, size)),
+        ),
+        (  # int(nan) said "cannot convert float NaN to integer"
+            ["measure_reps: expected an integer, got nan"],
+            lambda: petacomm.TransposePlan(comm, (16, 8), measure_reps=np.nan if mine else 3),
+        ),
+        (
+            ["dtype: not a numpy dtype: 'nonsense'"],
+            lambda: petacomm.TransposePlan(comm, (16, 8), "nonsense" if mine else np.complex128),
+        ),
+        (
+            ["modes: expected an integer, got 1.5"],
+            lambda: petacomm.FourierFilter(comm, (2, 8, 8), (1.5, 1) if mine else (1, 1)),
+        ),
         (
             ["mask: expected a one-dimensional array, got shape (2, 4)"],
             lambda: petacomm.TransposePlan(comm, (16, 8), mask=np.ones((2, 4)) if mine else None),

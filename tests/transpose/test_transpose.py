@@ -133,3 +133,13 @@ def test_a_model_path_is_read_as_the_planners_model(tmp_path):
     assert cost_params(resolve_model(path)).p2p_alpha == cost_params(default_model()).p2p_alpha
     with pytest.raises(ValueError, match="model: expected a petacomm.model.MachineModel"):
         resolve_model(42)
+
+
+@pytest.mark.parametrize("plan", ["TransposePlan", "PencilPlan", "FourierFilter"])
+def test_a_plan_without_a_communicator_is_refused_naming_comm(plan):
+    # None gave AttributeError "'NoneType' object has no attribute 'py2f'".
+    args = {"TransposePlan": ((16, 8),), "PencilPlan": ((4, 5, 6), (1, 1))}
+    with pytest.raises(TypeError, match="comm: expected an mpi4py communicator, got None"):
+        import petacomm
+
+        getattr(petacomm, plan)(None, *args.get(plan, ((2, 8, 8), (1, 1))))

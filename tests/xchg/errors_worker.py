@@ -82,6 +82,8 @@ def one_rank_bad_creation(keys):
         ({"keys": keys.reshape(-1, 1)}, ["keys", "one-dimensional", "(5, 1)"], other),
         ({"dtype": np.float16}, ["dtype", "float16"], other),
         ({"dtype": np.dtype(np.complex128).newbyteorder()}, ["dtype", "byte order"], other),
+        # numpy's own "data type 'nonsense' not understood" named no argument
+        ({"dtype": "nonsense"}, ["dtype", "not a numpy dtype", "'nonsense'"], other),
         ({"chunk_keys": "many"}, ["chunk_keys", "many"], other),
         ({"send_window": -1}, ["send_window", "must be >= 0", "-1"], other),
         ({"send_window": 2.5}, ["send_window", "expected an integer", "2.5"], other),
@@ -143,6 +145,7 @@ def one_rank_bad_execution(keys, strategy, plan_k):
             (good.astype(good.dtype.newbyteorder()), "sum", ["values", "byte order"], other),
             (np.asfortranarray(good), "sum", ["C-contiguous"], other),
             (good.copy(), "median", ["op", "median"], other),
+            (good.copy(), [], ["op", "[]"], other),  # was "unhashable type: 'list'"
             (good.copy(), "max", ["op", "max", f"rank {bad}"], ["op on rank"]),
         ]
         for values, op, mine, theirs in cases:

@@ -70,3 +70,11 @@ def test_setup_statistics_clock_and_agreement(ranks):
     env = {"PETACOMM_NODE_SIZE": "2" if ranks == 4 else "3"} if ranks >= 4 else None
     result = mpirun_python(ranks, str(HERE / "setup_worker.py"), timeout=180, env=env)
     _all_ranks_say(result, "setup ok", ranks)
+
+
+def test_a_plan_without_a_communicator_is_refused_naming_comm():
+    # None gave AttributeError "'NoneType' object has no attribute 'py2f'".
+    import petacomm
+
+    with pytest.raises(TypeError, match="comm: expected an mpi4py communicator, got None"):
+        petacomm.SparseReducePlan(None, [1, 2, 3])

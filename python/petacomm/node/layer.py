@@ -179,7 +179,7 @@ class NodeLayer:
 
     def __init__(self, comm, *, node_size: int = 0, **options):
         self._lib = _capi.library()
-        handle = comm.py2f()  # without a communicator nothing can be agreed
+        handle = native.communicator_handle(comm)  # without a communicator nothing can be agreed
         opts = _capi.Options()
         _capi.check(
             self._lib,

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 
-from petacomm.native import caller_error
+from petacomm.native import caller_error, communicator_handle
 from petacomm.transpose import _capi
 from petacomm.transpose.arrays import check_creation, descriptor
 from petacomm.transpose.plan import (
@@ -17,6 +17,7 @@ from petacomm.transpose.plan import (
     _require_fit,
     _run,
     build_options,
+    integers,
 )
 
 
@@ -45,13 +46,13 @@ class FourierFilter(_Handle):
         cost: dict | None = None,
     ):
         super().__init__()
-        handle = int(comm.py2f())  # without a communicator nothing can be agreed
+        handle = communicator_handle(comm)  # without a communicator nothing can be agreed
         # As TransposePlan's: arguments refused here fail on every rank together.
         refused = None
         try:
-            dims = tuple(int(n) for n in shape)
-            kept = tuple(int(m) for m in modes)
-            grid2 = (1, comm.Get_size()) if grid is None else tuple(int(g) for g in grid)
+            dims = integers(shape, "shape")
+            kept = integers(modes, "modes")
+            grid2 = (1, comm.Get_size()) if grid is None else integers(grid, "grid")
             if len(dims) != 3:
                 raise ValueError(f"shape: expected (n_s, n_chi, n_phi), got {shape!r}")
             if len(kept) != 2:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from petacomm.errors import PetacommError
-from petacomm.native import caller_error
+from petacomm.dtypes import numpy_dtype
+from petacomm.errors import PetacommError, integer_argument
+from petacomm.native import caller_error, communicator_handle
 from petacomm.transpose import _capi
 from petacomm.transpose.arrays import check_creation, descriptor, dtype_code, local_message
 
@@ -60,9 +61,9 @@ def build_options(
     options = _capi.default_options()
     options.strategy = str(strategy).encode()
     options.planner = str(planner).encode()
-    options.window = int(window)
-    options.measure_reps = int(measure_reps)
-    options.node_size = int(node_size)
+    options.window = integer_argument(window, "window")
+    options.measure_reps = integer_argument(measure_reps, "measure_reps")
+    options.node_size = integer_argument(node_size, "node_size")
     if cost is None:
         from petacomm.transpose.cost import cost_params, resolve_model
 
@@ -109,8 +110,8 @@ class _Handle:
         """Sets ``dtype`` and ``howmany`` of a transpose's elements, checks them and the
         extents ``dims`` against the C API's 64-bit integers, and returns the library's code
         of the dtype (an unknown one: refused by the library, on every rank)."""
-        self.dtype = np.dtype(dtype)
-        self.howmany = int(howmany)
+        self.dtype = numpy_dtype(dtype, "dtype")
+        self.howmany = integer_argument(howmany, "howmany")
         _require_fit(dims, "shape", 64)
         _require_fit((self.howmany,), "howmany", 64)
         return dtype_code(self.dtype)
@@ -130,6 +131,14 @@ class _Handle:
 # What a constructor refuses on its own rank before the collective call (a model file that
 # cannot be read is a PetacommError).
 _REFUSED = (ValueError, TypeError, OverflowError, PetacommError)
+
+
+def integers(values, name: str) -> tuple[int, ...]:
+    """A shape, grid or modes as a tuple of ints; ValueError naming ``name`` when it is not a
+    sequence of integers (int() read (4.5, 4) as (4, 4) and the text "44" as (4, 4))."""
+    if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name}: expected a sequence of integers, got {values!r}")
+    return tuple(integer_argument(value, name) for value in values)
 
 
 def _require_fit(values: tuple, what: str, bits: int) -> None:
@@ -184,12 +193,12 @@ class TransposePlan(_Handle):
         cost: dict | None = None,
     ):
         super().__init__()
-        handle = int(comm.py2f())  # without a communicator nothing can be agreed
+        handle = communicator_handle(comm)  # without a communicator nothing can be agreed
         # Arguments refused here still take part in the library's collective check (as its
         # caller_error, the others replaced by placeholders), so every rank fails together.
         refused = None
         try:
-            dims = tuple(int(n) for n in shape)
+            dims = integers(shape, "shape")
             if len(dims) != 2:
                 raise ValueError(f"shape: expected (n0, n1), got {shape!r}")
             code = self._set_elements(dtype, howmany, dims)
@@ -334,12 +343,12 @@ class PencilPlan(_Handle):
         cost: dict | None = None,
     ):
         super().__init__()
-        handle = int(comm.py2f())  # without a communicator nothing can be agreed
+        handle = communicator_handle(comm)  # without a communicator nothing can be agreed
         # As TransposePlan's: arguments refused here fail on every rank together.
         refused = None
         try:
-            dims = tuple(int(n) for n in shape)
-            grid2 = tuple(int(g) for g in grid)
+            dims = integers(shape, "shape")
+            grid2 = integers(grid, "grid")
             if len(dims) != 3:
                 raise ValueError(f"shape: expected (n0, n1, n2), got {shape!r}")
             if len(grid2) != 2:

@@ -13,8 +13,9 @@ import json
 
 import numpy as np
 
-from petacomm.dtypes import codes_by_dtype, refusal
-from petacomm.errors import PetacommError
+from petacomm.dtypes import codes_by_dtype, numpy_dtype, refusal
+from petacomm.errors import PetacommError, integer_argument
+from petacomm.native import communicator_handle
 from petacomm.xchg import _capi
 
 TRANSPORTS = ("p2p", "neighbor", "alltoallv")
@@ -24,7 +25,7 @@ _DTYPE_CODES = codes_by_dtype(_capi.DTYPES)
 def _dtype_code(dtype, what: str) -> int:
     """The library's code of ``dtype``; ValueError naming ``what`` for any other (a
     byte-swapped one too: see petacomm.dtypes)."""
-    dtype = np.dtype(dtype)
+    dtype = numpy_dtype(dtype, what)
     code = _DTYPE_CODES.get(dtype)
     if code is None:
         raise ValueError(f"{what}: {refusal(dtype, _capi.DTYPES)}")
@@ -86,9 +87,7 @@ def _derive_options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
             raise ValueError(f"{name}: expected a string, got {given[name]!r}")
         setattr(options, name, given[name].encode())
     for name in ("chunk_keys", "allgather_keys", "hub_threshold", "autotune", "send_window", "k"):
-        value = given[name]
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise ValueError(f"{name}: expected an integer, got {value!r}")
+        integer_argument(given[name], name)
     options.chunk_keys = int(given["chunk_keys"])
     options.allgather_keys = int(given["allgather_keys"])
     options.hub_threshold = int(given["hub_threshold"])
@@ -149,7 +148,8 @@ class SparseReducePlan:
         self._plan = _capi.Plan()
         self._lib = _capi.library()
         self._pending = None
-        self._comm_handle = int(comm.py2f())  # without a communicator nothing can be agreed
+        # Without a communicator nothing can be agreed: refused here, on every rank.
+        self._comm_handle = communicator_handle(comm)
         self._size = comm.Get_size()
         self._keys = np.zeros(0, dtype=np.int64)
         # Problems found here are passed to the native call, which takes part in the
@@ -201,12 +201,12 @@ class SparseReducePlan:
         problem, array, k, code, handle = None, None, 1, 0, self._comm_handle
         try:
             array, k, code = self._check_values(values)
-            if op not in _capi.OPS:
+            if not isinstance(op, str) or op not in _capi.OPS:  # [] was "unhashable type"
                 raise ValueError(
                     f"op: unknown operator {op!r} (expected one of {', '.join(_capi.OPS)})"
                 )
             if comm is not None:
-                handle = int(comm.py2f())
+                handle = communicator_handle(comm)
         except (ValueError, TypeError, AttributeError) as err:
             problem = str(err).encode(errors="replace") or b"invalid argument"
         status = self._lib.petacomm_xchg_execute_begin_ext_f(
