@@ -133,6 +133,16 @@ def test_profiler_and_overhead_bench_refuse_bad_arguments(tmp_path):
     expect_clean_error(
         "profiler", "build", "--mpicc", str(tmp_path / "no-mpicc"), names=("--mpicc", "no-mpicc")
     )
+    # handed to make as it was
+    expect_clean_error(
+        "profiler",
+        "build",
+        "--mpicc",
+        "mpicc",
+        "-j",
+        "99999999999",
+        names=("--jobs", "at most 1024"),
+    )
     for options, name in (
         (["--profiler-lib", "NOT_A_LIBRARY"], "--profiler-lib"),
         (["--json", "/proc/overhead.json"], "--json"),

@@ -82,11 +82,17 @@ def _register_profiler(subparsers) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
+# Compile jobs at most: more is a typing error, not a machine (make forks each one).
+MAX_BUILD_JOBS = 1024
+
+
 def _profiler_build(args) -> int:
     from petacomm.profile import builder
 
     if args.jobs is not None and args.jobs < 1:
         raise PetacommError(f"--jobs: must be a positive integer, got {args.jobs}")
+    if args.jobs is not None and args.jobs > MAX_BUILD_JOBS:  # was handed to make as it was
+        raise PetacommError(f"--jobs: at most {MAX_BUILD_JOBS}, got {args.jobs}")
     prof = builder.build(args.mpicc, jobs=args.jobs, verbose=args.verbose)
     print(f"profiler: {prof.library}")
     print(f"links:    {prof.libmpi}")
