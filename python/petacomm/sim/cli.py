@@ -306,24 +306,17 @@ def build_platform(args, preset):
             raise PetacommError(f"--model: {err}") from None
     else:
         profile = MACHINES[name]
-    link, loop = profile.link, profile.loopback
-    # `is not None`: an empty value is refused, not taken for the machine's.
-    link = LinkParameters(
-        link.bandwidth
-        if args.link_bandwidth is None
-        else _rate(args.link_bandwidth, "--link-bandwidth"),
-        link.latency
-        if args.link_latency is None
-        else _seconds(args.link_latency, "--link-latency"),
-    )
-    loop = LinkParameters(
-        loop.bandwidth
-        if args.loopback_bandwidth is None
-        else _rate(args.loopback_bandwidth, "--loopback-bandwidth"),
-        loop.latency
-        if args.loopback_latency is None
-        else _seconds(args.loopback_latency, "--loopback-latency"),
-    )
+
+    def given(default, name: str):
+        """--NAME-bandwidth and --NAME-latency over the machine's ``default`` (`is None`: an
+        empty value is refused, not taken for the machine's)."""
+        bandwidth, latency = getattr(args, f"{name}_bandwidth"), getattr(args, f"{name}_latency")
+        return LinkParameters(
+            default.bandwidth if bandwidth is None else _rate(bandwidth, f"--{name}-bandwidth"),
+            default.latency if latency is None else _seconds(latency, f"--{name}-latency"),
+        )
+
+    link, loop = given(profile.link, "link"), given(profile.loopback, "loopback")
     platform = user_error("--network", Platform, network, link, loop)
     return platform, name
 
