@@ -561,6 +561,9 @@ CASES = [
         ["bench", "profiler-overhead", "--json", "nodir/x.json"],
         ("--json", "directory 'nodir' does not exist"),
     ),
+    # ---- bench mapmaker, node, sweep3d, halo, transpose, fftfilter: refused before a launch ----
+    # --mk all counted the divisors of K one by one: 10^11 cells hung
+    (["bench", "sweep3d", "--grid", "100000000000x1x1"], ("--grid", "at most 1048576 cells")),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

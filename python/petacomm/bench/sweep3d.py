@@ -25,6 +25,7 @@ from petacomm.errors import PetacommError
 from petacomm.units import is_whole_number
 
 SCHEMA_VERSION = 1
+MAX_EXTENT = 1 << 20  # cells per axis petacomm-sweep3d takes (its --grid)
 
 
 def register(subparsers) -> None:
@@ -68,6 +69,8 @@ def _grid(text: str) -> tuple[int, int, int]:
     parts = text.split("x")
     if len(parts) != 3 or not all(is_whole_number(p) and int(p) > 0 for p in parts):
         raise PetacommError(f"--grid: expected IxJxK such as 32x32x32, got '{text}'")
+    if max(int(p) for p in parts) > MAX_EXTENT:  # "all" of --mk counts the divisors of K
+        raise PetacommError(f"--grid: at most {MAX_EXTENT} cells per axis, got '{text}'")
     return tuple(int(p) for p in parts)  # type: ignore[return-value]
 
 
