@@ -188,11 +188,15 @@ def _recorded_mpiexec() -> str | None:
 
 def find_mpiexec(explicit: str | None = None) -> Launcher:
     """The launcher to use; raises PetacommError saying how to get one when there is none."""
-    chosen = explicit or os.environ.get("PETACOMM_MPIEXEC")
+    if explicit is not None and not explicit.strip():  # '' was taken for no --mpiexec
+        raise PetacommError("--mpiexec: empty launcher name")
+    source, chosen = "--mpiexec", explicit
+    if chosen is None:
+        source, chosen = "PETACOMM_MPIEXEC", os.environ.get("PETACOMM_MPIEXEC")
     if chosen:
         resolved = shutil.which(chosen)
         if not resolved:
-            raise PetacommError(f"mpiexec: '{chosen}' not found or not executable")
+            raise PetacommError(f"{source}: '{chosen}' not found or not executable")
         return describe_launcher(resolved)
     beside_python = Path(sys.executable).parent / "mpiexec"
     for candidate in (

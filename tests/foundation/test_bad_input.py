@@ -564,6 +564,9 @@ CASES = [
     # ---- bench mapmaker, node, sweep3d, halo, transpose, fftfilter: refused before a launch ----
     # --mk all counted the divisors of K one by one: 10^11 cells hung
     (["bench", "sweep3d", "--grid", "100000000000x1x1"], ("--grid", "at most 1048576 cells")),
+    # an empty --mpiexec was taken for the option left out: the default launcher ran
+    (["bench", "node", "--mpiexec", ""], ("--mpiexec", "empty launcher name")),
+    (["bench", "halo", "--mpiexec", " "], ("--mpiexec", "empty launcher name")),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

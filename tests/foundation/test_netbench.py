@@ -185,7 +185,8 @@ def test_no_mpiexec(tmp_path):
     env = mpi_test_env({"PETACOMM_MPIEXEC": str(tmp_path / "no-such-mpiexec")})
     done = petacomm("netbench", "-o", str(tmp_path / "m.json"), env=env)
     assert done.returncode == 2
-    assert "mpiexec: " in done.stderr and "not found" in done.stderr
+    # the variable is named (it said "mpiexec:", as if an option had been given)
+    assert "PETACOMM_MPIEXEC: " in done.stderr and "not found" in done.stderr
     assert not (tmp_path / "m.json").exists()
 
 
