@@ -567,6 +567,12 @@ CASES = [
     # an empty --mpiexec was taken for the option left out: the default launcher ran
     (["bench", "node", "--mpiexec", ""], ("--mpiexec", "empty launcher name")),
     (["bench", "halo", "--mpiexec", " "], ("--mpiexec", "empty launcher name")),
+    # --json was checked only when the results were written, after every run ('' ignored)
+    (["bench", "mapmaker", "--json", "a_directory.json"], ("--json", "directory")),
+    (["bench", "node", "--json", "nodir/x.json"], ("--json", "directory 'nodir' does not")),
+    (["bench", "node", "--json", ""], ("--json", "empty file name")),
+    (["bench", "sweep3d", "--json", ""], ("--json", "empty file name")),
+    (["bench", "halo", "--json", ""], ("--json", "empty file name")),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

@@ -74,7 +74,7 @@ def run(args) -> int:
         raise PetacommError(
             f"--mapping: a mapping places one rank count, but --ranks gives {args.ranks}"
         )
-    if args.json:
+    if args.json is not None:
         from petacomm.files import check_output_path
 
         check_output_path(args.json, "--json", [("--mapping", args.mapping)])
@@ -157,7 +157,7 @@ def run(args) -> int:
                     f"  {count} ranks, {grid} {config['stencil']}: messages in node per "
                     f"exchange (of {total}): {inside}"
                 )
-    if args.json:
+    if args.json is not None:
         from petacomm.files import write_text_atomically
 
         results = {

@@ -88,6 +88,10 @@ def run(args) -> int:
         _positive(getattr(args, option), f"--{option}")
     if args.noise not in ("none", "white", "1/f"):
         raise PetacommError(f"--noise: expected none, white or 1/f, got '{args.noise}'")
+    if args.json is not None:  # before running ('' was ignored; a directory refused last)
+        from petacomm.files import check_output_path
+
+        check_output_path(args.json, "--json")
     program = program_path("petacomm-mapmaker")
     launcher = find_mpiexec(args.mpiexec)
     launcher.check_can_run()
@@ -123,7 +127,7 @@ def run(args) -> int:
         "  ms: mean per iteration, slowest rank; KiB, msgs: per execute, max over ranks;\n"
         f"  comm x, iter x: speedup over {strategies[0]} at the same rank count"
     )
-    if args.json:
+    if args.json is not None:
         from petacomm.files import write_text_atomically
 
         write_text_atomically(args.json, json.dumps(results, indent=1) + "\n", "--json")

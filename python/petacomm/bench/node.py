@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import write_text_atomically
+from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
 from petacomm.units import format_exact_size, parse_size_range
 
@@ -83,6 +83,8 @@ def run(args) -> int:
     _positive(args.window, "--window")
     if args.inter_node_size < 0:
         raise PetacommError(f"--inter-node-size: must be >= 1, got {args.inter_node_size}")
+    if args.json is not None:  # before running ('' was ignored; a directory refused last)
+        check_output_path(args.json, "--json")
     flags = ["--sizes", f"{low}:{high}", "--iterations", str(args.iterations)]
     flags += ["--reps", str(args.reps), "--window", str(args.window)]
     if args.inter_node_size:
@@ -90,7 +92,7 @@ def run(args) -> int:
     raw = run_native(args.ranks, flags, args.mpiexec, quiet=args.quiet)
     results = summarize(raw)
     print(format_report(results))
-    if args.json:
+    if args.json is not None:
         write_text_atomically(args.json, json.dumps(results, indent=2) + "\n", "--json")
     return 0
 

@@ -129,7 +129,7 @@ def run(args) -> int:
         model.required_point_to_point_operation()  # the messages' cost
     except PetacommError as err:
         raise PetacommError(f"--model: {err}") from None
-    if args.json:
+    if args.json is not None:
         from petacomm.files import check_output_path
 
         check_output_path(args.json, "--json", [("--model", args.model)])
@@ -214,7 +214,7 @@ def run(args) -> int:
     node_rows = []
     if node_sizes:
         node_rows = _flat_vs_node(args, launcher, program, common, measured, node_sizes)
-    if args.json:
+    if args.json is not None:
         from petacomm.files import write_text_atomically
 
         results = {
