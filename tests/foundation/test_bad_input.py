@@ -573,6 +573,12 @@ CASES = [
     (["bench", "node", "--json", ""], ("--json", "empty file name")),
     (["bench", "sweep3d", "--json", ""], ("--json", "empty file name")),
     (["bench", "halo", "--json", ""], ("--json", "empty file name")),
+    # launched on the 2-core machine (as sparse-reduce's million ranks, which hung)
+    (["bench", "mapmaker", "--ranks", "4,100000"], ("--ranks", "at most 1024 ranks")),
+    (["bench", "node", "--ranks", "100000"], ("--ranks", "at most 1024 ranks")),
+    (["bench", "sweep3d", "-n", "100000"], ("--ranks", "at most 1024 ranks")),
+    (["bench", "halo", "--ranks", "100000"], ("--ranks", "at most 1024 ranks")),
+    (["bench", "fftfilter", "--ranks", "100000"], ("--ranks", "at most 1024 ranks")),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

@@ -17,3 +17,16 @@ def positive_int_list(text: str, what: str) -> list[int]:
         raise PetacommError(f"{what}: expected positive integers, got '{text}'")
     refuse_repeats(values, what)
     return values
+
+
+def launched_ranks(counts, what: str, hint: str = "") -> None:
+    """PetacommError naming option ``what`` when a rank count is more than a benchmark
+    launches on this machine (launch.MAX_LOCAL_RANKS: more were launched and hung)."""
+    from petacomm.launch import MAX_LOCAL_RANKS
+
+    for ranks in counts:
+        if ranks > MAX_LOCAL_RANKS:
+            raise PetacommError(
+                f"{what}: at most {MAX_LOCAL_RANKS} ranks are launched on one machine, "
+                f"got {ranks}{hint}"
+            )

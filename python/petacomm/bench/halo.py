@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from petacomm.bench import positive_int_list
+from petacomm.bench import launched_ranks, positive_int_list
 from petacomm.errors import PetacommError
 
 SCHEMA_VERSION = 1
@@ -69,6 +69,7 @@ def run(args) -> int:
     from petacomm.native import program_path
 
     counts = positive_int_list(args.ranks, "--ranks")
+    launched_ranks(counts, "--ranks")
     node_sizes = node_sizes_option(args.node_sizes)
     if args.mapping is not None and len(counts) != 1:
         raise PetacommError(

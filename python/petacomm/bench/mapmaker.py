@@ -17,7 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from petacomm.bench import positive_int_list
+from petacomm.bench import launched_ranks, positive_int_list
 from petacomm.errors import PetacommError
 from petacomm.progress import run_showing_progress
 
@@ -83,6 +83,7 @@ def run(args) -> int:
     from petacomm.native import program_path
 
     ranks = positive_int_list(args.ranks, "--ranks")
+    launched_ranks(ranks, "--ranks")
     strategies = _strategies(args.strategies)
     for option in ("nside", "samples", "detectors", "iterations", "rounds"):
         _positive(getattr(args, option), f"--{option}")

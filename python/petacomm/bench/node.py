@@ -25,6 +25,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from petacomm.bench import launched_ranks
 from petacomm.errors import PetacommError
 from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
@@ -75,6 +76,7 @@ def _positive(value: int, flag: str, minimum: int = 1) -> int:
 
 def run(args) -> int:
     _positive(args.ranks, "--ranks", 2)
+    launched_ranks([args.ranks], "--ranks")
     low, high = parse_size_range(args.sizes, "--sizes")
     if high > 1 << 30:
         raise PetacommError(f"--sizes: at most 1 GiB per message, got '{args.sizes}'")

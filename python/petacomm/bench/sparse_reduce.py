@@ -32,7 +32,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from petacomm.bench import positive_int_list
+from petacomm.bench import launched_ranks, positive_int_list
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import write_text_atomically
 
@@ -214,14 +214,8 @@ def _check_before_launch(args, generators) -> None:
             field = str(err).split(":", 1)[0]
             raise PetacommError(f"--{field.replace('_', '-')}: {err}") from None
     if not (args.model_only or args.setup_scaling):
-        from petacomm.launch import MAX_LOCAL_RANKS
-
-        for ranks in positive_int_list(args.ranks, "--ranks"):
-            if ranks > MAX_LOCAL_RANKS:
-                raise PetacommError(
-                    f"--ranks: at most {MAX_LOCAL_RANKS} ranks are launched on one machine, "
-                    f"got {ranks} (--model-only predicts any count)"
-                )
+        hint = " (--model-only predicts any count)"
+        launched_ranks(positive_int_list(args.ranks, "--ranks"), "--ranks", hint)
     if args.peers is not None:
         _names(args.peers, PEER_FAMILIES, "--peers")
         if args.model_only or args.setup_scaling:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from petacomm.bench import launched_ranks
 from petacomm.errors import PetacommError
 from petacomm.units import is_whole_number
 
@@ -121,6 +122,7 @@ def run(args) -> int:
     for option in ("ranks", "angles", "mmi", "iterations", "rounds"):
         if getattr(args, option) < 1:
             raise PetacommError(f"--{option}: must be >= 1, got {getattr(args, option)}")
+    launched_ranks([args.ranks], "--ranks")
     grid = _grid(args.grid)
     block_sizes = _block_sizes(args.mk, grid[2])
     node_sizes = node_sizes_option(args.node_sizes)
