@@ -579,6 +579,13 @@ CASES = [
     (["bench", "sweep3d", "-n", "100000"], ("--ranks", "at most 1024 ranks")),
     (["bench", "halo", "--ranks", "100000"], ("--ranks", "at most 1024 ranks")),
     (["bench", "fftfilter", "--ranks", "100000"], ("--ranks", "at most 1024 ranks")),
+    # '' was taken for the option left out: --model-only '' ran the race, --model '' the default
+    (["bench", "transpose", "--model-only", ""], ("--model-only", "empty list")),
+    (["bench", "transpose", "--model-only", "4", "--model", ""], ("--model", "empty file name")),
+    # a traceback from the planner's check; 10^20 was taken modulo 2^64 without a word
+    (["bench", "transpose", "--model-only", "4", "--ranks-per-node", "-1"], ("--ranks-per-node",)),
+    (["bench", "transpose", "--model-only", "99999999999"], ("--model-only", "2^30")),
+    (["bench", "transpose", "--model-only", "4", "--sizes", "1" + "0" * 20 + "x4"], ("--sizes",)),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

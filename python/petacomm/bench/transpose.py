@@ -27,7 +27,7 @@ from pathlib import Path
 
 from petacomm.bench import positive_int_list
 from petacomm.errors import PetacommError
-from petacomm.files import check_output_path, write_text_atomically
+from petacomm.files import check_output_path, refuse_empty_names, write_text_atomically
 from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
@@ -78,6 +78,8 @@ def _shape(text: str, what: str) -> tuple[int, int]:
         raise PetacommError(f"{what}: expected N0xN1, got '{text}'") from None
     if n0 < 1 or n1 < 1:
         raise PetacommError(f"{what}: extents must be positive, got '{text}'")
+    if max(n0, n1) >= 1 << 63:  # the planner's int64 took 10^20 modulo 2^64, silently
+        raise PetacommError(f"{what}: extents must be below 2^63, got '{text}'")
     return n0, n1
 
 
@@ -354,11 +356,16 @@ def run(args) -> int:
     if args.dtype not in DTYPES:
         raise PetacommError(f"--dtype: unknown {args.dtype} (expected {', '.join(DTYPES)})")
     strategies = _strategies(args.strategies)
+    refuse_empty_names([("--model", args.model)])  # '' was taken for no --model
+    if args.ranks_per_node is not None and args.ranks_per_node < 1:
+        raise PetacommError(f"--ranks-per-node: must be >= 1, got {args.ranks_per_node}")
+    if args.model_only is not None:  # '' was taken for no --model-only: the race ran
+        positive_int_list(args.model_only, "--model-only")
     if args.json is not None:  # before running; an existing file is kept until the end
         check_output_path(args.json, "--json", [("--model", args.model)])
     results = {"schema": "petacomm-bench-transpose", "schema_version": SCHEMA_VERSION}
     cost = _cost(args.model)
-    if args.model_only:
+    if args.model_only is not None:
         results["model_only"] = _model_only(args, sizes, np.dtype(args.dtype).itemsize, cost)
     else:
         ranks = positive_int_list(args.ranks, "--ranks")
@@ -472,12 +479,15 @@ def _model_only(args, sizes, itemsize: int, cost: dict) -> list[dict]:
     params = _capi.CostParams(**cost)
     out = []
     for p in positive_int_list(args.model_only, "--model-only"):
-        per_node = args.ranks_per_node or p
+        per_node = p if args.ranks_per_node is None else args.ranks_per_node
         for n0, n1 in sizes:
             problem = _capi.Problem(p, n0, n1, 1, itemsize, per_node, None, 0)
             needed = ctypes.c_size_t()
             status = lib.petacomm_transpose_model_decide(problem, params, None, 0, needed)
-            _capi.check(lib, status, "model_decide")
+            try:  # the planner's bounds (ranks, ranks per node) named, not a traceback
+                _capi.check(lib, status, "model_decide")
+            except ValueError as err:
+                raise PetacommError(f"--model-only {p}: {err}") from None
             text = ctypes.create_string_buffer(needed.value)
             status = lib.petacomm_transpose_model_decide(problem, params, text, needed.value, None)
             _capi.check(lib, status, "model_decide")
