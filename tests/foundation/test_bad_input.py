@@ -586,6 +586,8 @@ CASES = [
     (["bench", "transpose", "--model-only", "4", "--ranks-per-node", "-1"], ("--ranks-per-node",)),
     (["bench", "transpose", "--model-only", "99999999999"], ("--model-only", "2^30")),
     (["bench", "transpose", "--model-only", "4", "--sizes", "1" + "0" * 20 + "x4"], ("--sizes",)),
+    # the grid was checked against each rank count only when its run came, after the others
+    (["bench", "fftfilter", "--ranks", "2,4", "--grid", "1,2"], ("--grid", "make 4 ranks")),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

@@ -74,6 +74,11 @@ def run(args) -> int:
     if args.warmup < 0:
         raise PetacommError(f"--warmup: must be >= 0, got {args.warmup}")
     modes = _ints(args.modes, 2, "--modes") if args.modes else None
+    grids = {}  # every rank count's, before the first run (a misfit was found after runs)
+    for p in ranks:
+        grid = grids[p] = _ints(args.grid, 2, "--grid") if args.grid else [1, p]
+        if grid[0] * grid[1] != p:
+            raise PetacommError(f"--grid: {grid[0]} x {grid[1]} does not make {p} ranks")
     from petacomm.launch import find_mpiexec
     from petacomm.native import program_path
 
@@ -84,9 +89,7 @@ def run(args) -> int:
         check_output_path(args.json, "--json")
     results = {"schema": "petacomm-bench-fftfilter", "schema_version": SCHEMA_VERSION, "runs": []}
     for p in ranks:
-        grid = _ints(args.grid, 2, "--grid") if args.grid else [1, p]
-        if grid[0] * grid[1] != p:
-            raise PetacommError(f"--grid: {grid[0]} x {grid[1]} does not make {p} ranks")
+        grid = grids[p]
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "fftfilter.json"
             argv = [str(program), "--shape", ",".join(map(str, shape))]
