@@ -588,6 +588,21 @@ CASES = [
     (["bench", "transpose", "--model-only", "4", "--sizes", "1" + "0" * 20 + "x4"], ("--sizes",)),
     # the grid was checked against each rank count only when its run came, after the others
     (["bench", "fftfilter", "--ranks", "2,4", "--grid", "1,2"], ("--grid", "make 4 ranks")),
+    # a value listed twice was run and shown twice
+    (["bench", "sweep3d", "--grid", "4x4x4", "--mk", "1,1"], ("--mk", "1 is listed twice")),
+    (["bench", "sweep3d", "--node-sizes", "1,1"], ("--node-sizes", "1 is listed twice")),
+    (["bench", "sweep3d", "--transports", "blocking,blocking"], ("--transports", "twice")),
+    (["bench", "mapmaker", "--strategies", "owner,owner"], ("--strategies", "owner is listed")),
+    (["bench", "halo", "--variants", "sendrecv,sendrecv"], ("--variants", "sendrecv is listed")),
+    (["bench", "fftfilter", "--ranks", "2,2"], ("--ranks", "2 is listed twice")),
+    (["bench", "transpose", "--sizes", "8x8,8x8"], ("--sizes", "8x8 is listed twice")),
+    (["bench", "transpose", "--strategies", "xor,xor"], ("--strategies", "xor is listed twice")),
+    # empty: the program got an empty name, '' meant every variant or no peer, '.' was read
+    (["bench", "sweep3d", "--transports", "blocking,"], ("--transports", "empty name")),
+    (["bench", "sweep3d", "--model", ""], ("--model", "empty file name")),
+    (["bench", "halo", "--variants", ""], ("--variants", "empty name")),
+    (["bench", "halo", "--mapping", ""], ("--mapping", "empty file name")),
+    (["bench", "transpose", "--peers", ""], ("--peers", "empty list")),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

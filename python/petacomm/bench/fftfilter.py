@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from petacomm.bench import launched_ranks
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
 
@@ -68,6 +68,7 @@ def run(args) -> int:
     ranks = _ints(args.ranks, len(args.ranks.split(",")), "--ranks")
     if min(ranks) < 1:
         raise PetacommError(f"--ranks: expected positive integers, got '{args.ranks}'")
+    refuse_repeats(ranks, "--ranks")
     launched_ranks(ranks, "--ranks")
     if args.reps < 1:
         raise PetacommError(f"--reps: must be >= 1, got {args.reps}")

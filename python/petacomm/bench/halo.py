@@ -16,7 +16,8 @@ import argparse
 import json
 
 from petacomm.bench import launched_ranks, positive_int_list
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
+from petacomm.files import refuse_empty_names
 
 SCHEMA_VERSION = 1
 SHORT_NAMES = {
@@ -71,6 +72,7 @@ def run(args) -> int:
     counts = positive_int_list(args.ranks, "--ranks")
     launched_ranks(counts, "--ranks")
     node_sizes = node_sizes_option(args.node_sizes)
+    refuse_empty_names([("--mapping", args.mapping)])  # '' was taken for no --mapping
     if args.mapping is not None and len(counts) != 1:
         raise PetacommError(
             f"--mapping: a mapping places one rank count, but --ranks gives {args.ranks}"
@@ -86,7 +88,13 @@ def run(args) -> int:
         "--dims", args.dims, "--stencil", args.stencil, "--periodic", args.periodic,
         "-m", args.sizes, "-i", args.iterations, "-x", args.warmup,
     ]  # fmt: skip
-    chosen = args.variants.split(",") if args.variants else [*FLAT_VARIANTS, "node"]
+    if args.variants is not None:  # '' meant all and ',' reached the program
+        chosen = [v.strip() for v in args.variants.split(",")]
+        if not all(chosen):
+            raise PetacommError(f"--variants: empty name in {args.variants!r}")
+        refuse_repeats(chosen, "--variants")
+    else:
+        chosen = [*FLAT_VARIANTS, "node"]
     if not node_sizes:
         chosen = [v for v in chosen if v != "node"]
         if not chosen:

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from petacomm.bench import launched_ranks, positive_int_list
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
@@ -75,6 +75,7 @@ def _strategies(text: str | None) -> list[str]:
             )
     if not names:
         raise PetacommError("--strategies: expected at least one strategy")
+    refuse_repeats(names, "--strategies")
     return names
 
 

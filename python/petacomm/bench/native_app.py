@@ -7,7 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.progress import run_showing_progress
 
 
@@ -43,4 +43,5 @@ def node_sizes_option(text: str) -> list[int]:
         raise PetacommError(f"--node-sizes: expected integers or none, got '{text}'") from None
     if not sizes or min(sizes) < 0:
         raise PetacommError(f"--node-sizes: expected integers >= 0 or none, got '{text}'")
+    refuse_repeats(sizes, "--node-sizes")  # each size was run, and shown, twice
     return sizes

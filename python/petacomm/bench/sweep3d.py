@@ -22,7 +22,8 @@ import argparse
 import json
 
 from petacomm.bench import launched_ranks
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
+from petacomm.files import refuse_empty_names
 from petacomm.units import is_whole_number
 
 SCHEMA_VERSION = 1
@@ -89,6 +90,7 @@ def _block_sizes(text: str, k: int) -> list[int]:
             raise PetacommError(f"--mk: {m} does not divide K = {k}")
     if not sizes:
         raise PetacommError("--mk: empty list")
+    refuse_repeats(sizes, "--mk")  # each block size was run, and shown, twice
     return sizes
 
 
@@ -126,6 +128,11 @@ def run(args) -> int:
     grid = _grid(args.grid)
     block_sizes = _block_sizes(args.mk, grid[2])
     node_sizes = node_sizes_option(args.node_sizes)
+    transports = [t.strip() for t in args.transports.split(",")]
+    if not all(transports):  # an empty item reached the program
+        raise PetacommError(f"--transports: empty name in {args.transports!r}")
+    refuse_repeats(transports, "--transports")
+    refuse_empty_names([("--model", args.model)])  # '' read the directory '.'
     try:
         model = load_or_default(args.model)
         model.required_point_to_point_operation()  # the messages' cost

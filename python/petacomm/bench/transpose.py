@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from petacomm.bench import positive_int_list
-from petacomm.errors import PetacommError
+from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import check_output_path, refuse_empty_names, write_text_atomically
 from petacomm.progress import run_showing_progress
 
@@ -96,6 +96,7 @@ def _strategies(text: str | None) -> list[str]:
             f"--strategies: unknown {', '.join(unknown) or 'empty list'} "
             f"(expected {', '.join(names)})"
         )
+    refuse_repeats(chosen, "--strategies")
     return chosen
 
 
@@ -103,9 +104,12 @@ def _peers(text: str) -> list[str]:
     if text.strip() == "none":
         return []
     chosen = [v.strip() for v in text.split(",") if v.strip()]
+    if not chosen:  # '' meant no peers, which is 'none'
+        raise PetacommError(f"--peers: empty list (none for no peer), got {text!r}")
     unknown = [c for c in chosen if c not in PEERS]
     if unknown:
         raise PetacommError(f"--peers: unknown {', '.join(unknown)} (expected {', '.join(PEERS)})")
+    refuse_repeats(chosen, "--peers")
     return chosen
 
 
@@ -347,6 +351,7 @@ def run(args) -> int:
     if args.warmup < 0:
         raise PetacommError(f"--warmup: must be >= 0, got {args.warmup}")
     sizes = [_shape(s, "--sizes") for s in args.sizes.split(",") if s.strip()]
+    refuse_repeats([f"{n0}x{n1}" for n0, n1 in sizes], "--sizes")
     if not sizes:
         raise PetacommError("--sizes: expected at least one N0xN1")
     import numpy as np
