@@ -39,7 +39,14 @@ class Progress:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock
-        mode = os.environ.get("PETACOMM_PROGRESS", "auto").strip().lower()
+        mode = os.environ.get("PETACOMM_PROGRESS", "auto").strip().lower() or "auto"
+        if mode not in ("auto", "always", "never"):  # 'off' and '0' were taken for auto
+            from petacomm.errors import PetacommError
+
+            raise PetacommError(
+                f"PETACOMM_PROGRESS: expected auto, always or never, got "
+                f"{os.environ['PETACOMM_PROGRESS']!r}"
+            )
         self.enabled = not quiet and mode != "never"
         self.delay = 0.0 if mode == "always" else DELAY_S
         try:

@@ -64,6 +64,18 @@ def test_quiet_and_never_print_nothing(monkeypatch):
     assert drive(tty=False) == ""
 
 
+@pytest.mark.parametrize("value", ["off", "0", "nevr"])
+def test_an_unknown_progress_mode_is_refused_naming_the_variable(monkeypatch, value):
+    # It was taken for auto: PETACOMM_PROGRESS=off still showed progress.
+    from petacomm.errors import PetacommError
+
+    monkeypatch.setenv("PETACOMM_PROGRESS", value)
+    with pytest.raises(
+        PetacommError, match=f"PETACOMM_PROGRESS: expected auto, always or never, got '{value}'"
+    ):
+        Progress("map", stream=FakeTerminal(False), clock=Clock())
+
+
 def test_short_commands_print_nothing_unless_always(monkeypatch):
     stream, clock = FakeTerminal(False), Clock()
     with Progress("map", stream=stream, clock=clock) as progress:
