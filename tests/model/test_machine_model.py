@@ -378,3 +378,26 @@ def test_raw_series_that_the_model_would_lose_are_refused(tmp_path, capsys, chan
     assert main(["netbench", "--raw", str(path), "-o", str(tmp_path / "m.json")]) == 2
     assert capsys.readouterr().err == f"petacomm netbench: error: --raw: {path}: {message}\n"
     assert not (tmp_path / "m.json").exists()
+
+
+def test_a_bad_model_that_petacomm_model_names_says_so(monkeypatch, tmp_path):
+    # No option names that file: its errors said 'machine model: X', and the user was left
+    # to find which setting pointed there.
+    from petacomm.errors import PetacommError
+    from petacomm.model.machine import load
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    monkeypatch.setenv("PETACOMM_MODEL", str(bad))
+    with pytest.raises(PetacommError, match=r"^machine model \(PETACOMM_MODEL\): .*not valid JSON"):
+        load()
+    bad.write_text('{"schema": "something else"}')
+    with pytest.raises(PetacommError, match=r"bad.json \(PETACOMM_MODEL\): not a petacomm machine"):
+        load()
+    with pytest.raises(PetacommError, match=r"^machine model: .*not valid JSON"):
+        load(_write(tmp_path / "given.json", "{"))  # given by path: no variable named
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path

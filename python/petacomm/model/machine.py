@@ -383,29 +383,34 @@ def default_model_path() -> Path:
 def load(path: str | os.PathLike | None = None) -> MachineModel:
     """Reads a machine model file (default: the one netbench last wrote)."""
     file = Path(path) if path is not None else default_model_path()
+    # A file that PETACOMM_MODEL names is said to come from it: no option names it.
+    what = "machine model"
+    if path is None and os.environ.get("PETACOMM_MODEL"):
+        what = "machine model (PETACOMM_MODEL)"
     kind = special_file_kind(file)
     if kind is not None:
-        raise PetacommError(f"machine model: {file} is {kind}, not a model file")
+        raise PetacommError(f"{what}: {file} is {kind}, not a model file")
     try:
         text = file.read_bytes().decode("utf-8")
     except FileNotFoundError as err:
         hint = "" if path is not None else " (run 'petacomm netbench' to measure this machine)"
-        raise PetacommError(f"machine model: {file} not found{hint}") from err
+        raise PetacommError(f"{what}: {file} not found{hint}") from err
     except IsADirectoryError as err:
-        raise PetacommError(f"machine model: {file} is a directory, not a model file") from err
+        raise PetacommError(f"{what}: {file} is a directory, not a model file") from err
     except OSError as err:
-        raise PetacommError(f"machine model: cannot read {file}: {err.strerror}") from err
+        raise PetacommError(f"{what}: cannot read {file}: {err.strerror}") from err
     except UnicodeDecodeError as err:
-        raise PetacommError(f"machine model: {file} is not a JSON text file") from err
+        raise PetacommError(f"{what}: {file} is not a JSON text file") from err
     except ValueError as err:  # a NUL byte in the file name
-        raise PetacommError(f"machine model: cannot read {file}: {err}") from err
+        raise PetacommError(f"{what}: cannot read {file}: {err}") from err
     try:
         data = loads_json(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as err:
         raise PetacommError(
-            f"machine model: {file} is not valid JSON ({err.msg}, line {err.lineno})"
+            f"{what}: {file} is not valid JSON ({err.msg}, line {err.lineno})"
         ) from err
-    return MachineModel.from_dict(data, origin=str(file), text=text)
+    origin = str(file) if what == "machine model" else f"{file} (PETACOMM_MODEL)"
+    return MachineModel.from_dict(data, origin=origin, text=text)
 
 
 def _refuse_constant(name: str):
