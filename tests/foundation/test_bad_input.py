@@ -603,6 +603,11 @@ CASES = [
     (["bench", "halo", "--variants", ""], ("--variants", "empty name")),
     (["bench", "halo", "--mapping", ""], ("--mapping", "empty file name")),
     (["bench", "transpose", "--peers", ""], ("--peers", "empty list")),
+    # checked after the whole race (weak) or after the toolchain's build, and not bounded
+    (["bench", "transpose", "--weak", "--weak-shape", "0x4"], ("--weak-shape", "positive")),
+    (["bench", "transpose", "--weak", "--weak-ranks", "2,2000"], ("--weak-ranks", "at most")),
+    (["bench", "transpose", "--ranks", "5000"], ("--ranks", "at most 1024 ranks")),
+    (["bench", "transpose", "--peers", "x", "--mpicc", "/nonexistent"], ("--peers", "unknown")),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

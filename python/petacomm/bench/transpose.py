@@ -25,7 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from petacomm.bench import positive_int_list
+from petacomm.bench import launched_ranks, positive_int_list
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import check_output_path, refuse_empty_names, write_text_atomically
 from petacomm.progress import run_showing_progress
@@ -366,6 +366,14 @@ def run(args) -> int:
         raise PetacommError(f"--ranks-per-node: must be >= 1, got {args.ranks_per_node}")
     if args.model_only is not None:  # '' was taken for no --model-only: the race ran
         positive_int_list(args.model_only, "--model-only")
+    else:  # the race's own options, before the toolchain is built and the first job runs
+        ranks = positive_int_list(args.ranks, "--ranks")
+        launched_ranks(ranks, "--ranks")
+        peers = _peers(args.peers)
+        if args.weak:  # they were checked after the whole race
+            weak_shape = _shape(args.weak_shape, "--weak-shape")
+            weak_ranks = positive_int_list(args.weak_ranks, "--weak-ranks")
+            launched_ranks(weak_ranks, "--weak-ranks")
     if args.json is not None:  # before running; an existing file is kept until the end
         check_output_path(args.json, "--json", [("--model", args.model)])
     results = {"schema": "petacomm-bench-transpose", "schema_version": SCHEMA_VERSION}
@@ -373,8 +381,6 @@ def run(args) -> int:
     if args.model_only is not None:
         results["model_only"] = _model_only(args, sizes, np.dtype(args.dtype).itemsize, cost)
     else:
-        ranks = positive_int_list(args.ranks, "--ranks")
-        peers = _peers(args.peers)
         mpicc, mpiexec, python = _toolchain(args)
         native = build_for(mpicc)
         _check_same_mpi(python, native)
@@ -394,7 +400,7 @@ def run(args) -> int:
             for case in run["cases"]:
                 _print_case(run, case, args.reps)
         if args.weak:
-            results["weak"] = _weak(args, mpiexec, python, native, cost)
+            results["weak"] = _weak(args, weak_shape, weak_ranks, mpiexec, python, native, cost)
     if args.json is not None:
         write_text_atomically(Path(args.json), json.dumps(results, indent=1), "--json")
     return 0
@@ -435,15 +441,15 @@ def _print_case(run: dict, case: dict, reps: int) -> None:
     )
 
 
-def _weak(args, mpiexec: str, python: str, native: Path, cost: dict) -> list[dict]:
-    rows, cols = _shape(args.weak_shape, "--weak-shape")
+def _weak(args, shape, counts, mpiexec: str, python: str, native: Path, cost: dict) -> list[dict]:
+    rows, cols = shape
     entries = []
     print(
         f"\nweak scaling: {rows} x {cols} {args.dtype} per rank (n0 = {rows} p, n1 = {cols}); "
         f"{', '.join(WEAK_STRATEGIES)}"
     )
     print(f"{'ranks':>5} " + " ".join(f"{s + ' ms':>20}" for s in WEAK_STRATEGIES))
-    for p in positive_int_list(args.weak_ranks, "--weak-ranks"):
+    for p in counts:
         config = {
             "cases": [[rows * p, cols]],
             "dtype": args.dtype,
