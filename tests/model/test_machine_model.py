@@ -401,3 +401,23 @@ def test_a_bad_model_that_petacomm_model_names_says_so(monkeypatch, tmp_path):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_a_bad_model_from_petacomm_model_is_not_blamed_on_model_option(
+    monkeypatch, tmp_path, capsys
+):
+    # map said '--model: ...' with no --model given; the planners' loader (xchg.cost, which
+    # the transposes use too) lost the variable's name.
+    from petacomm.cli import main
+    from petacomm.errors import PetacommError
+    from petacomm.xchg.cost import load_model
+
+    bad = _write(tmp_path / "bad.json", "{")
+    monkeypatch.setenv("PETACOMM_MODEL", str(bad))
+    with pytest.raises(PetacommError, match=r"^machine model \(PETACOMM_MODEL\): "):
+        load_model(None)
+    assert main(["map", "--network", "torus:4x4", "--pattern", "ring 1KiB", "-q"]) == 2
+    assert "error: machine model (PETACOMM_MODEL): " in capsys.readouterr().err
+    given = ["--model", str(bad)]
+    assert main(["map", "--network", "torus:4x4", "--pattern", "ring 1KiB", "-q", *given]) == 2
+    assert "error: --model: machine model: " in capsys.readouterr().err

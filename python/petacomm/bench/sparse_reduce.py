@@ -544,6 +544,7 @@ def _print_peers_summary(runs: list[dict]) -> None:
 
 
 def _load_model(path):
+    from petacomm.model.machine import model_option_error
     from petacomm.xchg.cost import load_model
 
     try:
@@ -551,7 +552,7 @@ def _load_model(path):
         model.required_point_to_point_operation()  # the planner prices messages by it
         return model
     except PetacommError as err:
-        raise PetacommError(f"--model: {err}") from None
+        raise model_option_error(err, path) from None
 
 
 def _build_plan(config: dict, comm, keys, strategy: str, dtype, k: int, model):

@@ -118,7 +118,7 @@ def _fastest(docs: list[dict]) -> dict:
 def run(args) -> int:
     from petacomm.bench.native_app import node_sizes_option, run_app_json
     from petacomm.launch import find_mpiexec
-    from petacomm.model.machine import load_or_default
+    from petacomm.model.machine import load_or_default, model_option_error
     from petacomm.native import program_path
 
     for option in ("ranks", "angles", "mmi", "iterations", "rounds"):
@@ -137,7 +137,7 @@ def run(args) -> int:
         model = load_or_default(args.model)
         model.required_point_to_point_operation()  # the messages' cost
     except PetacommError as err:
-        raise PetacommError(f"--model: {err}") from None
+        raise model_option_error(err, args.model) from None
     if args.json is not None:
         from petacomm.files import check_output_path
 

@@ -114,6 +114,7 @@ def _peers(text: str) -> list[str]:
 
 
 def _cost(model_path: str | None) -> dict:
+    from petacomm.model.machine import model_option_error
     from petacomm.transpose._capi import CostParams
     from petacomm.transpose.cost import cost_params, resolve_model
 
@@ -125,7 +126,7 @@ def _cost(model_path: str | None) -> dict:
             model = load(model_path)
         params = cost_params(resolve_model(model))
     except PetacommError as err:
-        raise PetacommError(f"--model: {err}") from None
+        raise model_option_error(err, model_path) from None
     return {name: getattr(params, name) for name, _ in CostParams._fields_}
 
 

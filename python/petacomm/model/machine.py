@@ -418,6 +418,12 @@ def _refuse_constant(name: str):
     raise json.JSONDecodeError(f"{name} is not a number", name, 0)
 
 
+def model_option_error(err: PetacommError, given) -> PetacommError:
+    """``err`` from reading a command's model: named by --model when the option ``given``
+    was, else as it is (the file came from PETACOMM_MODEL or netbench's default place)."""
+    return PetacommError(f"--model: {err}" if given is not None else str(err))
+
+
 def load_or_default(path: str | os.PathLike | None = None) -> MachineModel:
     """The given model; without a path, the measured one if present, else the defaults."""
     if path is not None:

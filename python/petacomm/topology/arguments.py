@@ -275,7 +275,7 @@ def benchmark_network(args, default_network: str, default_cores: int):
 def build_cost(args):
     """Cost parameters from --model (size-dependent alpha/beta) and --link-bandwidth."""
     from petacomm.model import load_or_default
-    from petacomm.model.machine import MAX_ALPHA_S
+    from petacomm.model.machine import MAX_ALPHA_S, model_option_error
     from petacomm.topology.metrics import cost_parameters_from_model
     from petacomm.units import parse_size
 
@@ -284,7 +284,7 @@ def build_cost(args):
         model = load_or_default(args.model)
         model.required_point_to_point_operation()  # every cost below is priced by it
     except PetacommError as err:
-        raise PetacommError(f"--model: {err}") from None
+        raise model_option_error(err, args.model) from None
     link_beta = None
     if args.link_bandwidth is not None:
         try:

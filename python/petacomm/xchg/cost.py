@@ -146,14 +146,15 @@ def load_model(path: str | os.PathLike | None = None):
     key = _file_version(file)
     if key is None:
         if path is not None or os.path.lexists(file):
-            return load(Path(file))  # raises the model package's error: not found, unreadable
+            # raises the model package's error: not found, unreadable (None: names the variable)
+            return load(None if path is None else Path(file))
         key = ("",)
         if key not in _LOADED:
             _LOADED[key] = default_model()
         return _LOADED[key]
     model = _LOADED.get(key)
     if model is None:
-        model = load(Path(file))
+        model = load(None if path is None else Path(file))
         for stale in [k for k in _LOADED if k[:2] == key[:2]]:  # the file's older versions
             del _LOADED[stale]
         if len(_LOADED) >= _LOADED_MAX:  # files replaced by rename leave their old inodes'
