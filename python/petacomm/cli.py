@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         stop_on_sigterm()
         defer_unused_numpy_subpackages()
     try:
+        from petacomm.progress import progress_mode
+
+        progress_mode()  # a bad PETACOMM_PROGRESS, before anything runs
         return int(args.func(args) or 0)
     except PetacommError as err:
         print(f"{name}: error: {err}", file=sys.stderr)

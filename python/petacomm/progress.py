@@ -34,19 +34,27 @@ REDRAW_INTERVAL_S = 0.1
 MAX_WIDTH = 100
 
 
+def progress_mode() -> str:
+    """PETACOMM_PROGRESS: auto (unset or empty), always or never; PetacommError naming the
+    variable for anything else ('off' and '0' were taken for auto). The command checks it
+    before it runs anything (cli.main), not when its first progress line starts."""
+    mode = os.environ.get("PETACOMM_PROGRESS", "auto").strip().lower() or "auto"
+    if mode not in ("auto", "always", "never"):
+        from petacomm.errors import PetacommError
+
+        raise PetacommError(
+            f"PETACOMM_PROGRESS: expected auto, always or never, got "
+            f"{os.environ['PETACOMM_PROGRESS']!r}"
+        )
+    return mode
+
+
 class Progress:
     def __init__(self, label: str, quiet: bool = False, stream=None, clock=time.monotonic):
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock
-        mode = os.environ.get("PETACOMM_PROGRESS", "auto").strip().lower() or "auto"
-        if mode not in ("auto", "always", "never"):  # 'off' and '0' were taken for auto
-            from petacomm.errors import PetacommError
-
-            raise PetacommError(
-                f"PETACOMM_PROGRESS: expected auto, always or never, got "
-                f"{os.environ['PETACOMM_PROGRESS']!r}"
-            )
+        mode = progress_mode()
         self.enabled = not quiet and mode != "never"
         self.delay = 0.0 if mode == "always" else DELAY_S
         try:

@@ -76,6 +76,18 @@ def test_an_unknown_progress_mode_is_refused_naming_the_variable(monkeypatch, va
         Progress("map", stream=FakeTerminal(False), clock=Clock())
 
 
+def test_a_command_refuses_a_bad_progress_mode_before_it_runs(monkeypatch, capsys):
+    # It was found where the first progress line started: after netbench's launcher check or
+    # bench transpose's build, and not at all under -q.
+    from petacomm.cli import main
+
+    monkeypatch.setenv("PETACOMM_PROGRESS", "off")
+    assert main(["map", "--network", "torus:4x4", "--pattern", "ring 1KiB", "-q"]) == 2
+    assert "error: PETACOMM_PROGRESS: expected auto, always or never, got 'off'" in (
+        capsys.readouterr().err
+    )
+
+
 def test_short_commands_print_nothing_unless_always(monkeypatch):
     stream, clock = FakeTerminal(False), Clock()
     with Progress("map", stream=stream, clock=clock) as progress:
