@@ -1,6 +1,6 @@
 """The error type for user errors: the CLI prints its message on one line, no traceback."""
 
-import numbers
+import operator
 
 
 class PetacommError(Exception):
@@ -22,9 +22,12 @@ def refuse_repeats(values, option: str) -> None:
 
 
 def integer_argument(value, name: str) -> int:
-    """``value`` as an int when it is an integer (a Python or numpy one, not a bool);
-    ValueError naming ``name`` otherwise: int() would truncate 4.5 to 4, read "44" as 44 and
-    refuse NaN in words that name nothing."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    """``value`` as an int when it is an integer (a Python or numpy one, a 0-d integer
+    array; not a bool); ValueError naming ``name`` otherwise: int() would truncate 4.5 to 4,
+    read "44" as 44 and refuse NaN in words that name nothing."""
+    if isinstance(value, bool):  # numpy's booleans have no __index__
         raise ValueError(f"{name}: expected an integer, got {value!r}")
-    return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name}: expected an integer, got {value!r}") from None

@@ -125,12 +125,15 @@ def test_offline_decision_from_statistics():
 def test_a_model_path_is_read_as_the_planners_model(tmp_path):
     # A path (as petacomm.xchg takes it) was used as the model itself: AttributeError
     # "'str' object has no attribute 'source'" from TransposePlan(..., model="m.json").
-    from petacomm.model.machine import MachineModel, default_model, save
+    from petacomm.model.machine import MachineModel, OperationModel, Piece, save
     from petacomm.transpose.cost import cost_params, resolve_model
 
-    path = save(default_model(), tmp_path / "m.json")
+    # A measured model with a ping-pong alpha no default has: read from the file or not.
+    pingpong = OperationModel("pingpong", 2, [Piece(0, 1 << 30, 3e-6, 1e-10, 1.0, 4)])
+    path = save(MachineModel({"pingpong": pingpong}, source="netbench"), tmp_path / "m.json")
     assert isinstance(resolve_model(str(path)), MachineModel)
-    assert cost_params(resolve_model(path)).p2p_alpha == cost_params(default_model()).p2p_alpha
+    assert cost_params(resolve_model(str(path))).p2p_alpha == 3e-6
+    assert cost_params(resolve_model(path)).p2p_alpha == 3e-6
     with pytest.raises(ValueError, match="model: expected a petacomm.model.MachineModel"):
         resolve_model(42)
 
@@ -143,3 +146,16 @@ def test_a_plan_without_a_communicator_is_refused_naming_comm(plan):
         import petacomm
 
         getattr(petacomm, plan)(None, *args.get(plan, ((2, 8, 8), (1, 1))))
+
+
+def test_integer_arguments_take_numpy_integers_and_refuse_the_rest():
+    # int() took 16.5 for 16 and "44" for 44; a 0-d integer array is an integer.
+    import numpy as np
+
+    from petacomm.errors import integer_argument
+
+    for value in (3, np.int32(3), np.uint64(3), np.array(3)):
+        assert integer_argument(value, "howmany") == 3
+    for value in (3.0, 16.5, "44", True, np.True_, np.array([3]), np.array(3.0), float("nan")):
+        with pytest.raises(ValueError, match="^howmany: expected an integer, got "):
+            integer_argument(value, "howmany")
