@@ -186,6 +186,14 @@ def test_hwloc_xml_hierarchy(tmp_path):
         f"{package * 4}</object></object></topology>"
     )
     assert load_hwloc_xml(path).levels == (("package", 4), ("core", 2))
+    # hwloc before 1.11 (and hwloc 2's --export-xml-flags v1) calls packages sockets: four
+    # were read as one package of eight cores.
+    socket = f'<object type="Socket">{core * 2}</object>'
+    path.write_text(
+        '<topology><object type="Machine"><object type="NUMANode">'
+        f"{socket * 4}</object></object></topology>"
+    )
+    assert load_hwloc_xml(path).levels == (("package", 4), ("core", 2))
     numa_per_package = (
         f'<object type="Package"><object type="NUMANode">{core * 3}</object>'
         f'<object type="NUMANode">{core * 3}</object></object>'

@@ -194,7 +194,8 @@ def _cores_with_package_and_numa(root: ET.Element) -> list[tuple]:
     core has none). One walk over the tree, so that a node of 60,000 cores takes a fraction
     of a second (looking up each core's ancestors scanned its siblings: quadratic).
 
-    A core's package is its nearest Package ancestor. Its NUMA node is found going up from
+    A core's package is its nearest Package ancestor (Socket in hwloc before 1.11 and in
+    hwloc 2's v1 exports, which were read as one package). Its NUMA node is found going up from
     the core: hwloc 1.x nests cores inside their NUMANode; hwloc 2 attaches NUMA nodes as
     memory children of the object whose cores share them (the first such child counts)."""
     found = []
@@ -206,7 +207,7 @@ def _cores_with_package_and_numa(root: ET.Element) -> list[tuple]:
         if kind == "Core":
             found.append((package, numa))
             continue
-        if kind == "Package":
+        if kind in ("Package", "Socket"):
             package = obj
         if kind == "NUMANode":
             numa = obj
