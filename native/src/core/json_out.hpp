@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -77,11 +78,14 @@ class JsonOut {
     for (double number : numbers) value(nullptr, number);
     return end_array();
   }
-  // An array element: value(x) is value(nullptr, x).
+  // An array element: value(x) is value(nullptr, x). Not for a null pointer (it would write
+  // "" as an empty text) nor a char (its code): write those with null() or a string.
   template <class T>
   JsonOut &value(const T &element) {
     return value(static_cast<const char *>(nullptr), element);
   }
+  JsonOut &value(std::nullptr_t) = delete;
+  JsonOut &value(char) = delete;
   JsonOut &null(const char *key) {
     prefix(key);
     out_ += "null";
