@@ -117,11 +117,17 @@ def hwloc_from_xml(data: bytes, path="hwloc XML") -> NodeHierarchy:
 _REGULAR = "not a regular node (the node model needs every package alike)"
 
 
-def _first_difference(counts: dict[str, int], unit: str) -> str:
-    """'package 0 has 4 cores, package 1 has 8' for the first two names whose counts differ."""
-    names = list(counts)
-    other = next(n for n in names if counts[n] != counts[names[0]])
-    return f"{names[0]} has {counts[names[0]]:,} {unit}, {other} has {counts[other]:,}"
+def _common_count(counts: dict[str, int], differ: str, unit: str, path) -> int:
+    """The count every name in ``counts`` has; ValueError naming ``path`` and the first two
+    that differ otherwise ("packages have different core counts (package 0 has 4 cores,
+    package 1 has 8)")."""
+    values = set(counts.values())
+    if len(values) > 1:
+        names = list(counts)
+        other = next(n for n in names if counts[n] != counts[names[0]])
+        first = f"{names[0]} has {counts[names[0]]:,} {unit}, {other} has {counts[other]:,}"
+        raise ValueError(f"{path}: {differ} ({first}); {_REGULAR}")
+    return values.pop()
 
 
 def _regular_levels(cores: list[tuple], path) -> list[tuple[str, int]]:
@@ -146,13 +152,9 @@ def _regular_levels(cores: list[tuple], path) -> list[tuple[str, int]]:
             f"{path}: the cores of a NUMA node are not consecutive (interleaved with another "
             f"NUMA node's); {_REGULAR}"
         )
-    cores_per_package = Counter(packages)
-    if len(set(cores_per_package.values())) > 1:
-        raise ValueError(
-            f"{path}: packages have different core counts "
-            f"({_first_difference(cores_per_package, 'cores')}); {_REGULAR}"
-        )
-    cores_per_numa = Counter(numas)
+    cores_per_package = _common_count(
+        Counter(packages), "packages have different core counts", "cores", path
+    )
     numas_of_package = {name: set() for name in package_names.values()}
     packages_of_numa = {name: set() for name in numa_names.values()}
     for pkg, numa in zip(packages, numas, strict=True):
@@ -160,27 +162,19 @@ def _regular_levels(cores: list[tuple], path) -> list[tuple[str, int]]:
         packages_of_numa[numa].add(pkg)
     if all(len(held) == 1 for held in packages_of_numa.values()):  # NUMA nodes in packages
         per_package = {pkg: len(held) for pkg, held in numas_of_package.items()}
-        if len(set(per_package.values())) > 1:
-            raise ValueError(
-                f"{path}: packages have different numbers of NUMA nodes "
-                f"({_first_difference(per_package, 'NUMA nodes')}); {_REGULAR}"
-            )
-        if len(set(cores_per_numa.values())) > 1:
-            raise ValueError(
-                f"{path}: NUMA nodes have different core counts "
-                f"({_first_difference(cores_per_numa, 'cores')}); {_REGULAR}"
-            )
-        levels = [("package", len(package_names)), ("numa", per_package[packages[0]])]
-        levels.append(("core", cores_per_numa[numas[0]]))
+        differ = "packages have different numbers of NUMA nodes"
+        numas_per_package = _common_count(per_package, differ, "NUMA nodes", path)
+        cores_per_numa = _common_count(
+            Counter(numas), "NUMA nodes have different core counts", "cores", path
+        )
+        levels = [("package", len(package_names)), ("numa", numas_per_package)]
+        levels.append(("core", cores_per_numa))
     elif all(len(held) == 1 for held in numas_of_package.values()):  # packages in NUMA nodes
         per_numa = {numa: len(held) for numa, held in packages_of_numa.items()}
-        if len(set(per_numa.values())) > 1:
-            raise ValueError(
-                f"{path}: NUMA nodes hold different numbers of packages "
-                f"({_first_difference(per_numa, 'packages')}); {_REGULAR}"
-            )
-        levels = [("numa", len(numa_names)), ("package", per_numa[numas[0]])]
-        levels.append(("core", cores_per_package[packages[0]]))
+        differ = "NUMA nodes hold different numbers of packages"
+        packages_per_numa = _common_count(per_numa, differ, "packages", path)
+        levels = [("numa", len(numa_names)), ("package", packages_per_numa)]
+        levels.append(("core", cores_per_package))
     else:
         raise ValueError(
             f"{path}: a NUMA node spans several packages while a package holds several NUMA "
