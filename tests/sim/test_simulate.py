@@ -299,6 +299,7 @@ def test_mapmaker_size_is_checked():
         (["--smpi-option", "nocolon"], ("--smpi-option", "nocolon")),
         (["--mapping", "block", "--rankfile", "x"], ("--rankfile",)),
         (["--variants", "xor,,alltoall"], ("--variants",)),
+        (["--variants", "xor,xor"], ("--variants", "xor is listed twice")),  # ran twice
         # An empty value is refused, not taken for the default.
         (["--size", ""], ("--size", "''")),
         (["--ranks", ""], ("--ranks", "''")),

@@ -5,6 +5,17 @@ from __future__ import annotations
 from petacomm.errors import PetacommError, refuse_repeats
 
 
+def name_list(text: str, what: str) -> list[str]:
+    """A comma list of names (variants, transports) given as option ``what``, each stripped;
+    an empty name (``''``, ``a,``), which was taken for the default or reached the program,
+    and a name listed twice, which ran twice, are refused."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise PetacommError(f"{what}: empty name in {text!r}")
+    refuse_repeats(names, what)
+    return names
+
+
 def positive_int_list(text: str, what: str) -> list[int]:
     """A comma list of positive integers (rank counts, sizes) given as option ``what``."""
     try:

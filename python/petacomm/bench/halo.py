@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from petacomm.bench import launched_ranks, positive_int_list
-from petacomm.errors import PetacommError, refuse_repeats
+from petacomm.bench import launched_ranks, name_list, positive_int_list
+from petacomm.errors import PetacommError
 from petacomm.files import refuse_empty_names
 
 SCHEMA_VERSION = 1
@@ -89,10 +89,7 @@ def run(args) -> int:
         "-m", args.sizes, "-i", args.iterations, "-x", args.warmup,
     ]  # fmt: skip
     if args.variants is not None:  # '' meant all and ',' reached the program
-        chosen = [v.strip() for v in args.variants.split(",")]
-        if not all(chosen):
-            raise PetacommError(f"--variants: empty name in {args.variants!r}")
-        refuse_repeats(chosen, "--variants")
+        chosen = name_list(args.variants, "--variants")
     else:
         chosen = [*FLAT_VARIANTS, "node"]
     if not node_sizes:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from petacomm.bench import launched_ranks
+from petacomm.bench import launched_ranks, name_list
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import refuse_empty_names
 from petacomm.units import is_whole_number
@@ -128,10 +128,7 @@ def run(args) -> int:
     grid = _grid(args.grid)
     block_sizes = _block_sizes(args.mk, grid[2])
     node_sizes = node_sizes_option(args.node_sizes)
-    transports = [t.strip() for t in args.transports.split(",")]
-    if not all(transports):  # an empty item reached the program
-        raise PetacommError(f"--transports: empty name in {args.transports!r}")
-    refuse_repeats(transports, "--transports")
+    transports = name_list(args.transports, "--transports")
     refuse_empty_names([("--model", args.model)])  # '' read the directory '.'
     try:
         model = load_or_default(args.model)
@@ -157,7 +154,7 @@ def run(args) -> int:
                 launcher,
                 program,
                 args.ranks,
-                [*common, "--transport", args.transports, "--mk", mk],
+                [*common, "--transport", ",".join(transports), "--mk", mk],
                 label=f"bench sweep3d: mk {mk}",
                 quiet=args.quiet,
             )
@@ -222,7 +219,7 @@ def run(args) -> int:
     )
     node_rows = []
     if node_sizes:
-        node_rows = _flat_vs_node(args, launcher, program, common, measured, node_sizes)
+        node_rows = _flat_vs_node(args, transports, launcher, program, common, measured, node_sizes)
     if args.json is not None:
         from petacomm.files import write_text_atomically
 
@@ -241,12 +238,12 @@ def run(args) -> int:
     return 0
 
 
-def _flat_vs_node(args, launcher, program, common, best, node_sizes) -> list[dict]:
-    """The flat transports and the node-aware one at each virtual node size, at the block size
-    that measured fastest; prints the table and returns its rows."""
+def _flat_vs_node(args, transports, launcher, program, common, best, node_sizes) -> list[dict]:
+    """The flat ``transports`` and the node-aware one at each virtual node size, at the block
+    size that measured fastest; prints the table and returns its rows."""
     from petacomm.bench.native_app import run_app_json
 
-    flat = [t for t in args.transports.split(",") if t and t != "node"]
+    flat = [t for t in transports if t != "node"]
     argv = [*common, "--transport", ",".join([*flat, "node"]), "--mk", best["mk"]]
     argv += ["--node-size", ",".join(map(str, node_sizes))]
     label = f"bench sweep3d: flat vs node at mk {best['mk']}"

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from petacomm.bench import name_list
 from petacomm.errors import PetacommError
 
 JSON_SCHEMA = "petacomm.simulate/1"
@@ -399,10 +400,7 @@ def run(args) -> int:
     from petacomm.topology.arguments import user_error
 
     size = user_error("--size", preset.parse_size, size_text)
-    given = ",".join(preset.variants) if args.variants is None else args.variants
-    variants = tuple(v.strip() for v in given.split(","))
-    if not all(variants):
-        raise PetacommError(f"--variants: empty name in {args.variants!r}")
+    variants = preset.variants if args.variants is None else name_list(args.variants, "--variants")
     runs = [(r, m, v) for r, m in plan_runs(args, preset, network) for v in variants]
     # After the arguments: a bad argument is named even without SMPI.
     tools = find_tools(args.simgrid)
