@@ -86,21 +86,21 @@ def _derive_options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
         if not isinstance(given[name], str):
             raise ValueError(f"{name}: expected a string, got {given[name]!r}")
         setattr(options, name, given[name].encode())
-    for name in ("chunk_keys", "allgather_keys", "hub_threshold", "autotune", "send_window", "k"):
-        integer_argument(given[name], name)
-    options.chunk_keys = int(given["chunk_keys"])
-    options.allgather_keys = int(given["allgather_keys"])
-    options.hub_threshold = int(given["hub_threshold"])
-    window = int(given["send_window"])
+    integers = ("chunk_keys", "allgather_keys", "hub_threshold", "autotune", "send_window", "k")
+    whole = {name: integer_argument(given[name], name) for name in integers}
+    options.chunk_keys = whole["chunk_keys"]
+    options.allgather_keys = whole["allgather_keys"]
+    options.hub_threshold = whole["hub_threshold"]
+    window = whole["send_window"]
     if not -(2**31) <= window < 2**31:
         raise ValueError(
             f"send_window: must be from 0 to {2**31 - 1} sends in flight, got {window}"
         )
     options.send_window = window
-    options.autotune = int(given["autotune"])
+    options.autotune = whole["autotune"]
     options.deterministic = 1 if given["deterministic"] else 0
     options.plan_dtype = _dtype_code(given["dtype"], "dtype")
-    k = int(given["k"])
+    k = whole["k"]
     if not -(2**31) <= k < 2**31:
         raise ValueError(f"k: must be at least 1 component per key, got {k}")
     options.plan_k = k
