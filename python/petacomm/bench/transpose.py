@@ -118,13 +118,8 @@ def _cost(model_path: str | None) -> dict:
     from petacomm.transpose._capi import CostParams
     from petacomm.transpose.cost import cost_params, resolve_model
 
-    model = None
-    try:
-        if model_path:
-            from petacomm.model import load
-
-            model = load(model_path)
-        params = cost_params(resolve_model(model))
+    try:  # resolve_model reads a path, or without one the measured model or the defaults
+        params = cost_params(resolve_model(model_path))
     except PetacommError as err:
         raise model_option_error(err, model_path) from None
     return {name: getattr(params, name) for name, _ in CostParams._fields_}
