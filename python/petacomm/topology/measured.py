@@ -79,10 +79,10 @@ def _check_npy_size(data: bytes, path) -> None:
 
     stream = io.BytesIO(data)
     try:
-        version = npy.read_magic(stream)
         # Versions 2 and 3 differ from 1 in the header's length field (4 bytes, not 2).
-        read_header = npy.read_array_header_1_0 if version == (1, 0) else None
-        shape, _, dtype = (read_header or npy.read_array_header_2_0)(stream)
+        one = npy.read_magic(stream) == (1, 0)
+        read_header = npy.read_array_header_1_0 if one else npy.read_array_header_2_0
+        shape, _, dtype = read_header(stream)
     except (ValueError, OSError, EOFError):
         return
     if dtype.hasobject:  # refused by np.load (no pickles)
