@@ -384,9 +384,8 @@ def load(path: str | os.PathLike | None = None) -> MachineModel:
     """Reads a machine model file (default: the one netbench last wrote)."""
     file = Path(path) if path is not None else default_model_path()
     # A file that PETACOMM_MODEL names is said to come from it: no option names it.
-    what = "machine model"
-    if path is None and os.environ.get("PETACOMM_MODEL"):
-        what = "machine model (PETACOMM_MODEL)"
+    from_variable = path is None and bool(os.environ.get("PETACOMM_MODEL"))
+    what = "machine model (PETACOMM_MODEL)" if from_variable else "machine model"
     kind = special_file_kind(file)
     if kind is not None:
         raise PetacommError(f"{what}: {file} is {kind}, not a model file")
@@ -409,7 +408,7 @@ def load(path: str | os.PathLike | None = None) -> MachineModel:
         raise PetacommError(
             f"{what}: {file} is not valid JSON ({err.msg}, line {err.lineno})"
         ) from err
-    origin = str(file) if what == "machine model" else f"{file} (PETACOMM_MODEL)"
+    origin = f"{file} (PETACOMM_MODEL)" if from_variable else str(file)
     return MachineModel.from_dict(data, origin=origin, text=text)
 
 
