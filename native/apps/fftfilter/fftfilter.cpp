@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -50,12 +51,25 @@ struct Options {
   bool verify = true;
 };
 
+constexpr int kMaxReps = 1000000;  // --reps and --warmup; bench fftfilter takes the same
 const char *kVariantNames[] = {"plain", "packed", "packed-partial"};
 
 [[noreturn]] void usage_error(int rank, const std::string &message) {
   if (rank == 0) std::fprintf(stderr, "petacomm-fftfilter: %s\n%s", message.c_str(), kUsage);
   MPI_Finalize();
   std::exit(2);
+}
+
+// A whole number in [low, high] for `arg`, or a usage error (atoi took 99999999999 for
+// 1215752191 repetitions, and "abc" for 0).
+int bounded_int(int rank, const std::string &arg, const char *text, int low, int high) {
+  char *end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < low || v > high)
+    usage_error(rank, arg + ": expected a whole number from " + std::to_string(low) + " to " +
+                          std::to_string(high) + ", got '" + text + "'");
+  return static_cast<int>(v);
 }
 
 template <class T, std::size_t N>
@@ -113,11 +127,9 @@ Options parse(int argc, char **argv, int rank, int size) {
     } else if (arg == "--planner") {
       o.planner = value();
     } else if (arg == "--reps") {
-      o.reps = std::atoi(value());
-      if (o.reps < 1) usage_error(rank, "--reps: must be >= 1");
+      o.reps = bounded_int(rank, arg, value(), 1, kMaxReps);
     } else if (arg == "--warmup") {
-      o.warmup = std::atoi(value());
-      if (o.warmup < 0) usage_error(rank, "--warmup: must be >= 0");
+      o.warmup = bounded_int(rank, arg, value(), 0, kMaxReps);
     } else if (arg == "--no-verify") {
       o.verify = false;
     } else if (arg == "--json") {
