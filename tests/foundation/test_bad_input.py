@@ -124,6 +124,9 @@ PROGRAMS = {
     "fakecc": "#!/bin/sh\necho cc\n",  # no MPI launcher beside it
     "fakepy": "#!/bin/sh\necho garbage\n",  # not a Python
     "floodpy": "#!/bin/sh\nexec yes\n",  # prints without end, whatever it is asked
+    # an Open MPI launcher that launches nothing: a case that reaches it fails its names
+    "nolaunch": '#!/bin/sh\n[ "$1" = --version ] && echo "mpiexec (Open MPI) 4.1.4" && exit 0\n'
+    "echo LAUNCHED >&2\nexit 1\n",
 }
 
 
@@ -168,6 +171,14 @@ PEERS += ["--reps", "2", "--setup-reps", "1", "--json", "old.json"]
 MAP_RING = [*MAP, "--pattern", "ranks 16; ring 1KiB"]
 MAP_RANKFILE = [*MAP_RING, "--output", "o.txt", "--format", "rankfile"]
 NETBENCH = ["netbench", "-o", "written-model.json"]
+
+
+def nolaunch(benchmark: str, *options: str) -> list[str]:
+    """``bench BENCHMARK OPTIONS`` on a few ranks through a launcher that launches nothing
+    (nolaunch), were it to run; the options under test first, to show in the case's id."""
+    ranks = "4" if benchmark == "node" else "2"
+    return ["bench", benchmark, *options, "--ranks", ranks, "--mpiexec", "./nolaunch", "--quiet"]
+
 
 CASES = [
     # ---- map: files ----------------------------------------------------------------------
@@ -608,6 +619,41 @@ CASES = [
     (["bench", "transpose", "--weak", "--weak-ranks", "2,2000"], ("--weak-ranks", "at most")),
     (["bench", "transpose", "--ranks", "5000"], ("--ranks", "at most 1024 ranks")),
     (["bench", "transpose", "--peers", "x", "--mpicc", "/nonexistent"], ("--peers", "unknown")),
+    # ---- the native programs' own bounds and choices: they were refused only once launched,
+    # after the runs before (halo's other rank counts), or ran without end (fftfilter's atoi)
+    (nolaunch("halo", "--dims", "4"), ("--dims", "expected 1, 2 or 3 dimensions, got '4'")),
+    (nolaunch("halo", "--stencil", "star,cross"), ("--stencil", "expected star or box")),
+    (nolaunch("halo", "--periodic", "maybe"), ("--periodic", "0/1 digit per dimension")),
+    (nolaunch("halo", "--dims", "2", "--periodic", "101"), ("--periodic", "got '101'")),
+    (nolaunch("halo", "--dims", "2,3", "--periodic", "10"), ("--periodic", "of --dims 2,3")),
+    (nolaunch("halo", "-m", "64:8"), ("-m", "need 0 < MIN <= MAX")),
+    (nolaunch("halo", "-m", "0"), ("-m", "need 0 < MIN <= MAX")),
+    (nolaunch("halo", "-m", "8:65M"), ("-m", "at most 64 MiB per face")),
+    (nolaunch("halo", "-i", "0"), ("-i", "must be >= 1, got 0")),
+    (nolaunch("halo", "-x", "1000001"), ("-x", "at most 1000000")),
+    (nolaunch("halo", "-x", "many"), ("-x", "expected a whole number, got 'many'")),
+    (nolaunch("mapmaker", "--nside", "48"), ("--nside", "power of two, got 48")),
+    (nolaunch("mapmaker", "--nside", "2097152"), ("--nside", "at most 1048576")),
+    (nolaunch("mapmaker", "--detectors", "1025"), ("--detectors", "at most 1024")),
+    (nolaunch("mapmaker", "--iterations", "1000001"), ("--iterations", "at most 1000000")),
+    (nolaunch("mapmaker", "--transport", "rdma"), ("--transport", "p2p, neighbor, alltoallv")),
+    # the strategies of every round are one argument: "Argument list too long", a traceback
+    (nolaunch("mapmaker", "--rounds", "99999999"), ("--rounds", "at most 100")),
+    (nolaunch("node", "--iterations", "1000001"), ("--iterations", "at most 1000000")),
+    (nolaunch("node", "--reps", "1001"), ("--reps", "at most 1000")),
+    (nolaunch("node", "--window", "4097"), ("--window", "at most 4096")),
+    (nolaunch("node", "--inter-node-size", "4"), ("--inter-node-size", "on one node", "most 3")),
+    (nolaunch("sweep3d", "--angles", "65537"), ("--angles", "at most 65536")),
+    (nolaunch("sweep3d", "--angles", "6", "--mmi", "4"), ("--mmi", "4 does not divide")),
+    (nolaunch("sweep3d", "--procs", "3x3"), ("--procs", "3x3 makes 9 ranks, but --ranks is 2")),
+    (nolaunch("sweep3d", "--procs", "2by1"), ("--procs", "expected auto, all or PxxPy")),
+    (nolaunch("sweep3d", "--procs", "2x1,2x1"), ("--procs", "2x1 is listed twice")),
+    (nolaunch("sweep3d", "--grid", "8x1x4", "--procs", "1x2"), ("--procs", "without cells")),
+    (nolaunch("sweep3d", "--grid", "1x1x4"), ("--procs", "no Px x Py = 2 ranks fits")),
+    (nolaunch("sweep3d", "--rounds", "101"), ("--rounds", "at most 100")),
+    (nolaunch("fftfilter", "--strategy", "ring"), ("--strategy", "unknown 'ring'")),
+    (nolaunch("fftfilter", "--strategy", "partial"), ("--strategy", "packed-partial variant's")),
+    (nolaunch("fftfilter", "--reps", "99999999999"), ("--reps", "at most 1000000")),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

@@ -30,6 +30,17 @@ def positive_int_list(text: str, what: str) -> list[int]:
     return values
 
 
+def bounded_int(value: int, option: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` of integer option ``option``, or PetacommError naming it when below
+    ``minimum`` or above ``maximum``. The maximum is the bound of the native program the
+    benchmark runs: a larger value was refused only after the launch (or ran for days)."""
+    if value < minimum:
+        raise PetacommError(f"{option}: must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise PetacommError(f"{option}: at most {maximum}, got {value}")
+    return value
+
+
 def launched_ranks(counts, what: str, hint: str = "") -> None:
     """PetacommError naming option ``what`` when a rank count is more than a benchmark
     launches on this machine (launch.MAX_LOCAL_RANKS: more were launched and hung)."""

@@ -19,12 +19,13 @@ import os
 import tempfile
 from pathlib import Path
 
-from petacomm.bench import launched_ranks
+from petacomm.bench import bounded_int, launched_ranks
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
+MAX_REPS = 1000000  # petacomm-fftfilter's bound of --reps and --warmup
 
 
 def register(subparsers) -> None:
@@ -61,6 +62,19 @@ def _ints(text: str, count: int, what: str) -> list[int]:
     return values
 
 
+def _check_strategy(name: str) -> None:
+    """The plain and packed variants' transpose strategy, which petacomm-fftfilter refused
+    only once launched (packed-partial always transposes with 'partial')."""
+    from petacomm.transpose import strategies
+
+    names = [s.name for s in strategies() if s.name != "partial"]
+    if name != "auto" and name not in names:
+        why = "the packed-partial variant's own" if name == "partial" else "unknown"
+        raise PetacommError(
+            f"--strategy: {why} '{name}' (expected auto or one of {', '.join(names)})"
+        )
+
+
 def run(args) -> int:
     shape = _ints(args.shape, 3, "--shape")
     if shape[0] < 1 or shape[1] < 2 or shape[2] < 2 or shape[1] % 2 or shape[2] % 2:
@@ -70,10 +84,9 @@ def run(args) -> int:
         raise PetacommError(f"--ranks: expected positive integers, got '{args.ranks}'")
     refuse_repeats(ranks, "--ranks")
     launched_ranks(ranks, "--ranks")
-    if args.reps < 1:
-        raise PetacommError(f"--reps: must be >= 1, got {args.reps}")
-    if args.warmup < 0:
-        raise PetacommError(f"--warmup: must be >= 0, got {args.warmup}")
+    bounded_int(args.reps, "--reps", 1, MAX_REPS)
+    bounded_int(args.warmup, "--warmup", 0, MAX_REPS)
+    _check_strategy(args.strategy)
     modes = _ints(args.modes, 2, "--modes") if args.modes else None
     grids = {}  # every rank count's, before the first run (a misfit was found after runs)
     for p in ranks:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from petacomm.bench import launched_ranks, name_list, positive_int_list
+from petacomm.bench import bounded_int, launched_ranks, name_list, positive_int_list
 from petacomm.errors import PetacommError
 from petacomm.files import refuse_empty_names
+from petacomm.units import is_whole_number, parse_byte_count, parse_size_range
 
 SCHEMA_VERSION = 1
 SHORT_NAMES = {
@@ -64,6 +65,53 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+MAX_MESSAGE = 64 << 20  # petacomm-halo's largest face (x 26 faces stays within MPI's counts)
+
+
+def _whole_number(text: str, option: str, minimum: int, maximum: int) -> int:
+    if not is_whole_number(text.strip()):
+        raise PetacommError(f"{option}: expected a whole number, got '{text}'")
+    return bounded_int(int(text), option, minimum, maximum)
+
+
+def _pattern_flags(args) -> list[str]:
+    """petacomm-halo's pattern and size flags from this command's options, checked here:
+    the program refused them only once launched, after the runs of earlier rank counts."""
+    dims = name_list(args.dims, "--dims")
+    for d in dims:
+        if d not in ("1", "2", "3"):
+            raise PetacommError(f"--dims: expected 1, 2 or 3 dimensions, got '{d}'")
+    stencils = name_list(args.stencil, "--stencil")
+    for stencil in stencils:
+        if stencil not in ("star", "box"):
+            raise PetacommError(f"--stencil: expected star or box, got '{stencil}'")
+    periodic = name_list(args.periodic, "--periodic")
+    for flags in periodic:
+        if flags in ("no", "open", "yes", "periodic"):
+            continue
+        if flags.strip("01") or {str(len(flags))} != set(dims):
+            raise PetacommError(
+                f"--periodic: expected no, yes or one 0/1 digit per dimension of --dims "
+                f"{args.dims}, got '{flags}'"
+            )
+    low, high = (
+        parse_size_range(args.sizes, "-m")
+        if ":" in args.sizes
+        else (1, parse_byte_count(args.sizes, "-m"))
+    )
+    if high < low:  # MAX alone: from 1 byte
+        raise PetacommError(f"-m: need 0 < MIN <= MAX, got '{args.sizes}'")
+    if high > MAX_MESSAGE:
+        raise PetacommError(f"-m: at most {MAX_MESSAGE >> 20} MiB per face, got '{args.sizes}'")
+    return [
+        "--dims", ",".join(dims), "--stencil", ",".join(stencils),
+        "--periodic", ",".join(periodic),
+        "-m", f"{low}:{high}",
+        "-i", _whole_number(args.iterations, "-i", 1, 1000000),
+        "-x", _whole_number(args.warmup, "-x", 0, 1000000),
+    ]  # fmt: skip
+
+
 def run(args) -> int:
     from petacomm.bench.native_app import node_sizes_option, run_app_json
     from petacomm.launch import find_mpiexec
@@ -71,6 +119,7 @@ def run(args) -> int:
 
     counts = positive_int_list(args.ranks, "--ranks")
     launched_ranks(counts, "--ranks")
+    passed = _pattern_flags(args)
     node_sizes = node_sizes_option(args.node_sizes)
     refuse_empty_names([("--mapping", args.mapping)])  # '' was taken for no --mapping
     if args.mapping is not None and len(counts) != 1:
@@ -84,10 +133,6 @@ def run(args) -> int:
     program = str(program_path("petacomm-halo"))
     launcher = find_mpiexec(args.mpiexec)
     launcher.check_can_run()
-    passed = [
-        "--dims", args.dims, "--stencil", args.stencil, "--periodic", args.periodic,
-        "-m", args.sizes, "-i", args.iterations, "-x", args.warmup,
-    ]  # fmt: skip
     if args.variants is not None:  # '' meant all and ',' reached the program
         chosen = name_list(args.variants, "--variants")
     else:

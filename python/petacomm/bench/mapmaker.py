@@ -17,7 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from petacomm.bench import launched_ranks, positive_int_list
+from petacomm.bench import bounded_int, launched_ranks, positive_int_list
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.progress import run_showing_progress
 
@@ -56,10 +56,10 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _positive(value: int, option: str) -> int:
-    if value < 1:
-        raise PetacommError(f"{option}: must be >= 1, got {value}")
-    return value
+# petacomm-mapmaker's bounds (its --nside, --samples, --detectors, --max-iter); --rounds:
+# every round solves once per strategy, and the strategies of all rounds are one argument.
+MAX_NSIDE = 1 << 20
+BOUNDS = {"samples": 1 << 40, "detectors": 1024, "iterations": 1000000, "rounds": 100}
 
 
 def _strategies(text: str | None) -> list[str]:
@@ -86,10 +86,19 @@ def run(args) -> int:
     ranks = positive_int_list(args.ranks, "--ranks")
     launched_ranks(ranks, "--ranks")
     strategies = _strategies(args.strategies)
-    for option in ("nside", "samples", "detectors", "iterations", "rounds"):
-        _positive(getattr(args, option), f"--{option}")
+    for option, maximum in BOUNDS.items():
+        bounded_int(getattr(args, option), f"--{option}", 1, maximum)
+    nside = bounded_int(args.nside, "--nside", 1, MAX_NSIDE)
+    if nside & (nside - 1):
+        raise PetacommError(f"--nside: expected a power of two, got {nside}")
     if args.noise not in ("none", "white", "1/f"):
         raise PetacommError(f"--noise: expected none, white or 1/f, got '{args.noise}'")
+    from petacomm.xchg import TRANSPORTS
+
+    if args.transport not in TRANSPORTS:
+        raise PetacommError(
+            f"--transport: expected one of {', '.join(TRANSPORTS)}, got '{args.transport}'"
+        )
     if args.json is not None:  # before running ('' was ignored; a directory refused last)
         from petacomm.files import check_output_path
 

@@ -25,7 +25,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from petacomm.bench import launched_ranks
+from petacomm.bench import bounded_int, launched_ranks
 from petacomm.errors import PetacommError
 from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
@@ -68,23 +68,24 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _positive(value: int, flag: str, minimum: int = 1) -> int:
-    if value < minimum:
-        raise PetacommError(f"{flag}: must be >= {minimum}, got {value}")
-    return value
-
-
 def run(args) -> int:
-    _positive(args.ranks, "--ranks", 2)
+    bounded_int(args.ranks, "--ranks", 2)
     launched_ranks([args.ranks], "--ranks")
     low, high = parse_size_range(args.sizes, "--sizes")
     if high > 1 << 30:
         raise PetacommError(f"--sizes: at most 1 GiB per message, got '{args.sizes}'")
-    _positive(args.iterations, "--iterations")
-    _positive(args.reps, "--reps")
-    _positive(args.window, "--window")
-    if args.inter_node_size < 0:
-        raise PetacommError(f"--inter-node-size: must be >= 1, got {args.inter_node_size}")
+    # petacomm-node-bench's bounds, which it checked only once launched
+    bounded_int(args.iterations, "--iterations", 1, 1000000)
+    bounded_int(args.reps, "--reps", 1, 1000)
+    bounded_int(args.window, "--window", 1, 4096)
+    if args.inter_node_size:  # 0: the default, half the ranks
+        bounded_int(args.inter_node_size, "--inter-node-size", 1)
+        if args.inter_node_size >= args.ranks:  # one node: no inter-node series was measured
+            raise PetacommError(
+                f"--inter-node-size: {args.inter_node_size} ranks per node leave the "
+                f"{args.ranks} ranks on one node; the inter-node phase needs two (at most "
+                f"{args.ranks - 1})"
+            )
     if args.json is not None:  # before running ('' was ignored; a directory refused last)
         check_output_path(args.json, "--json")
     flags = ["--sizes", f"{low}:{high}", "--iterations", str(args.iterations)]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from petacomm.bench import launched_ranks, name_list
+from petacomm.bench import bounded_int, launched_ranks, name_list
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import refuse_empty_names
 from petacomm.units import is_whole_number
@@ -76,6 +76,37 @@ def _grid(text: str) -> tuple[int, int, int]:
     return tuple(int(p) for p in parts)  # type: ignore[return-value]
 
 
+def _process_grids(text: str, ranks: int, grid: tuple[int, int, int]) -> None:
+    """Refuses a ``--procs`` that petacomm-sweep3d would refuse once launched: auto and all
+    need some Px x Py = ranks with Px <= I and Py <= J; a list, that each of its PxxPy is
+    one."""
+    cells_i, cells_j, _ = grid
+    if text in ("auto", "all"):
+        if not any(
+            ranks % px == 0 and ranks // px <= cells_j for px in range(1, min(cells_i, ranks) + 1)
+        ):
+            raise PetacommError(
+                f"--procs: {text}, but no Px x Py = {ranks} ranks fits the grid "
+                f"{'x'.join(map(str, grid))} (Px <= I and Py <= J)"
+            )
+        return
+    items = text.split(",")
+    for item in items:
+        parts = item.split("x")
+        if len(parts) != 2 or not all(is_whole_number(p) and int(p) > 0 for p in parts):
+            raise PetacommError(
+                f"--procs: expected auto, all or PxxPy items such as 4x2, got '{text}'"
+            )
+        px, py = map(int, parts)
+        if px * py != ranks:
+            raise PetacommError(f"--procs: {item} makes {px * py} ranks, but --ranks is {ranks}")
+        if px > cells_i or py > cells_j:
+            raise PetacommError(
+                f"--procs: {item} leaves ranks without cells (I = {cells_i}, J = {cells_j})"
+            )
+    refuse_repeats(items, "--procs")
+
+
 def _block_sizes(text: str, k: int) -> list[int]:
     if text == "all":
         return [m for m in range(1, k + 1) if k % m == 0]
@@ -121,11 +152,17 @@ def run(args) -> int:
     from petacomm.model.machine import load_or_default, model_option_error
     from petacomm.native import program_path
 
-    for option in ("ranks", "angles", "mmi", "iterations", "rounds"):
-        if getattr(args, option) < 1:
-            raise PetacommError(f"--{option}: must be >= 1, got {getattr(args, option)}")
+    bounded_int(args.ranks, "--ranks")
     launched_ranks([args.ranks], "--ranks")
+    # petacomm-sweep3d's bounds; every round runs once per block size
+    bounded_int(args.angles, "--angles", 1, 1 << 16)
+    bounded_int(args.mmi, "--mmi", 1)
+    if args.angles % args.mmi:
+        raise PetacommError(f"--mmi: {args.mmi} does not divide --angles {args.angles}")
+    bounded_int(args.iterations, "--iterations", 1, 1 << 30)
+    bounded_int(args.rounds, "--rounds", 1, 100)
     grid = _grid(args.grid)
+    _process_grids(args.procs, args.ranks, grid)
     block_sizes = _block_sizes(args.mk, grid[2])
     node_sizes = node_sizes_option(args.node_sizes)
     transports = name_list(args.transports, "--transports")
