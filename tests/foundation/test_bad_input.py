@@ -654,6 +654,19 @@ CASES = [
     (nolaunch("fftfilter", "--strategy", "ring"), ("--strategy", "unknown 'ring'")),
     (nolaunch("fftfilter", "--strategy", "partial"), ("--strategy", "packed-partial variant's")),
     (nolaunch("fftfilter", "--reps", "99999999999"), ("--reps", "at most 1000000")),
+    (nolaunch("transpose", "--reps", "99999999999"), ("--reps", "at most 1000000")),
+    (nolaunch("transpose", "--warmup", "1000001"), ("--warmup", "at most 1000000")),
+    (nolaunch("sparse-reduce", "--setup-reps", "1000001"), ("--setup-reps", "at most 1000000")),
+    (nolaunch("sparse-reduce", "--k", "1025"), ("--k", "at most 1024")),
+    # the generators' sizes per rank: ranks were launched to generate 10^11 keys each
+    (
+        nolaunch("sparse-reduce", "--generator", "zipf", "--keys-per-rank", "99999999999"),
+        ("--keys-per-rank", "at most 1073741824"),
+    ),
+    (
+        nolaunch("sparse-reduce", "--samples-per-rank", str(2**30 + 1)),
+        ("--samples-per-rank", "at most 1073741824"),
+    ),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),

@@ -616,7 +616,8 @@ def test_stopping_the_bench_stops_its_ranks(how):
 
     seed = str(700_000 + os.getpid() % 100_000)  # marks this run's ranks
     argv = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce", "--ranks", "2"]
-    argv += ["--generator", "uniform", "--keys-per-rank", "50", "--reps", "100000000"]
+    # the most repetitions the bench takes: about 20 s here, long enough to be stopped
+    argv += ["--generator", "uniform", "--keys-per-rank", "50", "--reps", "1000000"]
     argv += ["--seed", seed, "--strategies", "directory"]
     # SIGINT as a terminal's Ctrl-C delivers it: a suite started in the background (as CI
     # does) inherits SIGINT ignored, and so would the command.

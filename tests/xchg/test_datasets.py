@@ -90,6 +90,12 @@ def test_zipf_popularity():
         ("uniform", {"keys_per_rank": -1}, "keys_per_rank"),
         ("zipf", {"exponent": 0}, "exponent"),
         ("nope", {}, "generator"),
+        # more than a rank holds: 2^30 + 1 keys or samples of one rank
+        ("uniform", {"keys_per_rank": 2**30 + 1}, "keys_per_rank: at most 1073741824"),
+        ("zipf", {"keys_per_rank": 2**30 + 1}, "keys_per_rank: at most"),
+        ("banded", {"halo": 2**30 + 1}, "halo: at most"),
+        ("cmb", {"samples_per_rank": 2**30 + 1}, "samples_per_rank: at most"),
+        ("cmb", {"total_samples": 4 * 2**30 + 1}, "total_samples: at most 4294967296"),
     ],
 )
 def test_bad_parameters_are_named(name, params, fragment):

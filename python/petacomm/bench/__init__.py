@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from petacomm.errors import PetacommError, refuse_repeats
 
+# Timed (or warm-up) repetitions at most: 99999999999 ran without end (or, in a native
+# program's atoi, as 1215752191). petacomm-fftfilter takes the same.
+MAX_REPS = 1000000
+
 
 def name_list(text: str, what: str) -> list[str]:
     """A comma list of names (variants, transports) given as option ``what``, each stripped;

@@ -19,13 +19,12 @@ import os
 import tempfile
 from pathlib import Path
 
-from petacomm.bench import bounded_int, launched_ranks
+from petacomm.bench import MAX_REPS, bounded_int, launched_ranks
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
 
 SCHEMA_VERSION = 1
-MAX_REPS = 1000000  # petacomm-fftfilter's bound of --reps and --warmup
 
 
 def register(subparsers) -> None:

@@ -32,11 +32,12 @@ import textwrap
 import time
 from pathlib import Path
 
-from petacomm.bench import launched_ranks, positive_int_list
+from petacomm.bench import MAX_REPS, bounded_int, launched_ranks, positive_int_list
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import write_text_atomically
 
 SCHEMA_VERSION = 1
+MAX_COMPONENTS = 1024  # --k: values per key
 MARK = "XCHGBENCH "
 GENERATOR_DEFAULTS = {
     "cmb": {"nside": 128, "samples_per_rank": 20000},
@@ -160,10 +161,8 @@ def run(args) -> int:
         if args.strategies is not None  # an empty list is refused, not taken as every one
         else list(registered)
     )
-    if args.reps < 1:
-        raise PetacommError(f"--reps: must be >= 1, got {args.reps}")
-    if args.k < 1:
-        raise PetacommError(f"--k: must be >= 1, got {args.k}")
+    bounded_int(args.reps, "--reps", 1, MAX_REPS)
+    bounded_int(args.k, "--k", 1, MAX_COMPONENTS)
     import numpy as np
 
     from petacomm.xchg import TRANSPORTS, _capi
@@ -177,10 +176,9 @@ def run(args) -> int:
         return _worker(json.loads(args.worker))
     _check_before_launch(args, generators)
     results = {"schema": "petacomm-bench-sparse-reduce", "schema_version": SCHEMA_VERSION}
-    if args.setup_reps < 1:
-        raise PetacommError(f"--setup-reps: must be >= 1, got {args.setup_reps}")
-    if args.node_size is not None and args.node_size < 1:
-        raise PetacommError(f"--node-size: must be >= 1, got {args.node_size}")
+    bounded_int(args.setup_reps, "--setup-reps", 1, MAX_REPS)
+    if args.node_size is not None:
+        bounded_int(args.node_size, "--node-size")
     if args.model_only:
         results["model_only"] = _model_only(args, generators, elem_bytes)
     elif args.setup_scaling and args.smpi:

@@ -25,7 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from petacomm.bench import launched_ranks, positive_int_list
+from petacomm.bench import MAX_REPS, bounded_int, launched_ranks, positive_int_list
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import check_output_path, refuse_empty_names, write_text_atomically
 from petacomm.progress import run_showing_progress
@@ -70,7 +70,8 @@ def register(subparsers) -> None:
 
 
 # ---- arguments ---------------------------------------------------------------------------
-def _shape(text: str, what: str) -> tuple[int, int]:
+def shape_option(text: str, what: str) -> tuple[int, int]:
+    """N0xN1 of a transposed array, given as option ``what``."""
     parts = text.lower().split("x")
     try:
         n0, n1 = (int(p) for p in parts)
@@ -342,11 +343,9 @@ def _launch(
 
 # ---- the command -------------------------------------------------------------------------
 def run(args) -> int:
-    if args.reps < 1:
-        raise PetacommError(f"--reps: must be >= 1, got {args.reps}")
-    if args.warmup < 0:
-        raise PetacommError(f"--warmup: must be >= 0, got {args.warmup}")
-    sizes = [_shape(s, "--sizes") for s in args.sizes.split(",") if s.strip()]
+    bounded_int(args.reps, "--reps", 1, MAX_REPS)
+    bounded_int(args.warmup, "--warmup", 0, MAX_REPS)
+    sizes = [shape_option(s, "--sizes") for s in args.sizes.split(",") if s.strip()]
     refuse_repeats([f"{n0}x{n1}" for n0, n1 in sizes], "--sizes")
     if not sizes:
         raise PetacommError("--sizes: expected at least one N0xN1")
@@ -358,8 +357,8 @@ def run(args) -> int:
         raise PetacommError(f"--dtype: unknown {args.dtype} (expected {', '.join(DTYPES)})")
     strategies = _strategies(args.strategies)
     refuse_empty_names([("--model", args.model)])  # '' was taken for no --model
-    if args.ranks_per_node is not None and args.ranks_per_node < 1:
-        raise PetacommError(f"--ranks-per-node: must be >= 1, got {args.ranks_per_node}")
+    if args.ranks_per_node is not None:
+        bounded_int(args.ranks_per_node, "--ranks-per-node")
     if args.model_only is not None:  # '' was taken for no --model-only: the race ran
         positive_int_list(args.model_only, "--model-only")
     else:  # the race's own options, before the toolchain is built and the first job runs
@@ -367,7 +366,7 @@ def run(args) -> int:
         launched_ranks(ranks, "--ranks")
         peers = _peers(args.peers)
         if args.weak:  # they were checked after the whole race
-            weak_shape = _shape(args.weak_shape, "--weak-shape")
+            weak_shape = shape_option(args.weak_shape, "--weak-shape")
             weak_ranks = positive_int_list(args.weak_ranks, "--weak-ranks")
             launched_ranks(weak_ranks, "--weak-ranks")
     if args.json is not None:  # before running; an existing file is kept until the end

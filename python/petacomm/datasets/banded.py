@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from petacomm.datasets._common import KeySetMixin, check_positive, check_rank, rng
+from petacomm.datasets._common import MAX_PER_RANK, KeySetMixin, check_positive, check_rank, rng
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,8 @@ class BandedKeys(KeySetMixin):
 
     def __post_init__(self):
         check_positive("ranks", self.ranks)
-        check_positive("keys_per_rank", self.keys_per_rank, allow_zero=True)
-        check_positive("halo", self.halo, allow_zero=True)
+        check_positive("keys_per_rank", self.keys_per_rank, allow_zero=True, maximum=MAX_PER_RANK)
+        check_positive("halo", self.halo, allow_zero=True, maximum=MAX_PER_RANK)
 
     @property
     def key_range(self) -> int:

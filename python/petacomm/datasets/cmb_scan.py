@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from petacomm.datasets import counter_rng
-from petacomm.datasets._common import KeySetMixin, check_positive, check_rank
+from petacomm.datasets._common import MAX_PER_RANK, KeySetMixin, check_positive, check_rank
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,12 @@ class CmbScanKeys(KeySetMixin):
         check_positive("nside", self.nside)
         if self.nside & (self.nside - 1):
             raise ValueError(f"nside: must be a power of two, got {self.nside}")
-        check_positive("samples_per_rank", self.samples_per_rank, allow_zero=True)
-        check_positive("total_samples", self.total_samples, allow_zero=True)
+        check_positive(
+            "samples_per_rank", self.samples_per_rank, allow_zero=True, maximum=MAX_PER_RANK
+        )
+        check_positive(
+            "total_samples", self.total_samples, allow_zero=True, maximum=MAX_PER_RANK * self.ranks
+        )
         check_positive("spin_samples", self.spin_samples)
         check_positive("precession_spins", self.precession_spins)
         if not 0 < self.year_fraction <= 1:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from petacomm.datasets._common import KeySetMixin, check_positive, check_rank, rng
+from petacomm.datasets._common import MAX_PER_RANK, KeySetMixin, check_positive, check_rank, rng
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class UniformKeys(KeySetMixin):
 
     def __post_init__(self):
         check_positive("ranks", self.ranks)
-        check_positive("keys_per_rank", self.keys_per_rank, allow_zero=True)
+        check_positive("keys_per_rank", self.keys_per_rank, allow_zero=True, maximum=MAX_PER_RANK)
         check_positive("range_factor", self.range_factor)
 
     @property

@@ -11,7 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
-from petacomm.datasets._common import KeySetMixin, check_positive, check_rank, rng
+from petacomm.datasets._common import MAX_PER_RANK, KeySetMixin, check_positive, check_rank, rng
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class ZipfKeys(KeySetMixin):
 
     def __post_init__(self):
         check_positive("ranks", self.ranks)
-        check_positive("keys_per_rank", self.keys_per_rank, allow_zero=True)
+        check_positive("keys_per_rank", self.keys_per_rank, allow_zero=True, maximum=MAX_PER_RANK)
         check_positive("range_factor", self.range_factor)
         if not (isinstance(self.exponent, int | float) and 0 < self.exponent <= 10):
             raise ValueError(f"exponent: must be in (0, 10], got {self.exponent!r}")
