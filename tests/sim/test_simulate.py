@@ -304,6 +304,12 @@ def test_mapmaker_size_is_checked():
         (["--size", ""], ("--size", "''")),
         (["--ranks", ""], ("--ranks", "''")),
         (["--variants", ""], ("--variants", "''")),
+        # the program failed once simulated: "expected one 'TRANSPOSESMPI' result line, got 0"
+        (["--variants", "xor,ring"], ("--variants", "does not take 'ring'", "pairwise")),
+        # reached the program, whose atoi read garbage; and a 10^22-element array was simulated
+        (["--reps", "1000001"], ("--reps", "at most 1000000")),
+        (["--size", "99999999999x99999999999"], ("--size", "GiB, more than this machine's")),
+        (["--size", "64xq"], ("--size", "expected N0xN1, got '64xq'")),
         # subprocess's wait overflowed after the simulation: an OverflowError traceback
         (["--timeout", "1e308"], ("--timeout", "1e308", "<= 1e+09")),
         # mkdir's FileExistsError traceback (after the build); an empty name was ignored
@@ -318,6 +324,34 @@ def test_mapmaker_size_is_checked():
 )
 def test_bad_arguments_are_named(args, names):
     expect_clean_error("simulate", "transpose", *args, names=names)
+
+
+@pytest.mark.parametrize(
+    ("preset", "variant", "expected"),
+    [
+        ("sparse-reduce", "owner:w2x", "NAME:wN"),
+        ("sparse-reduce", "ring:w2", "'ring:w2'"),
+        ("mapmaker", "owner:w2", "'owner:w2'"),  # the map-maker takes no send window
+        ("halo", "nosuch", "sendrecv, nonblocking, neighbor-cart"),
+        ("sweep3d", "sendrecv", "blocking, nonblocking, node"),
+        ("graph", "blocking", "nonblocking"),
+    ],
+)
+def test_a_variant_the_program_does_not_take_is_refused_before_any_build(preset, variant, expected):
+    """Each failed only once simulated (the halo, sweep3d and map-maker programs' own
+    usage text and SMPI's command line; for the others, no result line)."""
+    result = expect_clean_error(
+        "simulate", preset, "--ranks", "4", "--variants", variant, names=("--variants", expected)
+    )
+    assert "build" not in result.stderr.lower()
+
+
+def test_every_presets_own_variants_are_taken():
+    from petacomm.sim.presets import PRESETS, check_variant
+
+    for preset in PRESETS.values():
+        for variant in preset.variants:
+            check_variant(preset, variant)
 
 
 @pytest.mark.parametrize(
@@ -718,7 +752,7 @@ def test_flow_model_predicts_the_simulated_transposes_on_a_fat_tree(tmp_path):
 
 
 def test_graph_size_is_a_graph_name_or_a_matrix_file(tmp_path):
-    from petacomm.sim.presets import PRESETS
+    from petacomm.sim.presets import PRESETS, check_variant
     from petacomm.topology.irregular_graphs import make_graph
     from petacomm.topology.measured import load_matrix_file
 
@@ -746,8 +780,8 @@ def test_graph_size_is_a_graph_name_or_a_matrix_file(tmp_path):
         assert a.tolist() == pytest.approx(b.tolist())
     # 2 timed exchanges and 1 warm-up of every message.
     assert graph.work(8, size, "nonblocking", 2) == (3 * expected[0].size, 3 * expected[2].sum())
-    with pytest.raises(PetacommError, match="--variants"):
-        graph.prepare(tmp_path, 8, size, "sendrecv", 2)
+    with pytest.raises(PetacommError, match="--variants: petacomm-graph does not take 'sendrecv'"):
+        check_variant(graph, "sendrecv")
     expect_clean_error("simulate", "graph", "--size", "nothing", names=("--size", "nothing"))
     # A matrix that does not read, a graph on too few ranks: refused before any build.
     empty = tmp_path / "empty.csv"

@@ -371,7 +371,8 @@ def plan_runs(args, preset, network):
 
 # ---- the command ------------------------------------------------------------------------
 def run(args) -> int:
-    from petacomm.sim.presets import PRESETS
+    from petacomm.bench import MAX_REPS, bounded_int
+    from petacomm.sim.presets import PRESETS, check_variant
     from petacomm.sim.smpi import COMMON_OPTIONS, find_tools
 
     preset = PRESETS[args.preset]
@@ -401,6 +402,9 @@ def run(args) -> int:
 
     size = user_error("--size", preset.parse_size, size_text)
     variants = preset.variants if args.variants is None else name_list(args.variants, "--variants")
+    for variant in variants:
+        check_variant(preset, variant)
+    bounded_int(args.reps, "--reps", 1, MAX_REPS)  # the programs took 99999999999 as garbage
     runs = [(r, m, v) for r, m in plan_runs(args, preset, network) for v in variants]
     # After the arguments: a bad argument is named even without SMPI.
     tools = find_tools(args.simgrid)

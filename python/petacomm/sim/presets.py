@@ -56,6 +56,8 @@ class Preset:
     pattern: Callable[[int, dict, str, tuple[str, ...]], str | None] = (
         lambda ranks, size, variant, options: None
     )
+    # The variants the program takes (strategy or transport names), for --variants.
+    variant_names: Callable[[], tuple[str, ...]] = lambda: ()
     # SMPI options of its own, after the network model's (and before --smpi-option).
     smpi_options: tuple[str, ...] = ()
     # Messages one round of the run puts in flight at once, when that (not the rank count)
@@ -72,6 +74,36 @@ class Preset:
     # Wall seconds of simulation per byte sent (None: petacomm.sim.cli.SECONDS_PER_BYTE, fitted
     # to programs that also pack and transpose what they send).
     seconds_per_byte: float | None = None
+
+
+def check_variant(preset: Preset, variant: str) -> None:
+    """PetacommError naming --variants when ``preset``'s program does not take ``variant``:
+    the program failed once simulated, and simulate said only that no result line came."""
+    name = _sparse_variant(variant)[0] if preset.name == "sparse-reduce" else variant
+    names = preset.variant_names()
+    if name not in names:
+        raise PetacommError(
+            f"--variants: {preset.program} does not take {variant!r} (expected "
+            f"{', '.join(names)}{'; NAME:wN' if preset.name == 'sparse-reduce' else ''})"
+        )
+
+
+def _xchg_variants() -> tuple[str, ...]:
+    from petacomm.xchg import strategy_names
+
+    return tuple(strategy_names())  # "auto" first
+
+
+def _transpose_variants() -> tuple[str, ...]:
+    from petacomm.transpose import strategies
+
+    return ("auto", *(s.name for s in strategies()))
+
+
+def _halo_variants() -> tuple[str, ...]:
+    from petacomm.bench.halo import FLAT_VARIANTS
+
+    return (*FLAT_VARIANTS, "node")
 
 
 def _result_line(stdout: str, mark: str) -> dict:
@@ -298,13 +330,19 @@ def _mapmaker_work(ranks: int, size: dict, variant: str, reps: int) -> tuple[flo
 
 # ---- transposes: strategies on an N0 x N1 float64 slab (study 4) --------------------------
 def _transpose_size(text: str) -> dict:
-    parts = text.lower().split("x")
-    try:
-        n0, n1 = (int(p) for p in parts) if len(parts) == 2 else (0, 0)
-    except ValueError:
-        n0 = n1 = 0
-    if n0 < 1 or n1 < 1:
-        raise ValueError(f"expected N0xN1 (float64 elements), e.g. 4096x4096, got {text!r}")
+    import os
+
+    from petacomm.bench.transpose import shape_option
+
+    n0, n1 = shape_option(text, "--size")
+    # The simulated ranks are processes of this machine: the whole array is in its memory
+    # twice (in and out). 10^11 x 10^11 was simulated, and failed with no word on the size.
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if 16 * n0 * n1 > memory:
+        raise PetacommError(
+            f"--size: {text} float64 elements, in and out, take {16 * n0 * n1 / 2**30:.3g} GiB, "
+            f"more than this machine's {memory / 2**30:.3g} GiB"
+        )
     return {"n0": n0, "n1": n1}
 
 
@@ -515,10 +553,6 @@ def _graph_prepare(
 ) -> list[str]:
     from petacomm.topology.irregular_graphs import write_matrix_csv
 
-    if variant != "nonblocking":
-        raise PetacommError(
-            f"--variants: petacomm-graph exchanges one way only, 'nonblocking' (got {variant!r})"
-        )
     (work / _GRAPH_JSON).unlink(missing_ok=True)
     matrix = work / f"graph-p{ranks}.csv"
     write_matrix_csv(_graph_of(ranks, size), matrix, "--size")
@@ -715,6 +749,7 @@ PRESETS = {
         full_size="128:4194304",
         size_help="NSIDE:TOTAL_SAMPLES of the CMB scan (HEALPix nside; samples split over "
         "the ranks)",
+        variant_names=_xchg_variants,
         parse_size=_sparse_size,
         prepare=_sparse_prepare,
         parse=_sparse_parse,
@@ -742,6 +777,7 @@ PRESETS = {
         full_size="128:4000000",
         size_help="NSIDE:SAMPLES (HEALPix nside; samples per detector, 4 detectors, split "
         "over the ranks in time order)",
+        variant_names=_xchg_variants,
         parse_size=_mapmaker_size,
         prepare=_mapmaker_prepare,
         parse=_mapmaker_parse,
@@ -762,6 +798,7 @@ PRESETS = {
         size="2048x2048",
         full_size="8192x8192",
         size_help="N0xN1 float64 elements",
+        variant_names=_transpose_variants,
         parse_size=_transpose_size,
         prepare=_transpose_prepare,
         parse=_transpose_parse,
@@ -785,6 +822,7 @@ PRESETS = {
         size="2:star:64KiB",
         full_size="2:star:1MiB",
         size_help="DIMS:STENCIL:BYTES (grid dimensionality, star or box, bytes per face)",
+        variant_names=_halo_variants,
         parse_size=_halo_size,
         prepare=_halo_prepare,
         parse=_halo_parse,
@@ -806,6 +844,7 @@ PRESETS = {
         full_size="delaunay",
         size_help="a graph of petacomm.topology.irregular_graphs, NAME[:SEED] (rgg, delaunay, "
         "cmb), or a traffic matrix file (.csv/.npy)",
+        variant_names=lambda: ("nonblocking",),  # petacomm-graph exchanges one way only,
         parse_size=_graph_size,
         prepare=_graph_prepare,
         parse=_graph_parse,
@@ -830,6 +869,7 @@ PRESETS = {
         size="8x8x32:4",
         full_size="16x16x64:8",
         size_help="NXxNYxK:MK (cells per rank; K planes swept in blocks of MK)",
+        variant_names=lambda: ("blocking", "nonblocking", "node"),  # petacomm-sweep3d's transports,
         parse_size=_sweep_size,
         prepare=_sweep_prepare,
         parse=_sweep_parse,
