@@ -159,6 +159,24 @@ def test_fftfilter_app_refuses_bad_flags():
     assert "--shape NS,NCHI,NPHI" in helped.stdout
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    ("program", "args"),
+    [
+        ("petacomm-transpose-bench", ["8", "8", "99999999999", "xor"]),  # atoi: 1215752191
+        ("petacomm-transpose-bench", ["8x", "8", "2", "xor"]),  # atoll read 8
+        ("petacomm-xchg-setup-bench", [".", "99999999999"]),
+        ("petacomm-xchg-setup-bench", [".", "2", "owner", "p2p", "4294967298"]),  # atoi: 2
+    ],
+)
+def test_the_c_drivers_refuse_counts_they_cannot_hold(program, args):
+    from mpi_harness import mpirun
+    from petacomm.native import program_path
+
+    bad = mpirun(1, [str(program_path(program)), *args], check=False)
+    assert bad.returncode != 0 and f"usage: {program}" in bad.stderr, bad.stderr
+
+
 def test_a_probe_is_run_to_its_end_within_its_limits():
     """What mpi4py_library asks a --python: its exit status and both outputs; a program
     that runs too long is killed at the timeout, one that prints without end at 1 MiB."""

@@ -6,13 +6,14 @@
  * runs: the planner's pick for "auto"), "seconds" (median over the repetitions after a
  * warm-up one, each timed by bench_operation_seconds), "bytes" (the whole array), "errors"
  * (elements of the last result that differ from the transposed input, summed over ranks: 0)}. */
+#include <limits.h>
 #include <mpi.h>
 #include <petacomm/transpose.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_timing.h"
+#include "bench_driver.h"
 
 static void fail(const char *what) { bench_fail("petacomm-transpose-bench", what); }
 
@@ -66,11 +67,14 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const long long n0 = argc == 5 ? atoll(argv[1]) : 0, n1 = argc == 5 ? atoll(argv[2]) : 0;
-  const int reps = argc == 5 ? atoi(argv[3]) : 0;
+  const long long n0 = argc == 5 ? bench_whole_number(argv[1], 1, LLONG_MAX) : -1;
+  const long long n1 = argc == 5 ? bench_whole_number(argv[2], 1, LLONG_MAX) : -1;
+  const int reps = argc == 5 ? (int)bench_whole_number(argv[3], 1, 1000000) : -1;
   if (n0 < 1 || n1 < 1 || reps < 1) {
     if (rank == 0)
-      fprintf(stderr, "usage: petacomm-transpose-bench N0 N1 REPETITIONS STRATEGIES\n");
+      fprintf(stderr,
+              "usage: petacomm-transpose-bench N0 N1 REPETITIONS STRATEGIES (N0, N1 >= 1; "
+              "REPETITIONS from 1 to 1000000)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   char *list = strdup(argv[4]);

@@ -13,13 +13,14 @@
  * key), "keys"}: medians over the repetitions after a warm-up one, each timed by
  * bench_operation_seconds.
  */
+#include <limits.h>
 #include <mpi.h>
 #include <petacomm/xchg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_timing.h"
+#include "bench_driver.h"
 
 static void fail(const char *what) { bench_fail("petacomm-xchg-setup-bench", what); }
 
@@ -73,14 +74,15 @@ int main(int argc, char **argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc < 3 || argc > 6 || atoi(argv[2]) < 1 || (argc == 6 && atoi(argv[5]) < 0)) {
+  const int reps = argc >= 3 ? (int)bench_whole_number(argv[2], 1, 1000000) : -1;
+  const int send_window = argc == 6 ? (int)bench_whole_number(argv[5], 0, INT_MAX) : 0;
+  if (argc < 3 || argc > 6 || reps < 1 || send_window < 0) {
     if (rank == 0)
       fprintf(stderr,
               "usage: petacomm-xchg-setup-bench KEY_DIR REPETITIONS [STRATEGIES "
-              "[TRANSPORT [SEND_WINDOW]]]\n");
+              "[TRANSPORT [SEND_WINDOW]]] (REPETITIONS from 1 to 1000000, SEND_WINDOW >= 0)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  const int reps = atoi(argv[2]);
   char path[4096];
   snprintf(path, sizeof path, "%s/p%d_r%d.bin", argv[1], size, rank);
   FILE *file = fopen(path, "rb");
@@ -95,7 +97,6 @@ int main(int argc, char **argv) {
   if (!keys || fread(keys, 8, (size_t)n, file) != (size_t)n) MPI_Abort(MPI_COMM_WORLD, 2);
   fclose(file);
   const char *transport = argc >= 5 ? argv[4] : "p2p";
-  const int send_window = argc == 6 ? atoi(argv[5]) : 0;
   if (argc >= 4 && strcmp(argv[3], "all") != 0) {
     char *list = strdup(argv[3]);
     for (char *at = NULL, *name = strtok_r(list, ",", &at); name; name = strtok_r(NULL, ",", &at))

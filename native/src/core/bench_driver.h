@@ -1,14 +1,24 @@
-/* Timing shared by the C drivers that `petacomm simulate` and the benchmarks run under any
- * MPI, SimGrid SMPI included (petacomm-transpose-bench, petacomm-xchg-setup-bench): one
- * collective operation's seconds, the median of repetitions after a warm-up, and failing
- * with the library's last error. Header-only C. */
-#ifndef PETACOMM_BENCH_TIMING_H
-#define PETACOMM_BENCH_TIMING_H
+/* What the C drivers that `petacomm simulate` and the benchmarks run under any MPI, SimGrid
+ * SMPI included (petacomm-transpose-bench, petacomm-xchg-setup-bench), share: reading a
+ * whole-number argument, one collective operation's seconds, the median of repetitions after
+ * a warm-up, and failing with the library's last error. Header-only C. */
+#ifndef PETACOMM_BENCH_DRIVER_H
+#define PETACOMM_BENCH_DRIVER_H
 
+#include <errno.h>
 #include <mpi.h>
 #include <petacomm/core.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* argv text as a whole number in [low, high], or -1 (atoi took "99999999999" for 1215752191
+ * and "ten" for 0). */
+static long long bench_whole_number(const char *text, long long low, long long high) {
+  char *end = NULL;
+  errno = 0;
+  const long long v = strtoll(text, &end, 10);
+  return errno == 0 && end != text && *end == '\0' && v >= low && v <= high ? v : -1;
+}
 
 static int bench_by_value(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
