@@ -147,8 +147,23 @@ def test_missing_file(tmp_path):
 def test_a_named_pipe_or_device_is_not_read_as_a_model():
     # A FIFO that no program writes blocked the load forever (the same check refuses it:
     # petacomm.files.special_file_kind; its tests make one), /dev/zero never ended.
-    with pytest.raises(PetacommError, match="^machine model: /dev/null is a character device"):
+    with pytest.raises(PetacommError, match="^machine model: '/dev/null' is a character device"):
         load("/dev/null")
+
+
+def test_a_model_file_larger_than_any_input_is_refused_before_reading(tmp_path):
+    """It was read whole (a 10 GB file named by mistake filled memory); now the bound of
+    every input file (petacomm.files.MAX_INPUT_BYTES) holds, with the other readers' words."""
+    from petacomm.files import MAX_INPUT_BYTES
+
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as file:
+        file.truncate(MAX_INPUT_BYTES + 1)  # sparse: nothing is written
+    with pytest.raises(PetacommError, match=r"^machine model: '.*huge.json' is 256 MiB, more"):
+        load(huge)
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(PetacommError, match="^machine model: '.*dir.json' is a directory"):
+        load(tmp_path / "dir.json")
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from petacomm.errors import PetacommError
-from petacomm.files import loads_json, special_file_kind, write_text_atomically
+from petacomm.files import loads_json, read_bytes_file, write_text_atomically
 from petacomm.model import collectives
 
 SCHEMA_NAME = "petacomm.machine-model"
@@ -386,22 +386,15 @@ def load(path: str | os.PathLike | None = None) -> MachineModel:
     # A file that PETACOMM_MODEL names is said to come from it: no option names it.
     from_variable = path is None and bool(os.environ.get("PETACOMM_MODEL"))
     what = "machine model (PETACOMM_MODEL)" if from_variable else "machine model"
-    kind = special_file_kind(file)
-    if kind is not None:
-        raise PetacommError(f"{what}: {file} is {kind}, not a model file")
-    try:
-        text = file.read_bytes().decode("utf-8")
-    except FileNotFoundError as err:
+    if not os.path.lexists(file):
         hint = "" if path is not None else " (run 'petacomm netbench' to measure this machine)"
-        raise PetacommError(f"{what}: {file} not found{hint}") from err
-    except IsADirectoryError as err:
-        raise PetacommError(f"{what}: {file} is a directory, not a model file") from err
-    except OSError as err:
-        raise PetacommError(f"{what}: cannot read {file}: {err.strerror}") from err
+        raise PetacommError(f"{what}: {file} not found{hint}")
+    # files.read_bytes_file: special files, directories and inputs above 256 MiB refused
+    data = read_bytes_file(file, what, allow_empty=True)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise PetacommError(f"{what}: {file} is not a JSON text file") from err
-    except ValueError as err:  # a NUL byte in the file name
-        raise PetacommError(f"{what}: cannot read {file}: {err}") from err
     try:
         data = loads_json(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as err:
