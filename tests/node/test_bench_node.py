@@ -68,3 +68,17 @@ def test_bench_help_names_the_targets():
     result = run_cli("bench", "node", "--help")
     assert result.returncode == 0
     assert "70 %" in result.stdout and "1.5x" in result.stdout
+
+
+@pytest.mark.mpi
+def test_the_program_refuses_one_virtual_node_for_the_inter_node_phase(tmp_path):
+    """With every rank on one virtual node, the inter-node phase measured a pair inside it
+    and its table said 'forwarded 0'."""
+    from mpi_harness import mpirun
+    from petacomm.native import program_path
+
+    program = str(program_path("petacomm-node-bench"))
+    argv = [program, "--inter-node-size", "3", "--json", str(tmp_path / "raw.json")]
+    bad = mpirun(3, argv, check=False)
+    assert bad.returncode != 0 and not (tmp_path / "raw.json").exists()
+    assert "--inter-node-size: 3 ranks per node leave all 3 ranks on one node" in bad.stderr

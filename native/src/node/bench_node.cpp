@@ -255,10 +255,16 @@ int main(int argc, char **argv) {
   int me = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (!problem.empty() || size < 2) {
-    if (me == 0)
-      std::fprintf(stderr, "petacomm-node-bench: %s\n",
-                   problem.empty() ? "needs at least 2 ranks" : problem.c_str());
+  std::string refused = problem;
+  if (refused.empty() && size < 2) refused = "needs at least 2 ranks";
+  // One virtual node holds every rank: the inter-node phase measured a pair inside it.
+  if (refused.empty() && o.inter_node_size >= size)
+    refused = "--inter-node-size: " + std::to_string(o.inter_node_size) +
+              " ranks per node leave all " + std::to_string(size) +
+              " ranks on one node; the inter-node phase needs two (at most " +
+              std::to_string(size - 1) + ")";
+  if (!refused.empty()) {
+    if (me == 0) std::fprintf(stderr, "petacomm-node-bench: %s\n", refused.c_str());
     MPI_Finalize();
     return 2;
   }

@@ -230,19 +230,16 @@ def format_report(results: dict) -> str:
         f"inter-node, ranks {inter['pair'][0]} -> gateway -> gateway -> "
         f"{inter['pair'][1]} (virtual node size {inter['node_size']})",
     ]
-    if inter["rows"]:
+    lines.append(
+        f"{'size':>9} {'lat layer':>9} {'lat MPI':>9} {'x MPI':>6} {'BW layer':>9} "
+        f"{'BW MPI':>9} {'x MPI':>6}"
+    )
+    for r in inter["rows"]:
         lines.append(
-            f"{'size':>9} {'lat layer':>9} {'lat MPI':>9} {'x MPI':>6} {'BW layer':>9} "
-            f"{'BW MPI':>9} {'x MPI':>6}"
+            f"{format_exact_size(r['bytes']):>9} {_us(r['layer_latency'])} "
+            f"{_us(r['mpi_latency'])} {_x(r['latency_ratio'])} {_mbs(r['layer_bw'])} "
+            f"{_mbs(r['mpi_bw'])} {_x(r['bandwidth_ratio'])}"
         )
-        for r in inter["rows"]:
-            lines.append(
-                f"{format_exact_size(r['bytes']):>9} {_us(r['layer_latency'])} "
-                f"{_us(r['mpi_latency'])} {_x(r['latency_ratio'])} {_mbs(r['layer_bw'])} "
-                f"{_mbs(r['mpi_bw'])} {_x(r['bandwidth_ratio'])}"
-            )
-    else:
-        lines.append("  (one node only at this virtual node size: nothing crosses a gateway)")
     lines += [
         "",
         "gateways in the inter-node phase (messages, bytes of payload; MPI messages, bytes):",
