@@ -66,9 +66,11 @@ def _check_strategy(name: str) -> None:
     only once launched (packed-partial always transposes with 'partial')."""
     from petacomm.transpose import strategies
 
-    names = [s.name for s in strategies() if s.name != "partial"]
+    known = strategies()
+    names = [s.name for s in known if not s.needs_mask]
     if name != "auto" and name not in names:
-        why = "the packed-partial variant's own" if name == "partial" else "unknown"
+        masked = any(s.name == name for s in known)
+        why = "the packed-partial variant's own" if masked else "unknown"
         raise PetacommError(
             f"--strategy: {why} '{name}' (expected auto or one of {', '.join(names)})"
         )

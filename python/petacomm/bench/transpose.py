@@ -87,9 +87,10 @@ def shape_option(text: str, what: str) -> tuple[int, int]:
 def _strategies(text: str | None) -> list[str]:
     from petacomm.transpose import strategies
 
-    names = [s.name for s in strategies()]
+    known = strategies()
+    names = [s.name for s in known]
     if text is None:
-        return [n for n in names if n != "partial"]  # partial needs a mask
+        return [s.name for s in known if not s.needs_mask]
     chosen = [v.strip() for v in text.split(",") if v.strip()]
     unknown = [c for c in chosen if c not in names]
     if unknown or not chosen:

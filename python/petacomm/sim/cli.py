@@ -404,8 +404,12 @@ def run(args) -> int:
     variants = preset.variants if args.variants is None else name_list(args.variants, "--variants")
     for variant in variants:
         check_variant(preset, variant)
-    bounded_int(args.reps, "--reps", 1, MAX_REPS)  # the programs took 99999999999 as garbage
+    # the programs took 99999999999 as garbage; the map-maker counts its warm-up iteration
+    bounded_int(args.reps, "--reps", 1, MAX_REPS - 1)
     runs = [(r, m, v) for r, m in plan_runs(args, preset, network) for v in variants]
+    if preset.check_size is not None:
+        for ranks in sorted({r for r, _, _ in runs}):
+            user_error("--size", preset.check_size, size, ranks)
     # After the arguments: a bad argument is named even without SMPI.
     tools = find_tools(args.simgrid)
     simgrid = "system" if args.simgrid is None else "activity sets"

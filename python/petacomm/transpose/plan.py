@@ -27,6 +27,11 @@ class Strategy:
     summary: str
     options: tuple[str, ...]
 
+    @property
+    def needs_mask(self) -> bool:
+        """Transposes only the columns of a mask, without which it fails ('partial')."""
+        return "mask" in self.options
+
 
 def strategies() -> list[Strategy]:
     """The strategies of the native registry, in the planner's order."""
