@@ -148,13 +148,16 @@ def test_fftfilter_app_refuses_bad_flags():
     assert bad.returncode != 0 and "n: expected n_s >= 1 and even n_chi" in bad.stdout + bad.stderr
     bad = mpirun(1, [app, "--variant", "fast"], check=False)
     assert bad.returncode == 2 and "--variant" in bad.stdout + bad.stderr
-    # atoi read 99999999999 as 1215752191 repetitions, and "ten" as 0
-    for reps in ("99999999999", "ten"):
-        bad = mpirun(1, [app, "--reps", reps], check=False)
-        assert (
-            bad.returncode == 2
-            and f"--reps: expected a whole number from 1 to 1000000, got '{reps}'" in bad.stderr
-        )
+    # atoi read 99999999999 as 1215752191 repetitions and "ten" as 0; a grid of 4294967297
+    # was cast to int: 1
+    for flag, value, bound in (
+        ("--reps", "99999999999", "[1, 1000000]"),
+        ("--reps", "ten", "[1, 1000000]"),
+        ("--grid", "4294967297,2", "[1, 16777216]"),
+    ):
+        bad = mpirun(1, [app, flag, value], check=False)
+        assert bad.returncode == 2, bad.stderr
+        assert f"{flag}: expected an integer in {bound}, got '{value.split(',')[0]}'" in bad.stderr
     helped = mpirun(1, [app, "--help"])
     assert "--shape NS,NCHI,NPHI" in helped.stdout
 

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -19,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "arg_parser.hpp"
+#include "error.hpp"
 #include "json_out.hpp"
 #include "petacomm/transpose.h"
 
@@ -52,6 +53,7 @@ struct Options {
 };
 
 constexpr int kMaxReps = 1000000;  // --reps and --warmup; bench fftfilter takes the same
+constexpr std::int64_t kMaxExtent = std::int64_t{1} << 40, kMaxRanks = 1 << 24;
 const char *kVariantNames[] = {"plain", "packed", "packed-partial"};
 
 [[noreturn]] void usage_error(int rank, const std::string &message) {
@@ -60,32 +62,30 @@ const char *kVariantNames[] = {"plain", "packed", "packed-partial"};
   std::exit(2);
 }
 
-// A whole number in [low, high] for `arg`, or a usage error (atoi took 99999999999 for
-// 1215752191 repetitions, and "abc" for 0).
-int bounded_int(int rank, const std::string &arg, const char *text, int low, int high) {
-  char *end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < low || v > high)
-    usage_error(rank, arg + ": expected a whole number from " + std::to_string(low) + " to " +
-                          std::to_string(high) + ", got '" + text + "'");
-  return static_cast<int>(v);
+// A whole number in [low, high] for `option` (the apps' parse_int), else a usage error:
+// atoi took 99999999999 repetitions for 1215752191, strtoll's value cast to int a grid of
+// 4294967297 for 1.
+std::int64_t whole_number(int rank, const std::string &option, const std::string &text,
+                          std::int64_t low, std::int64_t high) {
+  try {
+    return petacomm::apps::parse_int(option, text, low, high);
+  } catch (const petacomm::Error &e) {
+    usage_error(rank, e.what());
+  }
 }
 
+// N comma-separated whole numbers in [low, high], or a usage error naming `option`.
 template <class T, std::size_t N>
-bool parse_list(const char *text, T (&out)[N]) {
-  std::string s(text);
+void parse_list(int rank, const std::string &option, const std::string &text, T (&out)[N],
+                std::int64_t low, std::int64_t high, const char *form) {
   std::size_t at = 0;
   for (std::size_t k = 0; k < N; ++k) {
-    const std::size_t end = k + 1 < N ? s.find(',', at) : s.size();
-    if (end == std::string::npos) return false;
-    char *stop = nullptr;
-    const long long v = std::strtoll(s.substr(at, end - at).c_str(), &stop, 10);
-    if (stop == nullptr || *stop != '\0' || end == at) return false;
-    out[k] = static_cast<T>(v);
+    const std::size_t end = k + 1 < N ? text.find(',', at) : text.size();
+    if (end == std::string::npos || at > text.size())
+      usage_error(rank, option + ": expected " + form + ", got " + text);
+    out[k] = static_cast<T>(whole_number(rank, option, text.substr(at, end - at), low, high));
     at = end + 1;
   }
-  return at >= s.size();
 }
 
 Options parse(int argc, char **argv, int rank, int size) {
@@ -101,17 +101,11 @@ Options parse(int argc, char **argv, int rank, int size) {
       MPI_Finalize();
       std::exit(0);
     } else if (arg == "--shape") {
-      const char *v = value();
-      if (!parse_list(v, o.shape))
-        usage_error(rank, "--shape: expected NS,NCHI,NPHI, got " + std::string(v));
+      parse_list(rank, arg, value(), o.shape, 1, kMaxExtent, "NS,NCHI,NPHI");
     } else if (arg == "--grid") {
-      const char *v = value();
-      if (!parse_list(v, o.grid))
-        usage_error(rank, "--grid: expected PS,PCHI, got " + std::string(v));
+      parse_list(rank, arg, value(), o.grid, 1, kMaxRanks, "PS,PCHI");
     } else if (arg == "--modes") {
-      const char *v = value();
-      if (!parse_list(v, o.modes))
-        usage_error(rank, "--modes: expected M,N, got " + std::string(v));
+      parse_list(rank, arg, value(), o.modes, 0, kMaxExtent, "M,N");
     } else if (arg == "--variant") {
       const std::string v = value();
       if (v == "all") {
@@ -127,9 +121,9 @@ Options parse(int argc, char **argv, int rank, int size) {
     } else if (arg == "--planner") {
       o.planner = value();
     } else if (arg == "--reps") {
-      o.reps = bounded_int(rank, arg, value(), 1, kMaxReps);
+      o.reps = static_cast<int>(whole_number(rank, arg, value(), 1, kMaxReps));
     } else if (arg == "--warmup") {
-      o.warmup = bounded_int(rank, arg, value(), 0, kMaxReps);
+      o.warmup = static_cast<int>(whole_number(rank, arg, value(), 0, kMaxReps));
     } else if (arg == "--no-verify") {
       o.verify = false;
     } else if (arg == "--json") {
