@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* argv text as a whole number in [low, high], or -1 (atoi took "99999999999" for 1215752191
- * and "ten" for 0). */
+/* Repetitions a driver takes at most (petacomm.bench.MAX_REPS: the benchmarks' bound). */
+#define BENCH_MAX_REPS 1000000
+
+/* argv text as a whole number in [low, high], or -1, which is why low must be >= 0 (atoi
+ * took "99999999999" for 1215752191 and "ten" for 0). */
 static long long bench_whole_number(const char *text, long long low, long long high) {
   char *end = NULL;
   errno = 0;

@@ -69,12 +69,13 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const long long n0 = argc == 5 ? bench_whole_number(argv[1], 1, LLONG_MAX) : -1;
   const long long n1 = argc == 5 ? bench_whole_number(argv[2], 1, LLONG_MAX) : -1;
-  const int reps = argc == 5 ? (int)bench_whole_number(argv[3], 1, 1000000) : -1;
+  const int reps = argc == 5 ? (int)bench_whole_number(argv[3], 1, BENCH_MAX_REPS) : -1;
   if (n0 < 1 || n1 < 1 || reps < 1) {
     if (rank == 0)
       fprintf(stderr,
               "usage: petacomm-transpose-bench N0 N1 REPETITIONS STRATEGIES (N0, N1 >= 1; "
-              "REPETITIONS from 1 to 1000000)\n");
+              "REPETITIONS from 1 to %d)\n",
+              BENCH_MAX_REPS);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   char *list = strdup(argv[4]);

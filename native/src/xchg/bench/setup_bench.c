@@ -74,13 +74,14 @@ int main(int argc, char **argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const int reps = argc >= 3 ? (int)bench_whole_number(argv[2], 1, 1000000) : -1;
+  const int reps = argc >= 3 ? (int)bench_whole_number(argv[2], 1, BENCH_MAX_REPS) : -1;
   const int send_window = argc == 6 ? (int)bench_whole_number(argv[5], 0, INT_MAX) : 0;
   if (argc < 3 || argc > 6 || reps < 1 || send_window < 0) {
     if (rank == 0)
       fprintf(stderr,
               "usage: petacomm-xchg-setup-bench KEY_DIR REPETITIONS [STRATEGIES "
-              "[TRANSPORT [SEND_WINDOW]]] (REPETITIONS from 1 to 1000000, SEND_WINDOW >= 0)\n");
+              "[TRANSPORT [SEND_WINDOW]]] (REPETITIONS from 1 to %d, SEND_WINDOW >= 0)\n",
+              BENCH_MAX_REPS);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   char path[4096];
