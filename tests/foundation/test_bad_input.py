@@ -651,6 +651,7 @@ CASES = [
     (nolaunch("sweep3d", "--grid", "8x1x4", "--procs", "1x2"), ("--procs", "without cells")),
     (nolaunch("sweep3d", "--grid", "1x1x4"), ("--procs", "no Px x Py = 2 ranks fits")),
     (nolaunch("sweep3d", "--rounds", "101"), ("--rounds", "at most 100")),
+    (nolaunch("sweep3d", "--transports", "blocking,ring"), ("--transports", "unknown 'ring'")),
     (nolaunch("fftfilter", "--strategy", "ring"), ("--strategy", "unknown 'ring'")),
     (nolaunch("fftfilter", "--strategy", "partial"), ("--strategy", "packed-partial variant's")),
     (nolaunch("fftfilter", "--reps", "99999999999"), ("--reps", "at most 1000000")),

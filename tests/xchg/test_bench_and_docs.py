@@ -616,8 +616,9 @@ def test_stopping_the_bench_stops_its_ranks(how):
 
     seed = str(700_000 + os.getpid() % 100_000)  # marks this run's ranks
     argv = [sys.executable, "-m", "petacomm.cli", "bench", "sparse-reduce", "--ranks", "2"]
-    # the most repetitions the bench takes: about 20 s here, long enough to be stopped
-    argv += ["--generator", "uniform", "--keys-per-rank", "50", "--reps", "1000000"]
+    # the most repetitions the bench takes, of 20,000 keys: about 4 minutes here (10^4 took
+    # 2.4 s), long after the signal, even on a machine several times faster
+    argv += ["--generator", "uniform", "--keys-per-rank", "20000", "--reps", "1000000"]
     argv += ["--seed", seed, "--strategies", "directory"]
     # SIGINT as a terminal's Ctrl-C delivers it: a suite started in the background (as CI
     # does) inherits SIGINT ignored, and so would the command.

@@ -5,7 +5,8 @@ from __future__ import annotations
 from petacomm.errors import PetacommError, refuse_repeats
 
 # Timed (or warm-up) repetitions at most: 99999999999 ran without end (or, in a native
-# program's atoi, as 1215752191). petacomm-fftfilter takes the same.
+# program's atoi, as 1215752191). petacomm-fftfilter, petacomm-halo (-i, -x) and the C
+# drivers (core/bench_driver.h) take the same.
 MAX_REPS = 1000000
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from petacomm.bench import bounded_int, launched_ranks, name_list, positive_int_list
+from petacomm.bench import MAX_REPS, bounded_int, launched_ranks, name_list, positive_int_list
 from petacomm.errors import PetacommError
 from petacomm.files import refuse_empty_names
 from petacomm.units import is_whole_number, parse_byte_count, parse_size_range
@@ -107,8 +107,8 @@ def _pattern_flags(args) -> list[str]:
         "--dims", ",".join(dims), "--stencil", ",".join(stencils),
         "--periodic", ",".join(periodic),
         "-m", f"{low}:{high}",
-        "-i", _whole_number(args.iterations, "-i", 1, 1000000),
-        "-x", _whole_number(args.warmup, "-x", 0, 1000000),
+        "-i", _whole_number(args.iterations, "-i", 1, MAX_REPS),
+        "-x", _whole_number(args.warmup, "-x", 0, MAX_REPS),
     ]  # fmt: skip
 
 

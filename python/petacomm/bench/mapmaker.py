@@ -56,8 +56,9 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-# petacomm-mapmaker's bounds (its --nside, --samples, --detectors, --max-iter); --rounds:
-# every round solves once per strategy, and the strategies of all rounds are one argument.
+# petacomm-mapmaker's bounds (its --nside, --samples, --detectors, --max-iter); --rounds,
+# ours: every round solves once per strategy, and the strategies of all rounds go to the
+# program as one argument (99999999 rounds: "Argument list too long", a traceback).
 MAX_NSIDE = 1 << 20
 BOUNDS = {"samples": 1 << 40, "detectors": 1024, "iterations": 1000000, "rounds": 100}
 

@@ -37,7 +37,8 @@ from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import write_text_atomically
 
 SCHEMA_VERSION = 1
-MAX_COMPONENTS = 1024  # --k: values per key
+# --k, values per key at most: each rank holds keys x k of them, and 10^11 was launched
+MAX_COMPONENTS = 1024
 MARK = "XCHGBENCH "
 GENERATOR_DEFAULTS = {
     "cmb": {"nside": 128, "samples_per_rank": 20000},

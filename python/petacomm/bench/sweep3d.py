@@ -28,6 +28,9 @@ from petacomm.units import is_whole_number
 
 SCHEMA_VERSION = 1
 MAX_EXTENT = 1 << 20  # cells per axis petacomm-sweep3d takes (its --grid)
+TRANSPORTS = ("blocking", "nonblocking", "node")  # petacomm-sweep3d's (transport_*.cpp)
+# Runs per block size at most: each is a launch of the program.
+MAX_ROUNDS = 100
 
 
 def register(subparsers) -> None:
@@ -154,18 +157,23 @@ def run(args) -> int:
 
     bounded_int(args.ranks, "--ranks")
     launched_ranks([args.ranks], "--ranks")
-    # petacomm-sweep3d's bounds; every round runs once per block size
+    # petacomm-sweep3d's bounds
     bounded_int(args.angles, "--angles", 1, 1 << 16)
     bounded_int(args.mmi, "--mmi", 1)
     if args.angles % args.mmi:
         raise PetacommError(f"--mmi: {args.mmi} does not divide --angles {args.angles}")
     bounded_int(args.iterations, "--iterations", 1, 1 << 30)
-    bounded_int(args.rounds, "--rounds", 1, 100)
+    bounded_int(args.rounds, "--rounds", 1, MAX_ROUNDS)
     grid = _grid(args.grid)
     _process_grids(args.procs, args.ranks, grid)
     block_sizes = _block_sizes(args.mk, grid[2])
     node_sizes = node_sizes_option(args.node_sizes)
     transports = name_list(args.transports, "--transports")
+    for name in transports:  # refused by the program only once launched
+        if name not in TRANSPORTS:
+            raise PetacommError(
+                f"--transports: unknown '{name}' (expected some of {', '.join(TRANSPORTS)})"
+            )
     refuse_empty_names([("--model", args.model)])  # '' read the directory '.'
     try:
         model = load_or_default(args.model)

@@ -390,9 +390,9 @@ def load(path: str | os.PathLike | None = None) -> MachineModel:
         hint = "" if path is not None else " (run 'petacomm netbench' to measure this machine)"
         raise PetacommError(f"{what}: {file} not found{hint}")
     # files.read_bytes_file: special files, directories and inputs above 256 MiB refused
-    data = read_bytes_file(file, what, allow_empty=True)
+    raw = read_bytes_file(file, what, allow_empty=True)
     try:
-        text = data.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise PetacommError(f"{what}: {file} is not a JSON text file") from err
     try:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from petacomm.bench.halo import MAX_MESSAGE as HALO_MAX_MESSAGE
 from petacomm.bench.mapmaker import BOUNDS, MAX_NSIDE
+from petacomm.bench.sweep3d import TRANSPORTS as SWEEP3D_TRANSPORTS
 from petacomm.errors import PetacommError
 from petacomm.sim.smpi_selection import (
     smpi_allreduce_algorithm,
@@ -889,7 +890,7 @@ PRESETS = {
         full_size="16x16x64:8",
         size_help="NXxNYxK:MK (cells per rank; K planes swept in blocks of MK)",
         # petacomm-sweep3d's transports but "node": the SMPI build has no node family
-        variant_names=lambda: ("blocking", "nonblocking"),
+        variant_names=lambda: tuple(t for t in SWEEP3D_TRANSPORTS if t != "node"),
         parse_size=_sweep_size,
         prepare=_sweep_prepare,
         parse=_sweep_parse,
