@@ -244,7 +244,9 @@ typedef struct petacomm_xchg_stats {
   petacomm_xchg_minavgmax setup_mpi_seconds;
 } petacomm_xchg_stats;
 
-/* Collective (one small reduction): statistics for elements of (dtype, k) and setup times. */
+/* Collective (two small reductions: the argument check, then the statistics): statistics for
+ * elements of (dtype, k) and setup times. dtype and k must agree on all ranks; a bad or
+ * differing argument on any rank (stats NULL included) fails every rank together. */
 petacomm_status petacomm_xchg_plan_stats(petacomm_xchg_plan plan, petacomm_xchg_dtype dtype, int k,
                                          petacomm_xchg_stats *stats);
 

@@ -184,10 +184,7 @@ petacomm_status petacomm_xchg_plan_describe(petacomm_xchg_plan plan, char *buf, 
 
 petacomm_status petacomm_xchg_plan_stats(petacomm_xchg_plan plan, petacomm_xchg_dtype dtype, int k,
                                          petacomm_xchg_stats *stats) {
-  return guard([&] {
-    PETACOMM_CHECK_ARG(stats != nullptr, "stats: NULL output pointer");
-    *stats = checked(plan).stats(dtype, k);
-  });
+  return guard([&] { checked(plan).stats(dtype, k, stats); });
 }
 
 petacomm_status petacomm_xchg_model_decide(const petacomm_xchg_rank_stats *ranks, int64_t nranks,

@@ -633,17 +633,32 @@ void Plan::end() {
   values_ = data_ = nullptr;
 }
 
-petacomm_xchg_stats Plan::stats(petacomm_xchg_dtype dtype, int k) {
+void Plan::stats(petacomm_xchg_dtype dtype, int k, petacomm_xchg_stats *out) {
   PETACOMM_CHECK_STATE(comm_ != MPI_COMM_NULL, "plan: already freed");
-  const ElementOp element(dtype, PETACOMM_XCHG_SUM, k, nullptr);
-  const double eb = static_cast<double>(element.elem_bytes());
+  // A rank that returned alone would leave the others waiting in the reduction below.
+  std::string problem = out == nullptr ? "stats: NULL output pointer" : "";
+  std::unique_ptr<ElementOp> element;
+  if (problem.empty()) {
+    try {
+      element = std::make_unique<ElementOp>(dtype, PETACOMM_XCHG_SUM, k, nullptr);
+    } catch (const Error &e) {
+      problem = e.what();
+    }
+  }
+  ArgumentCheck check;
+  check.start(comm_, problem,
+              {{"dtype", hash_number(std::int64_t{dtype}),
+                [dtype] { return std::string(dtype_name(dtype)); }},
+               {"k", hash_number(std::int64_t{k}), [k] { return concat(k); }}});
+  if (!check.passed()) check.fail("no statistics were computed");
+  const double eb = static_cast<double>(element->elem_bytes());
   const Traffic t = strategy_->traffic();
   const std::int64_t own = index_.identity() ? 0 : static_cast<std::int64_t>(index_.unique());
   const double memory = static_cast<double>(index_.memory_bytes() + strategy_->schedule_bytes()) +
                         static_cast<double>(strategy_->buffer_entries() + own) * eb;
   const auto spread = min_avg_max(
       comm_, {t.messages, t.entries * eb, memory, setup_.wall, setup_.compute(), setup_.mpi_wall});
-  petacomm_xchg_stats s;
+  petacomm_xchg_stats &s = *out;
   s.messages = spread[0];
   s.bytes = spread[1];
   s.memory_bytes = spread[2];
@@ -651,7 +666,6 @@ petacomm_xchg_stats Plan::stats(petacomm_xchg_dtype dtype, int k) {
   s.setup_wall_seconds = spread[3];
   s.setup_compute_seconds = spread[4];
   s.setup_mpi_seconds = spread[5];
-  return s;
 }
 
 }  // namespace petacomm::xchg

@@ -52,7 +52,8 @@ class Plan {
   // describe()'s JSON, written on the first call from what creation kept (most plans are
   // never described, and writing it costs as much as a small plan's discovery).
   const std::string &description() const;
-  petacomm_xchg_stats stats(petacomm_xchg_dtype dtype, int k);
+  // Collective: fails on every rank together when any rank's dtype, k or out is bad.
+  void stats(petacomm_xchg_dtype dtype, int k, petacomm_xchg_stats *out);
 
  private:
   struct Discovered;

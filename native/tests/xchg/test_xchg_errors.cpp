@@ -164,6 +164,28 @@ int main(int argc, char **argv) {
   CHECK(stats.messages.max == (nranks > 1 ? nranks - 1 : 0));
   CHECK(stats.bytes.max == (nranks > 1 ? 3 * 24.0 * (nranks - 1) : 0));
   CHECK(stats.memory_bytes.min > 0 && stats.setup_seconds > 0);
+  // stats is collective: one rank's bad dtype, k or NULL output fails every rank together
+  // (the other ranks waited in the reduction for ever).
+  {
+    const int last = nranks - 1;
+    const std::string at_fault = "rank " + std::to_string(last);
+    CHECK(petacomm_xchg_plan_stats(
+              plan, me == last ? static_cast<petacomm_xchg_dtype>(99) : PETACOMM_XCHG_FLOAT64, 3,
+              &stats) == PETACOMM_ERR_ARG);
+    CHECK(me == last ? says("dtype") && says("99") : says(at_fault.c_str()));
+    CHECK(petacomm_xchg_plan_stats(plan, PETACOMM_XCHG_FLOAT64, me == last ? 0 : 3, &stats) ==
+          PETACOMM_ERR_ARG);
+    CHECK(me == last ? says("k:") : says(at_fault.c_str()));
+    CHECK(petacomm_xchg_plan_stats(plan, PETACOMM_XCHG_FLOAT64, 3, me == last ? nullptr : &stats) ==
+          PETACOMM_ERR_ARG);
+    CHECK(me == last ? says("stats") : says(at_fault.c_str()));
+    if (nranks > 1) {
+      CHECK(petacomm_xchg_plan_stats(plan, PETACOMM_XCHG_FLOAT64, me == last ? 2 : 3, &stats) ==
+            PETACOMM_ERR_ARG);
+      CHECK(says("differ") && says("k"));
+    }
+    CHECK(petacomm_xchg_plan_stats(plan, PETACOMM_XCHG_FLOAT64, 3, &stats) == PETACOMM_SUCCESS);
+  }
   const char *name = nullptr;
   CHECK(petacomm_xchg_plan_strategy(plan, &name) == PETACOMM_SUCCESS &&
         std::strcmp(name, "directory") == 0);
