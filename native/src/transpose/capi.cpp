@@ -44,13 +44,6 @@ tp::FourierFilter &filter_of(petacomm_fftfilter f) {
   return checked(f, "filter", "petacomm_fftfilter_create");
 }
 
-tp::Direction direction_of(petacomm_transpose_direction d) {
-  if (d != PETACOMM_TRANSPOSE_FORWARD && d != PETACOMM_TRANSPOSE_BACKWARD)
-    fail_arg("direction: unknown direction ", static_cast<int>(d),
-             " (expected 0 forward or 1 backward)");
-  return static_cast<tp::Direction>(d);
-}
-
 void copy_text(const std::string &text, char *buf, size_t buflen, size_t *needed) {
   if (needed != nullptr) *needed = text.size() + 1;
   if (buf == nullptr || buflen == 0) {
@@ -148,14 +141,14 @@ petacomm_status petacomm_transpose_plan_local(petacomm_transpose_plan plan,
 petacomm_status petacomm_transpose_execute(petacomm_transpose_plan plan,
                                            petacomm_transpose_direction direction, const void *in,
                                            void *out) {
-  return guard([&] { plan_of(plan).execute(direction_of(direction), in, out); });
+  return guard([&] { plan_of(plan).execute(direction, in, out); });
 }
 
 petacomm_status petacomm_transpose_execute_array(petacomm_transpose_plan plan,
                                                  petacomm_transpose_direction direction,
                                                  const petacomm_transpose_array *in,
                                                  const petacomm_transpose_array *out) {
-  return guard([&] { plan_of(plan).execute_array(direction_of(direction), in, out); });
+  return guard([&] { plan_of(plan).execute_array(direction, in, out); });
 }
 
 petacomm_status petacomm_transpose_plan_strategy(petacomm_transpose_plan plan, const char **name) {

@@ -20,6 +20,13 @@ Geometry slab(std::int64_t rows, std::int64_t cols, std::size_t elem) {
   return g;
 }
 
+// "" or the problem with a direction.
+std::string direction_problem(int direction) {
+  if (direction == PETACOMM_TRANSPOSE_FORWARD || direction == PETACOMM_TRANSPOSE_BACKWARD)
+    return {};
+  return concat("direction: unknown direction ", direction, " (expected 0 forward or 1 backward)");
+}
+
 }  // namespace
 
 SlabPlan::SlabPlan(MPI_Comm comm, std::int64_t n0, std::int64_t n1, std::int64_t howmany, int dtype,
@@ -104,27 +111,34 @@ std::vector<std::int64_t> SlabPlan::shape(bool input, Direction d) const {
   return s;
 }
 
-void SlabPlan::run(Direction d, const std::string &problem, const void *in, void *out) {
-  agree_or_fail(comm_, problem, static_cast<std::uint64_t>(d) + 1,
+void SlabPlan::run(int direction, const std::string &problem, const void *in, void *out) {
+  agree_or_fail(comm_, problem, static_cast<std::uint64_t>(direction) + 1,
                 "direction: must be the same on every rank");
-  transposer_->execute(d, static_cast<const char *>(in), static_cast<char *>(out));
+  transposer_->execute(static_cast<Direction>(direction), static_cast<const char *>(in),
+                       static_cast<char *>(out));
 }
 
-void SlabPlan::execute(Direction d, const void *in, void *out) {
+void SlabPlan::execute(int direction, const void *in, void *out) {
   require_mpi_running("petacomm_transpose_execute");
-  run(d, check_buffers(in, transposer_->input_bytes(d), out, transposer_->output_bytes(d)), in,
-      out);
+  std::string problem = direction_problem(direction);
+  const auto d = static_cast<Direction>(direction);
+  if (problem.empty())
+    problem = check_buffers(in, transposer_->input_bytes(d), out, transposer_->output_bytes(d));
+  run(direction, problem, in, out);
 }
 
-void SlabPlan::execute_array(Direction d, const petacomm_transpose_array *in,
+void SlabPlan::execute_array(int direction, const petacomm_transpose_array *in,
                              const petacomm_transpose_array *out) {
   require_mpi_running("petacomm_transpose_execute_array");
-  std::string problem = check_array("in", in, shape(true, d), dtype_, false);
+  std::string problem = direction_problem(direction);
+  const auto d = static_cast<Direction>(direction);
+  if (problem.empty()) problem = check_array("in", in, shape(true, d), dtype_, false);
   if (problem.empty()) problem = check_array("out", out, shape(false, d), dtype_, true);
   if (problem.empty())
     problem = check_buffers(in->data, transposer_->input_bytes(d), out->data,
                             transposer_->output_bytes(d));
-  run(d, problem, problem.empty() ? in->data : nullptr, problem.empty() ? out->data : nullptr);
+  run(direction, problem, problem.empty() ? in->data : nullptr,
+      problem.empty() ? out->data : nullptr);
 }
 
 petacomm_transpose_local SlabPlan::local() const {

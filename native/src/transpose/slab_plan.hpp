@@ -21,8 +21,10 @@ class SlabPlan {
   SlabPlan(const SlabPlan &) = delete;
   SlabPlan &operator=(const SlabPlan &) = delete;
 
-  void execute(Direction d, const void *in, void *out);
-  void execute_array(Direction d, const petacomm_transpose_array *in,
+  // Collective. direction: the caller's petacomm_transpose_direction, checked with the other
+  // arguments on every rank (an unknown one on one rank fails every rank together).
+  void execute(int direction, const void *in, void *out);
+  void execute_array(int direction, const petacomm_transpose_array *in,
                      const petacomm_transpose_array *out);
   // Collective: frees the communicator (no-op after MPI_Finalize).
   void release();
@@ -34,7 +36,7 @@ class SlabPlan {
 
  private:
   std::vector<std::int64_t> shape(bool input, Direction d) const;
-  void run(Direction d, const std::string &problem, const void *in, void *out);
+  void run(int direction, const std::string &problem, const void *in, void *out);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::int64_t n0_, n1_, howmany_;

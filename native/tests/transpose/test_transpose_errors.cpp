@@ -124,8 +124,19 @@ int main(int argc, char **argv) {
                      plan, rank == 0 ? PETACOMM_TRANSPOSE_FORWARD : PETACOMM_TRANSPOSE_BACKWARD,
                      in.data(), out.data()),
                  "direction: must be the same on every rank", "direction differing between ranks");
+  // An unknown direction on one rank (the others waited in the transpose for ever).
+  expect_error(
+      petacomm_transpose_execute(
+          plan, faulty ? static_cast<petacomm_transpose_direction>(7) : PETACOMM_TRANSPOSE_FORWARD,
+          in.data(), out.data()),
+      "direction: unknown direction 7", "unknown direction on one rank");
   petacomm_transpose_array a_in = array(in.data(), l.rows_in, 12),
                            a_out = array(out.data(), l.rows_out, 16);
+  expect_error(
+      petacomm_transpose_execute_array(
+          plan, faulty ? static_cast<petacomm_transpose_direction>(-1) : PETACOMM_TRANSPOSE_FORWARD,
+          &a_in, &a_out),
+      "direction: unknown direction -1", "unknown direction on one rank (arrays)");
   petacomm_transpose_array wrong = a_out;
   if (culprit) wrong.shape[1] = 17;
   expect_error(petacomm_transpose_execute_array(plan, PETACOMM_TRANSPOSE_FORWARD, &a_in, &wrong),
