@@ -185,7 +185,8 @@ typedef struct petacomm_transpose_stats {
   double setup_seconds; /* plan creation, max over ranks */
 } petacomm_transpose_stats;
 
-/* Collective (two small reductions). */
+/* Collective (three small reductions: the argument check, then the statistics); stats NULL
+ * on any rank fails every rank together. */
 petacomm_status petacomm_transpose_plan_stats(petacomm_transpose_plan plan,
                                               petacomm_transpose_stats *stats);
 

@@ -165,10 +165,7 @@ petacomm_status petacomm_transpose_plan_describe(petacomm_transpose_plan plan, c
 
 petacomm_status petacomm_transpose_plan_stats(petacomm_transpose_plan plan,
                                               petacomm_transpose_stats *stats) {
-  return guard([&] {
-    if (stats == nullptr) fail_arg("stats: NULL output pointer");
-    *stats = plan_of(plan).stats();
-  });
+  return guard([&] { plan_of(plan).stats(stats); });
 }
 
 petacomm_status petacomm_transpose_model_decide(const petacomm_transpose_problem *problem,

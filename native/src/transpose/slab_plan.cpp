@@ -190,11 +190,12 @@ std::vector<petacomm_transpose_minavgmax> spread(MPI_Comm comm, const std::vecto
   return out;
 }
 
-petacomm_transpose_stats SlabPlan::stats() {
+void SlabPlan::stats(petacomm_transpose_stats *out) {
   require_mpi_running("petacomm_transpose_plan_stats");
+  agree_or_fail(comm_, out == nullptr ? "stats: NULL output pointer" : "");
   const auto s = spread(comm_, {transposer_->messages(), transposer_->bytes(),
                                 static_cast<double>(transposer_->memory_bytes()), setup_seconds_});
-  return petacomm_transpose_stats{s[0], s[1], s[2], s[3].max};
+  *out = petacomm_transpose_stats{s[0], s[1], s[2], s[3].max};
 }
 
 }  // namespace petacomm::transpose

@@ -32,7 +32,8 @@ class SlabPlan {
   petacomm_transpose_local local() const;
   const char *strategy() const { return transposer_->strategy_name(); }
   const std::string &describe();
-  petacomm_transpose_stats stats();
+  // Collective: out NULL on any rank fails every rank together.
+  void stats(petacomm_transpose_stats *out);
 
  private:
   std::vector<std::int64_t> shape(bool input, Direction d) const;

@@ -163,6 +163,11 @@ int main(int argc, char **argv) {
     }
   expect_ok(petacomm_transpose_execute_array(plan, PETACOMM_TRANSPOSE_FORWARD, &a_in, &a_out),
             "execute after errors");
+  // stats is collective: a NULL output on one rank fails every rank (the others waited).
+  petacomm_transpose_stats stats;
+  expect_error(petacomm_transpose_plan_stats(plan, faulty ? nullptr : &stats),
+               "stats: NULL output pointer", "NULL stats on one rank");
+  expect_ok(petacomm_transpose_plan_stats(plan, &stats), "stats after errors");
   expect_ok(petacomm_transpose_plan_free(&plan), "free");
   expect_error(petacomm_transpose_execute(plan, PETACOMM_TRANSPOSE_FORWARD, in.data(), out.data()),
                "plan: NULL", "freed plan");
