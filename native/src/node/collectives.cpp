@@ -211,17 +211,21 @@ void Collectives::recv_from(int rank, void *data, std::int64_t bytes) {
   wait_request(engine_.post_recv(data, bytes, rank, kTagCollective, true));
 }
 
-Collectives::Root Collectives::resolve_root(const char *call, int root,
-                                            petacomm_node_scope scope) const {
-  // The root must agree on every rank, so every rank fails alike here, before any round.
-  if (scope == PETACOMM_NODE_SCOPE_NODE) {
-    if (root < 0 || root >= domain_.local_size())
-      fail_arg(call, ": root: ", root, " is not a local rank of this node (", domain_.local_size(),
-               " ranks)");
-    return {domain_.rank_of_local(root), domain_.node(), root, true};
+Collectives::Root Collectives::resolve_root(const char *call, int root, petacomm_node_scope scope,
+                                            std::string *problem) const {
+  // A bad root is this rank's problem like any other argument's, agreed on in the first
+  // round: a rank that failed alone here would leave the others waiting in it. The rounds
+  // then go on with local rank 0 of this node as the root, which every rank has.
+  const bool node_scope = scope == PETACOMM_NODE_SCOPE_NODE;
+  const int ranks = node_scope ? domain_.local_size() : domain_.size();
+  if (root < 0 || root >= ranks) {
+    if (problem->empty())
+      *problem = node_scope ? concat(call, ": root: ", root, " is not a local rank of this node (",
+                                     ranks, " ranks)")
+                            : concat(call, ": root: ", root, " is not a rank (size ", ranks, ")");
+    return {domain_.leader(), domain_.node(), 0, true};
   }
-  if (root < 0 || root >= domain_.size())
-    fail_arg(call, ": root: ", root, " is not a rank (size ", domain_.size(), ")");
+  if (node_scope) return {domain_.rank_of_local(root), domain_.node(), root, true};
   const Location where = domain_.locate(root);
   return {root, where.node, where.local, where.node == domain_.node()};
 }
@@ -233,8 +237,9 @@ void Collectives::barrier(petacomm_node_scope scope) { agree(0, scope); }
 void Collectives::bcast(void *buf, std::int64_t count, petacomm_node_dtype dtype, int root,
                         petacomm_node_scope scope) {
   const char *call = "petacomm_node_bcast";
-  const Root r = resolve_root(call, root, scope);
-  std::string problem = check_elements(call, count, dtype, false, PETACOMM_NODE_SUM);
+  std::string problem;
+  const Root r = resolve_root(call, root, scope, &problem);
+  if (problem.empty()) problem = check_elements(call, count, dtype, false, PETACOMM_NODE_SUM);
   if (problem.empty() && buf == nullptr && count > 0) problem = concat(call, ": buf: NULL");
   report(agree(problem.empty() ? 0 : 1, scope), problem, call);
   const std::int64_t bytes = count * dtype_bytes(dtype);
@@ -272,9 +277,10 @@ void Collectives::reduce(const void *send, void *recv, std::int64_t count,
                          petacomm_node_dtype dtype, petacomm_node_op op, int root,
                          petacomm_node_scope scope, bool all) {
   const char *call = all ? "petacomm_node_allreduce" : "petacomm_node_reduce";
-  const Root r = all ? Root{0, 0, 0, false} : resolve_root(call, root, scope);
+  std::string problem;
+  const Root r = all ? Root{0, 0, 0, false} : resolve_root(call, root, scope, &problem);
   const bool is_root = !all && domain_.rank() == r.rank;
-  std::string problem = check_elements(call, count, dtype, true, op);
+  if (problem.empty()) problem = check_elements(call, count, dtype, true, op);
   const std::int64_t elem = problem.empty() ? dtype_bytes(dtype) : 1;
   const std::int64_t bytes = problem.empty() ? count * elem : 0;
   if (problem.empty() && count > 0) {
@@ -348,10 +354,11 @@ void Collectives::reduce(const void *send, void *recv, std::int64_t count,
 void Collectives::gather(const void *send, std::int64_t count, petacomm_node_dtype dtype,
                          void *recv, int root, petacomm_node_scope scope) {
   const char *call = "petacomm_node_gather";
-  const Root r = resolve_root(call, root, scope);
+  std::string problem;
+  const Root r = resolve_root(call, root, scope, &problem);
   const bool is_root = domain_.rank() == r.rank;
   const bool across = across_nodes(scope);
-  std::string problem = check_elements(call, count, dtype, false, PETACOMM_NODE_SUM);
+  if (problem.empty()) problem = check_elements(call, count, dtype, false, PETACOMM_NODE_SUM);
   const std::int64_t each = problem.empty() ? count * dtype_bytes(dtype) : 0;
   const int ranks = scope == PETACOMM_NODE_SCOPE_NODE ? domain_.local_size() : domain_.size();
   if (problem.empty() && count > 0) {

@@ -55,7 +55,10 @@ class Collectives {
     int local;  // its local rank in that node
     bool in_my_node;
   };
-  Root resolve_root(const char *call, int root, petacomm_node_scope scope) const;
+  // The root of a rooted collective; an invalid one sets *problem (when empty) and gives
+  // this node's leader, so the rounds that agree on the problem can still run.
+  Root resolve_root(const char *call, int root, petacomm_node_scope scope,
+                    std::string *problem) const;
   bool across_nodes(petacomm_node_scope scope) const;
 
   std::uint64_t next_step() { return ++step_; }

@@ -764,6 +764,37 @@ void check_errors(petacomm_node node) {
   FAILS(petacomm_node_bcast(node, in.data(), 1, PETACOMM_NODE_FLOAT64, nranks,
                             PETACOMM_NODE_SCOPE_ALL),
         PETACOMM_ERR_ARG, "root: ");
+  // A bad root on one rank only fails every rank of the scope (the others waited in the
+  // first round for ever), outputs unchanged.
+  int my_node = 0, bad_node = 0;
+  OK(petacomm_node_locate(node, me, &my_node, nullptr));
+  OK(petacomm_node_locate(node, nranks - 1, &bad_node, nullptr));
+  for (const petacomm_node_scope scope : {PETACOMM_NODE_SCOPE_ALL, PETACOMM_NODE_SCOPE_NODE}) {
+    if (scope == PETACOMM_NODE_SCOPE_NODE && my_node != bad_node) {
+      // This node's collectives do not involve the faulty rank: they succeed.
+      double x = 0.0;
+      OK(petacomm_node_bcast(node, &x, 1, PETACOMM_NODE_FLOAT64, 0, scope));
+      OK(petacomm_node_reduce(node, in.data(), out.data(), 1, PETACOMM_NODE_FLOAT64,
+                              PETACOMM_NODE_SUM, 0, scope));
+      OK(petacomm_node_gather(node, in.data(), 1, PETACOMM_NODE_FLOAT64, out.data(), 0, scope));
+      continue;
+    }
+    const int root = bad ? (scope == PETACOMM_NODE_SCOPE_ALL ? nranks + 3 : -1) : 0;
+    const char *expect = bad ? "root: " : "another rank";
+    std::fill(out.begin(), out.end(), -5.0);
+    petacomm_status rcs[3] = {
+        petacomm_node_bcast(node, out.data(), 10, PETACOMM_NODE_FLOAT64, root, scope),
+        petacomm_node_reduce(node, in.data(), out.data(), 10, PETACOMM_NODE_FLOAT64,
+                             PETACOMM_NODE_SUM, root, scope),
+        petacomm_node_gather(node, in.data(), 1, PETACOMM_NODE_FLOAT64, out.data(), root, scope)};
+    for (int c = 0; c < 3; ++c)
+      CHECK(rcs[c] == PETACOMM_ERR_ARG, "collective %d with root %d on rank %d: %d", c, root, me,
+            rcs[c]);
+    CHECK(std::strstr(petacomm_last_error(), expect) != nullptr, "bad root on one rank: %s",
+          petacomm_last_error());
+    CHECK(std::all_of(out.begin(), out.end(), [](double v) { return v == -5.0; }),
+          "a collective with a bad root wrote its output");
+  }
   // The layer still works after all that.
   double s = 1.0, t = 0.0;
   OK(petacomm_node_allreduce(node, &s, &t, 1, PETACOMM_NODE_FLOAT64, PETACOMM_NODE_SUM,
