@@ -23,11 +23,6 @@ Layer &checked(petacomm_node node) {
   return *node->impl;
 }
 
-void check_scope(petacomm_node_scope scope) {
-  if (scope != PETACOMM_NODE_SCOPE_ALL && scope != PETACOMM_NODE_SCOPE_NODE)
-    fail_arg("scope: unknown value ", static_cast<int>(scope));
-}
-
 // Takes the request out of the caller's handle first: whatever happens, it is consumed.
 Request *take(Layer &layer, petacomm_node_request *request) {
   if (request == nullptr) fail_arg("request: NULL pointer to a request handle");
@@ -273,7 +268,6 @@ petacomm_status petacomm_node_progress(petacomm_node node) {
 petacomm_status petacomm_node_barrier(petacomm_node node, petacomm_node_scope scope) {
   return guard([&] {
     Layer &l = checked(node);
-    check_scope(scope);
     l.collectives().barrier(scope);
   });
 }
@@ -283,7 +277,6 @@ petacomm_status petacomm_node_bcast(petacomm_node node, void *buf, int64_t count
                                     petacomm_node_scope scope) {
   return guard([&] {
     Layer &l = checked(node);
-    check_scope(scope);
     l.collectives().bcast(buf, count, dtype, root, scope);
   });
 }
@@ -293,7 +286,6 @@ petacomm_status petacomm_node_reduce(petacomm_node node, const void *send, void 
                                      int root, petacomm_node_scope scope) {
   return guard([&] {
     Layer &l = checked(node);
-    check_scope(scope);
     l.collectives().reduce(send, recv, count, dtype, op, root, scope, false);
   });
 }
@@ -303,7 +295,6 @@ petacomm_status petacomm_node_allreduce(petacomm_node node, const void *send, vo
                                         petacomm_node_op op, petacomm_node_scope scope) {
   return guard([&] {
     Layer &l = checked(node);
-    check_scope(scope);
     l.collectives().reduce(send, recv, count, dtype, op, 0, scope, true);
   });
 }
@@ -313,7 +304,6 @@ petacomm_status petacomm_node_gather(petacomm_node node, const void *send, int64
                                      petacomm_node_scope scope) {
   return guard([&] {
     Layer &l = checked(node);
-    check_scope(scope);
     l.collectives().gather(send, count, dtype, recv, root, scope);
   });
 }

@@ -211,6 +211,17 @@ void Collectives::recv_from(int rank, void *data, std::int64_t bytes) {
   wait_request(engine_.post_recv(data, bytes, rank, kTagCollective, true));
 }
 
+petacomm_node_scope Collectives::checked_scope(const char *call, petacomm_node_scope scope,
+                                               std::string *problem) {
+  if (scope == PETACOMM_NODE_SCOPE_ALL || scope == PETACOMM_NODE_SCOPE_NODE) return scope;
+  // Agreed on in the first round like any other argument: a rank that failed alone here would
+  // leave the others waiting in it. The round runs over the whole layer, as most calls do.
+  if (problem->empty())
+    *problem = concat(call, ": scope: unknown value ", static_cast<int>(scope),
+                      " (expected PETACOMM_NODE_SCOPE_ALL or PETACOMM_NODE_SCOPE_NODE)");
+  return PETACOMM_NODE_SCOPE_ALL;
+}
+
 Collectives::Root Collectives::resolve_root(const char *call, int root, petacomm_node_scope scope,
                                             std::string *problem) const {
   // A bad root is this rank's problem like any other argument's, agreed on in the first
@@ -232,12 +243,18 @@ Collectives::Root Collectives::resolve_root(const char *call, int root, petacomm
 
 // ---- the collectives --------------------------------------------------------------------
 
-void Collectives::barrier(petacomm_node_scope scope) { agree(0, scope); }
+void Collectives::barrier(petacomm_node_scope scope) {
+  const char *call = "petacomm_node_barrier";
+  std::string problem;
+  scope = checked_scope(call, scope, &problem);
+  report(agree(problem.empty() ? 0 : 1, scope), problem, call);
+}
 
 void Collectives::bcast(void *buf, std::int64_t count, petacomm_node_dtype dtype, int root,
                         petacomm_node_scope scope) {
   const char *call = "petacomm_node_bcast";
   std::string problem;
+  scope = checked_scope(call, scope, &problem);
   const Root r = resolve_root(call, root, scope, &problem);
   if (problem.empty()) problem = check_elements(call, count, dtype, false, PETACOMM_NODE_SUM);
   if (problem.empty() && buf == nullptr && count > 0) problem = concat(call, ": buf: NULL");
@@ -278,6 +295,7 @@ void Collectives::reduce(const void *send, void *recv, std::int64_t count,
                          petacomm_node_scope scope, bool all) {
   const char *call = all ? "petacomm_node_allreduce" : "petacomm_node_reduce";
   std::string problem;
+  scope = checked_scope(call, scope, &problem);
   const Root r = all ? Root{0, 0, 0, false} : resolve_root(call, root, scope, &problem);
   const bool is_root = !all && domain_.rank() == r.rank;
   if (problem.empty()) problem = check_elements(call, count, dtype, true, op);
@@ -355,6 +373,7 @@ void Collectives::gather(const void *send, std::int64_t count, petacomm_node_dty
                          void *recv, int root, petacomm_node_scope scope) {
   const char *call = "petacomm_node_gather";
   std::string problem;
+  scope = checked_scope(call, scope, &problem);
   const Root r = resolve_root(call, root, scope, &problem);
   const bool is_root = domain_.rank() == r.rank;
   const bool across = across_nodes(scope);

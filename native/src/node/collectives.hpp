@@ -55,6 +55,10 @@ class Collectives {
     int local;  // its local rank in that node
     bool in_my_node;
   };
+  // scope when it is known; else SCOPE_ALL, the round every rank can take part in, with
+  // *problem set (when empty).
+  static petacomm_node_scope checked_scope(const char *call, petacomm_node_scope scope,
+                                           std::string *problem);
   // The root of a rooted collective; an invalid one sets *problem (when empty) and gives
   // this node's leader, so the rounds that agree on the problem can still run.
   Root resolve_root(const char *call, int root, petacomm_node_scope scope,

@@ -795,6 +795,27 @@ void check_errors(petacomm_node node) {
     CHECK(std::all_of(out.begin(), out.end(), [](double v) { return v == -5.0; }),
           "a collective with a bad root wrote its output");
   }
+  // An unknown scope on one rank only fails every rank (the others waited for ever).
+  {
+    const auto scope = bad ? static_cast<petacomm_node_scope>(5) : PETACOMM_NODE_SCOPE_ALL;
+    const char *expect = bad ? "scope: unknown value 5" : "another rank";
+    std::fill(out.begin(), out.end(), -5.0);
+    petacomm_status rcs[5] = {
+        petacomm_node_barrier(node, scope),
+        petacomm_node_bcast(node, out.data(), 10, PETACOMM_NODE_FLOAT64, 0, scope),
+        petacomm_node_reduce(node, in.data(), out.data(), 10, PETACOMM_NODE_FLOAT64,
+                             PETACOMM_NODE_SUM, 0, scope),
+        petacomm_node_allreduce(node, in.data(), out.data(), 10, PETACOMM_NODE_FLOAT64,
+                                PETACOMM_NODE_SUM, scope),
+        petacomm_node_gather(node, in.data(), 1, PETACOMM_NODE_FLOAT64, out.data(), 0, scope)};
+    for (int c = 0; c < 5; ++c)
+      CHECK(rcs[c] == PETACOMM_ERR_ARG, "collective %d with scope %d on rank %d: %d", c,
+            static_cast<int>(scope), me, rcs[c]);
+    CHECK(std::strstr(petacomm_last_error(), expect) != nullptr, "bad scope on one rank: %s",
+          petacomm_last_error());
+    CHECK(std::all_of(out.begin(), out.end(), [](double v) { return v == -5.0; }),
+          "a collective with a bad scope wrote its output");
+  }
   // The layer still works after all that.
   double s = 1.0, t = 0.0;
   OK(petacomm_node_allreduce(node, &s, &t, 1, PETACOMM_NODE_FLOAT64, PETACOMM_NODE_SUM,
