@@ -256,6 +256,12 @@ ElementOp::ElementOp(petacomm_xchg_dtype dtype, petacomm_xchg_op op, int k,
     : dtype_(dtype), op_(op), k_(k), user_(user) {
   comp_bytes_ = dtype_size(dtype, "dtype");
   PETACOMM_CHECK_ARG(k >= 1, "k: must be at least 1 component per key, got ", k);
+  // An element travels as one MPI datatype of elem_bytes bytes (ElementType).
+  constexpr auto kMaxElemBytes = static_cast<std::size_t>(std::numeric_limits<int>::max());
+  PETACOMM_CHECK_ARG(static_cast<std::size_t>(k) <= kMaxElemBytes / comp_bytes_, "k: ", k,
+                     " components of ", dtype_name(dtype), " are ",
+                     static_cast<std::size_t>(k) * comp_bytes_,
+                     " bytes per key, above the limit of ", kMaxElemBytes, " bytes (an MPI count)");
   elem_bytes_ = comp_bytes_ * static_cast<std::size_t>(k);
   Kernels fn;
   switch (op) {

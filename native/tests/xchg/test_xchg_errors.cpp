@@ -3,6 +3,7 @@
 // values untouched. Also describe() and stats() on a valid plan.
 #include <mpi.h>
 
+#include <climits>
 #include <complex>
 #include <cstdint>
 #include <cstdio>
@@ -87,6 +88,11 @@ int main(int argc, char **argv) {
   CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 5, 0, PETACOMM_XCHG_FLOAT64,
                               PETACOMM_XCHG_SUM) == PETACOMM_ERR_ARG);
   CHECK(says("k:"));
+  // k whose element exceeds an MPI count: named as k (it was "element bytes: ... use a
+  // smaller chunk or fewer keys per rank").
+  CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 5, INT_MAX,
+                              PETACOMM_XCHG_FLOAT64, PETACOMM_XCHG_SUM) == PETACOMM_ERR_ARG);
+  CHECK(says("k: 2147483647 components of float64"));
   CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 5, 1, PETACOMM_XCHG_COMPLEX128,
                               PETACOMM_XCHG_MIN) == PETACOMM_ERR_ARG);
   CHECK(says("min") && says("complex128"));
