@@ -34,9 +34,13 @@ std::string validate_options(const petacomm_xchg_options &o, const petacomm_xchg
   try {
     requested_strategy(o.strategy);
     parse_transport(o.transport);
-    ElementOp check(o.plan_dtype, PETACOMM_XCHG_SUM, o.plan_k, nullptr);
   } catch (const Error &e) {
     return e.what();
+  }
+  try {
+    ElementOp check(o.plan_dtype, PETACOMM_XCHG_SUM, o.plan_k, nullptr);
+  } catch (const Error &e) {  // "dtype: ..." or "k: ...": the options' plan_dtype or plan_k
+    return concat("plan_", e.what());
   }
   if (o.chunk_keys < 1) return concat("chunk_keys: must be >= 1, got ", o.chunk_keys);
   if (o.chunk_keys > INT_MAX / 16)

@@ -68,6 +68,17 @@ int main(int argc, char **argv) {
   CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
         PETACOMM_ERR_ARG);
   CHECK(says("chunk_keys"));
+  // The planner's element options are named as the options spell them.
+  petacomm_xchg_options_default(&opts);
+  opts.plan_k = 0;
+  CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
+        PETACOMM_ERR_ARG);
+  CHECK(says("plan_k: must be at least 1"));
+  petacomm_xchg_options_default(&opts);
+  opts.plan_dtype = static_cast<petacomm_xchg_dtype>(17);
+  CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
+        PETACOMM_ERR_ARG);
+  CHECK(says("plan_dtype: unknown dtype 17"));
   petacomm_xchg_options_default(&opts);
   opts.transport = "carrier-pigeon";
   CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
