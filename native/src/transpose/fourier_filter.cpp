@@ -50,7 +50,8 @@ FourierFilter::FourierFilter(MPI_Comm comm, const std::int64_t n[3], const int g
     if (variant < PETACOMM_FFTFILTER_PLAIN || variant > PETACOMM_FFTFILTER_PACKED_PARTIAL)
       return concat("variant: unknown variant ", variant,
                     " (expected 0 plain, 1 packed, 2 packed-partial)");
-    return "";
+    // The plain variant transposes the field complexified.
+    return size_problem("n", {n[0], n[1], n[2]}, 1, PETACOMM_TRANSPOSE_COMPLEX128);
   };
   // A binding's own finding comes first: the other arguments may be placeholders then.
   std::string problem =

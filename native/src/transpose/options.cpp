@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -137,6 +138,25 @@ std::size_t dtype_bytes(int dtype) {
     default:
       return 0;
   }
+}
+
+std::string size_problem(const char *names, std::initializer_list<std::int64_t> extents,
+                         std::int64_t howmany, int dtype) {
+  const auto value = static_cast<std::int64_t>(dtype_bytes(dtype));
+  if (howmany > INT_MAX / value)
+    return concat("howmany: ", howmany, " values of ", dtype_name(dtype),
+                  " per element exceed the limit of ", INT_MAX / value, " (", INT_MAX,
+                  " bytes, an MPI count)");
+  double bytes = static_cast<double>(howmany * value);
+  std::string shown;
+  for (const std::int64_t e : extents) {
+    bytes *= static_cast<double>(e);
+    shown += concat(shown.empty() ? "" : " x ", e);
+  }
+  if (bytes > 9.0e18)
+    return concat(names, ": ", shown, " elements of ", howmany * value,
+                  " bytes is too large (more than 9e18 bytes)");
+  return {};
 }
 
 const char *dtype_name(int dtype) {

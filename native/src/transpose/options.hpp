@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,12 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v);
 // Bytes of one value of dtype; 0 for an unknown dtype.
 std::size_t dtype_bytes(int dtype);
 const char *dtype_name(int dtype);
+
+// "" or why arrays of `extents` elements, each howmany values of dtype (howmany >= 1, dtype
+// known, extents >= 1), cannot be transposed: an element travels as one MPI datatype of at
+// most 2^31 - 1 bytes, and a whole array's bytes must stay below 9e18 (int64 offsets).
+// names spells the extents as the caller does ("n0 x n1").
+std::string size_problem(const char *names, std::initializer_list<std::int64_t> extents,
+                         std::int64_t howmany, int dtype);
 
 }  // namespace petacomm::transpose

@@ -43,7 +43,7 @@ PencilPlan::PencilPlan(MPI_Comm comm, const std::int64_t n[3], const int grid[2]
                     " ranks of the communicator");
     if (howmany < 1) return concat("howmany: must be >= 1, got ", howmany);
     if (dtype_bytes(dtype) == 0) return concat("dtype: unknown dtype ", dtype);
-    return "";
+    return size_problem("n", {n[0], n[1], n[2]}, howmany, dtype);
   };
   // A binding's own finding comes first: the other arguments may be placeholders then.
   std::string problem =

@@ -44,11 +44,7 @@ SlabPlan::SlabPlan(MPI_Comm comm, std::int64_t n0, std::int64_t n1, std::int64_t
     if (dtype_bytes(dtype) == 0)
       return concat("dtype: unknown dtype ", dtype,
                     " (expected 0..3: float32, float64, complex64, complex128)");
-    if (static_cast<double>(n0) * static_cast<double>(n1) * static_cast<double>(howmany) *
-            static_cast<double>(dtype_bytes(dtype)) >
-        9.0e18)
-      return concat("n0 x n1 x howmany: ", n0, " x ", n1, " x ", howmany, " is too large");
-    return "";
+    return size_problem("n0 x n1", {n0, n1}, howmany, dtype);
   };
   // A binding's own finding comes first: the other arguments may be placeholders then.
   std::string problem =

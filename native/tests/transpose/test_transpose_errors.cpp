@@ -180,6 +180,28 @@ int main(int argc, char **argv) {
                                                 PETACOMM_TRANSPOSE_FLOAT64, &o, &pencil),
                "grid:", "pencil grid on one rank");
   grid[1] = size;
+  // Sizes beyond what can be addressed or sent: refused naming the argument (pencils and
+  // filters took n = 2^22 x 2^22 x 2^22 whose bytes wrap around 2^64; an element of more
+  // than 2^31 - 1 bytes aborted the job in MPI_Type_contiguous).
+  const std::int64_t huge[3] = {std::int64_t{1} << 22, std::int64_t{1} << 22,
+                                std::int64_t{1} << 22};
+  expect_error(petacomm_transpose_pencil_create(MPI_COMM_WORLD, huge, grid, 1,
+                                                PETACOMM_TRANSPOSE_FLOAT64, &o, &pencil),
+               "n: 4194304 x 4194304 x 4194304 elements of 8 bytes is too large", "pencil n");
+  expect_error(petacomm_transpose_pencil_create(MPI_COMM_WORLD, n, grid, std::int64_t{1} << 40,
+                                                PETACOMM_TRANSPOSE_FLOAT64, &o, &pencil),
+               "howmany: 1099511627776 values of float64 per element exceed", "pencil howmany");
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 1, 1, std::int64_t{1} << 30,
+                                              PETACOMM_TRANSPOSE_COMPLEX128, &o, &plan),
+               "howmany: 1073741824 values of complex128 per element exceed", "slab howmany");
+  {
+    const std::int64_t big[3] = {2, std::int64_t{1} << 40, std::int64_t{1} << 40};
+    const std::int64_t m[2] = {1, 1};
+    petacomm_fftfilter f = nullptr;
+    expect_error(
+        petacomm_fftfilter_create(MPI_COMM_WORLD, big, grid, m, PETACOMM_FFTFILTER_PACKED, &o, &f),
+        "n: 2 x 1099511627776 x 1099511627776 elements of 16 bytes is too large", "filter n");
+  }
   expect_ok(petacomm_transpose_pencil_create(MPI_COMM_WORLD, n, grid, 1, PETACOMM_TRANSPOSE_FLOAT64,
                                              &o, &pencil),
             "pencil create");
