@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "error.hpp"
 
@@ -15,6 +16,12 @@ std::int64_t chunk_lines(std::int64_t line_bytes) {
 }
 
 fftw_complex *as_fftw(Complex *p) { return reinterpret_cast<fftw_complex *>(p); }
+
+// FFTW takes lengths as int.
+void check_fftw_length(std::int64_t n) {
+  if (n > std::numeric_limits<int>::max())
+    fail_arg("n: line length ", n, " exceeds FFTW's limit of ", std::numeric_limits<int>::max());
+}
 
 }  // namespace
 
@@ -33,6 +40,7 @@ FftwPlan &FftwPlan::operator=(FftwPlan &&o) noexcept {
 
 PackedRealLines::PackedRealLines(std::int64_t n) : n_(n) {
   if (n < 2 || n % 2 != 0) fail_arg("n: the packed format needs an even length >= 2, got ", n);
+  check_fftw_length(n);
   const std::int64_t modes = n / 2 + 1;
   chunk_ = chunk_lines(n * static_cast<std::int64_t>(sizeof(double)));
   work_.resize(static_cast<std::size_t>(chunk_ * modes) * sizeof(Complex));
@@ -104,6 +112,7 @@ void PackedRealLines::backward(const Complex *in, double *out, std::int64_t coun
 
 ComplexLines::ComplexLines(std::int64_t n) : n_(n) {
   if (n < 1) fail_arg("n: line length must be >= 1, got ", n);
+  check_fftw_length(n);
   chunk_ = chunk_lines(n * static_cast<std::int64_t>(sizeof(Complex)));
   Buffer lines(static_cast<std::size_t>(chunk_ * n) * sizeof(Complex));
   auto *p = reinterpret_cast<fftw_complex *>(lines.data());

@@ -3,6 +3,8 @@
 // usable afterwards.
 #include <mpi.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -222,6 +224,11 @@ int main(int argc, char **argv) {
                "strategy: 'partial' is the packed-partial variant's", "partial with plain");
   expect_error(petacomm_rfft_packed(7, 1, in.data(), out.data()),
                "n: the packed format needs an even length", "odd rfft length");
+  // Lengths FFTW cannot take (int): an argument error, not an internal one.
+  expect_error(petacomm_rfft_packed(INT64_MAX - 1, 1, in.data(), out.data()),
+               "n: line length 9223372036854775806 exceeds FFTW's limit", "huge rfft length");
+  expect_error(petacomm_irfft_packed(INT64_MAX - 1, 1, in.data(), out.data()),
+               "n: line length 9223372036854775806 exceeds FFTW's limit", "huge irfft length");
   petacomm_transpose_problem problem{4, 16, 16, 1, 16, 0, nullptr, 0};
   char text[64];
   expect_error(petacomm_transpose_model_decide(&problem, nullptr, text, sizeof text, nullptr),
