@@ -13,6 +13,7 @@ HeapAllocator::HeapAllocator(std::int64_t bytes) : capacity_(bytes) {
 
 std::int64_t HeapAllocator::allocate(std::int64_t bytes) {
   PETACOMM_CHECK_INTERNAL(bytes >= 0, "allocate(", bytes, ")");
+  if (bytes > capacity_) return -1;  // also keeps the rounding below from overflowing
   const std::int64_t size = round_up(bytes > 0 ? bytes : 1, kCacheLine);
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second < size) continue;

@@ -683,6 +683,12 @@ void check_rpc(petacomm_node node, const Reference &ref, const std::string &dir)
   OK(petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_NODE));
   FAILS(petacomm_node_alloc(node, std::int64_t{1} << 40, &p), PETACOMM_ERR_NOMEM,
         "the node heap has no free block");
+  // INT64_MAX bytes (rounding it up to 64 overflowed: the call succeeded and wrecked the
+  // heap, whose next allocation found no free block at all).
+  FAILS(petacomm_node_alloc(node, INT64_MAX, &p), PETACOMM_ERR_NOMEM,
+        "bytes: the node heap has no free block of 9223372036854775807 bytes");
+  OK(petacomm_node_alloc(node, 64, &p));
+  OK(petacomm_node_dealloc(node, p));
   OK(petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_ALL));
 }
 
