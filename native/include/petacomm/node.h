@@ -44,7 +44,8 @@ extern "C" {
 typedef struct petacomm_node_s *petacomm_node;
 typedef struct petacomm_node_request_s *petacomm_node_request;
 
-/* Sizes are in bytes. Every option must agree on all ranks (create checks it). */
+/* Sizes are in bytes. Every option must agree on all ranks (create checks it), and create
+ * refuses options whose node window (docs/node-layer.md) exceeds the machine's memory. */
 typedef struct petacomm_node_options {
   int node_size;           /* ranks per virtual node; 0 (default): PETACOMM_NODE_SIZE if set,
                               else the whole shared-memory domain */

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <new>
 
+#include "agreement.hpp"
 #include "error.hpp"
 
 namespace petacomm::node {
@@ -33,6 +34,12 @@ int usable_cpus() {
     return static_cast<int>(std::max<long>(online, CPU_COUNT(&set)));
   }
   return static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+// Bytes of memory of this machine (0 when unknown).
+double machine_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
 }
 
 }  // namespace
@@ -129,6 +136,23 @@ void Domain::allocate_window(const petacomm_node_options &o, const std::vector<R
   geometry_.heap_bytes = o.heap_bytes;
   geometry_.runs = nruns_;
   const std::int64_t bytes = segment_bytes();
+  // A window the machine cannot hold fails inside MPI_Win_allocate_shared, whose error
+  // handler aborts the job (or which fails on one rank and hangs the others): refuse it
+  // first, on every rank of the layer together.
+  const double node_bytes =
+      static_cast<double>(geometry_.leader_bytes()) +
+      static_cast<double>(local_size_ - 1) * static_cast<double>(geometry_.common_bytes());
+  const double memory = machine_memory_bytes();
+  agree_or_fail(
+      comm_,
+      memory > 0 && node_bytes > memory
+          ? concat("opts: the node's window would take ",
+                   static_cast<std::int64_t>(std::min(node_bytes, 9e18)), " bytes for ",
+                   local_size_, " ranks (slots x slot_bytes per pair of its ranks, ",
+                   "descriptors, coll_bytes and heap_bytes; docs/node-layer.md), more ",
+                   "than this machine's ", static_cast<std::int64_t>(memory), " bytes of memory")
+          : std::string(),
+      0, "", "no layer was created");
   MPI_Info info;
   PETACOMM_CHECK_MPI(MPI_Info_create(&info));
   MPI_Info_set(info, "alloc_shared_noncontig", "true");

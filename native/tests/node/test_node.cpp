@@ -902,6 +902,26 @@ void run_config(int k, bool small, const std::string &dir) {
   MPI_Comm_free(&c);
 }
 
+// Options each within bounds whose window the machine cannot hold: refused on every rank
+// (MPI_Win_allocate_shared aborted the job: 4096 slots of 1 GiB are 4 TiB per pair of ranks).
+void check_window_too_big() {
+  current_k = 0;
+  for (const bool heap : {false, true}) {
+    petacomm_node_options o;
+    petacomm_node_options_default(&o);
+    if (heap) {
+      o.heap_bytes = std::int64_t{1} << 46;
+    } else {
+      o.slots = 4096;
+      o.slot_bytes = std::int64_t{1} << 30;
+    }
+    petacomm_node node = nullptr;
+    FAILS(petacomm_node_create(MPI_COMM_WORLD, &o, &node), PETACOMM_ERR_ARG,
+          "opts: the node's window would take");
+    CHECK(node == nullptr, "a failed creation returned a layer");
+  }
+}
+
 // > 2^31 bytes between two ranks of one node through private buffers (pipelined chunks of
 // 1 MiB slots): lengths, offsets and statuses past 32 bits. Memory: 2 x 2 GiB.
 void check_huge() {
@@ -955,6 +975,7 @@ int main(int argc, char **argv) {
   } else {
     for (const int k : {0, 1, 2, 3, 4}) run_config(k, true, dir);
     run_config(2, false, dir);  // default sizes: eager up to 8 KiB, big slots
+    check_window_too_big();
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (me == 0) rmdir(dir.c_str());
