@@ -195,7 +195,10 @@ typedef enum petacomm_node_op {
 } petacomm_node_op;
 
 /* SCOPE_ALL: every rank of the layer, roots are ranks. SCOPE_NODE: the ranks of this node
- * only (no communication between nodes), roots are local ranks. */
+ * only (no communication between nodes), roots are local ranks. The collective, count,
+ * dtype, op, root and scope must be the same on every rank of the scope: the first round
+ * checks them, and every rank fails together (ERR_ARG, no buffer changed) when they differ
+ * or any rank's are invalid. */
 typedef enum petacomm_node_scope {
   PETACOMM_NODE_SCOPE_ALL = 0,
   PETACOMM_NODE_SCOPE_NODE = 1,

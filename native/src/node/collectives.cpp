@@ -7,6 +7,7 @@
 
 #include "buffer.hpp"
 #include "error.hpp"
+#include "options.hpp"
 
 namespace petacomm::node {
 
@@ -85,6 +86,11 @@ void combine_typed(T *acc, const T *in, std::int64_t n, petacomm_node_op op) {
   }
 }
 
+// Round status bits: some rank's argument is bad; the ranks' arguments differ.
+constexpr std::int32_t kBadArgument = 1, kArgumentsDiffer = 2;
+// Which collective, in the fingerprint of a call's arguments.
+enum : std::int64_t { kBarrier = 1, kBcast, kReduce, kAllreduce, kGather };
+
 // "" or the first problem with a collective's element arguments.
 std::string check_elements(const char *call, std::int64_t count, petacomm_node_dtype dtype,
                            bool reduction, petacomm_node_op op) {
@@ -130,6 +136,7 @@ Collectives::Collectives(const Domain &domain, Engine &engine, Progressor &progr
 void Collectives::arrive(std::uint64_t s, std::int32_t status) {
   CollControl *c = domain_.coll_control(domain_.local_rank());
   c->status.store(status, std::memory_order_relaxed);
+  c->args.store(args_, std::memory_order_relaxed);
   c->arrive.store(s, std::memory_order_release);  // after the area and the status
 }
 
@@ -146,6 +153,7 @@ std::int32_t Collectives::await_arrivals(std::uint64_t s) {
     CollControl *c = domain_.coll_control(l);
     progress_.wait_until([&] { return c->arrive.load(std::memory_order_acquire) >= s; });
     status |= c->status.load(std::memory_order_relaxed);
+    if (c->args.load(std::memory_order_relaxed) != args_) status |= kArgumentsDiffer;
   }
   return status;
 }
@@ -165,12 +173,18 @@ void Collectives::wait_mpi(MPI_Request *request) {
 }
 
 std::int32_t Collectives::leaders_agree(std::int32_t status) {
-  std::int32_t all = 0;
+  // One MIN reduction: 0 where any node found a bad argument or a difference, and the
+  // smallest fingerprint with the complement of the largest (equal exactly when every node's
+  // fingerprint is the same).
+  const std::uint64_t mine[4] = {(status & kBadArgument) ? 0u : 1u,
+                                 (status & kArgumentsDiffer) ? 0u : 1u, args_, ~args_};
+  std::uint64_t low[4];
   MPI_Request request;
   PETACOMM_CHECK_MPI(
-      MPI_Iallreduce(&status, &all, 1, MPI_INT32_T, MPI_BOR, domain_.leader_comm(), &request));
+      MPI_Iallreduce(mine, low, 4, MPI_UINT64_T, MPI_MIN, domain_.leader_comm(), &request));
   wait_mpi(&request);
-  return all;
+  return (low[0] == 0 ? kBadArgument : 0) |
+         (low[1] == 0 || low[2] != ~low[3] ? kArgumentsDiffer : 0);
 }
 
 bool Collectives::across_nodes(petacomm_node_scope scope) const {
@@ -192,7 +206,11 @@ std::int32_t Collectives::agree(std::int32_t status, petacomm_node_scope scope) 
 void Collectives::report(std::int32_t status, const std::string &problem, const char *call) const {
   if (status == 0) return;
   if (!problem.empty()) fail_arg(problem);
-  fail_arg(call, ": invalid arguments on another rank (see its error); no buffer was changed");
+  if (status & kBadArgument)
+    fail_arg(call, ": invalid arguments on another rank (see its error); no buffer was changed");
+  fail_arg(call,
+           ": arguments differ between ranks (the call, count, dtype, op, root and scope must "
+           "be the same on every rank of the scope); no buffer was changed");
 }
 
 void Collectives::wait_request(Request *r) {
@@ -247,6 +265,7 @@ void Collectives::barrier(petacomm_node_scope scope) {
   const char *call = "petacomm_node_barrier";
   std::string problem;
   scope = checked_scope(call, scope, &problem);
+  args_ = hash_values({kBarrier, scope});
   report(agree(problem.empty() ? 0 : 1, scope), problem, call);
 }
 
@@ -255,6 +274,7 @@ void Collectives::bcast(void *buf, std::int64_t count, petacomm_node_dtype dtype
   const char *call = "petacomm_node_bcast";
   std::string problem;
   scope = checked_scope(call, scope, &problem);
+  args_ = hash_values({kBcast, count, dtype, root, scope});
   const Root r = resolve_root(call, root, scope, &problem);
   if (problem.empty()) problem = check_elements(call, count, dtype, false, PETACOMM_NODE_SUM);
   if (problem.empty() && buf == nullptr && count > 0) problem = concat(call, ": buf: NULL");
@@ -296,6 +316,7 @@ void Collectives::reduce(const void *send, void *recv, std::int64_t count,
   const char *call = all ? "petacomm_node_allreduce" : "petacomm_node_reduce";
   std::string problem;
   scope = checked_scope(call, scope, &problem);
+  args_ = hash_values({all ? kAllreduce : kReduce, count, dtype, op, all ? 0 : root, scope});
   const Root r = all ? Root{0, 0, 0, false} : resolve_root(call, root, scope, &problem);
   const bool is_root = !all && domain_.rank() == r.rank;
   if (problem.empty()) problem = check_elements(call, count, dtype, true, op);
@@ -374,6 +395,7 @@ void Collectives::gather(const void *send, std::int64_t count, petacomm_node_dty
   const char *call = "petacomm_node_gather";
   std::string problem;
   scope = checked_scope(call, scope, &problem);
+  args_ = hash_values({kGather, count, dtype, root, scope});
   const Root r = resolve_root(call, root, scope, &problem);
   const bool is_root = domain_.rank() == r.rank;
   const bool across = across_nodes(scope);

@@ -84,6 +84,9 @@ class Collectives {
   Engine &engine_;
   Progressor &progress_;
   std::uint64_t step_ = 0;
+  // Fingerprint of the current call's arguments (the call, count, dtype, op, root, scope),
+  // compared in its first round: ranks passing different ones fail together.
+  std::uint64_t args_ = 0;
 };
 
 }  // namespace petacomm::node

@@ -59,10 +59,13 @@ std::string check_options(const petacomm_node_options &o) {
 }
 
 std::uint64_t fingerprint(const petacomm_node_options &o) {
-  const std::int64_t fields[] = {o.node_size,  o.slots,      o.slot_bytes,      o.descriptors,
-                                 o.coll_bytes, o.heap_bytes, o.aggregate_bytes, o.max_mpi_bytes};
+  return hash_values({o.node_size, o.slots, o.slot_bytes, o.descriptors, o.coll_bytes, o.heap_bytes,
+                      o.aggregate_bytes, o.max_mpi_bytes});
+}
+
+std::uint64_t hash_values(std::initializer_list<std::int64_t> values) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const std::int64_t f : fields) {
+  for (const std::int64_t f : values) {
     h ^= static_cast<std::uint64_t>(f);
     h *= 0x100000001b3ULL;
     h ^= h >> 29;

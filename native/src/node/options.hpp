@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "petacomm/node.h"
@@ -20,5 +21,7 @@ std::string check_options(const petacomm_node_options &o);
 
 // A hash of every option: create checks it agrees on all ranks.
 std::uint64_t fingerprint(const petacomm_node_options &o);
+// A hash of values that must agree between ranks.
+std::uint64_t hash_values(std::initializer_list<std::int64_t> values);
 
 }  // namespace petacomm::node

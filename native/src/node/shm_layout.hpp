@@ -99,6 +99,7 @@ struct alignas(kCacheLine) CollControl {
   std::atomic<std::uint64_t> arrive;
   std::atomic<std::uint64_t> release;
   std::atomic<std::int32_t> status;  // nonzero: this rank (or, in release, the scope) failed
+  std::atomic<std::uint64_t> args;   // fingerprint of this rank's arguments (arrive)
 };
 
 // One run of consecutive ranks on one node: ranks first..first+count-1 are local ranks

@@ -801,6 +801,34 @@ void check_errors(petacomm_node node) {
     CHECK(std::all_of(out.begin(), out.end(), [](double v) { return v == -5.0; }),
           "a collective with a bad root wrote its output");
   }
+  // Valid arguments that differ between ranks (count, op, dtype, root, the collective
+  // itself) fail every rank together, outputs unchanged (they returned success with
+  // mixed-up results, or waited in rounds the others never entered).
+  if (nranks > 1) {
+    const bool odd = me % 2 == 1;
+    std::fill(out.begin(), out.end(), -5.0);
+    petacomm_status rcs[5] = {
+        petacomm_node_allreduce(node, in.data(), out.data(), odd ? 10 : 4, PETACOMM_NODE_FLOAT64,
+                                PETACOMM_NODE_SUM, PETACOMM_NODE_SCOPE_ALL),
+        petacomm_node_allreduce(node, in.data(), out.data(), 4, PETACOMM_NODE_FLOAT64,
+                                odd ? PETACOMM_NODE_MAX : PETACOMM_NODE_SUM,
+                                PETACOMM_NODE_SCOPE_ALL),
+        petacomm_node_allreduce(node, in.data(), out.data(), 4,
+                                odd ? PETACOMM_NODE_INT64 : PETACOMM_NODE_FLOAT64,
+                                PETACOMM_NODE_SUM, PETACOMM_NODE_SCOPE_ALL),
+        petacomm_node_bcast(node, out.data(), 4, PETACOMM_NODE_FLOAT64, odd ? 1 : 0,
+                            PETACOMM_NODE_SCOPE_ALL),
+        odd ? petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_ALL)
+            : petacomm_node_gather(node, in.data(), 1, PETACOMM_NODE_FLOAT64, out.data(), 0,
+                                   PETACOMM_NODE_SCOPE_ALL)};
+    for (int c = 0; c < 5; ++c)
+      CHECK(rcs[c] == PETACOMM_ERR_ARG &&
+                std::strstr(petacomm_last_error(), "arguments differ between ranks") != nullptr,
+            "collective %d with arguments differing between ranks: %d %s", c, rcs[c],
+            petacomm_last_error());
+    CHECK(std::all_of(out.begin(), out.end(), [](double v) { return v == -5.0; }),
+          "a collective with differing arguments wrote its output");
+  }
   // An unknown scope on one rank only fails every rank (the others waited for ever).
   {
     const auto scope = bad ? static_cast<petacomm_node_scope>(5) : PETACOMM_NODE_SCOPE_ALL;
