@@ -29,6 +29,14 @@ const XchgStrategy *requested_strategy(const char *name) {
   return s;
 }
 
+// ERR_STATE outside MPI_Init .. MPI_Finalize (MPI calls there abort the job).
+void require_mpi_running(const char *what) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  PETACOMM_CHECK_STATE(initialized && !mpi_finalized(), "MPI is not initialised (or already ",
+                       "finalised): ", what, " between MPI_Init and MPI_Finalize");
+}
+
 // "" or the first problem with the options (no MPI: agreed on collectively before use).
 std::string validate_options(const petacomm_xchg_options &o, const petacomm_xchg_p2p_curve *p2p) {
   try {
@@ -157,11 +165,7 @@ struct Plan::Described {
 Plan::Plan(MPI_Comm comm, const std::int64_t *keys, std::int64_t n,
            const petacomm_xchg_options *options, const petacomm_xchg_p2p_curve *p2p,
            const char *caller_error) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  PETACOMM_CHECK_STATE(initialized && !mpi_finalized(),
-                       "MPI is not initialised (or already finalised): create plans between "
-                       "MPI_Init and MPI_Finalize");
+  require_mpi_running("create plans");
   PETACOMM_CHECK_ARG(comm != MPI_COMM_NULL, "comm: MPI_COMM_NULL is not a valid communicator");
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
@@ -573,6 +577,7 @@ std::string Plan::check_execution(MPI_Comm comm, const void *values, std::int64_
 void Plan::begin(MPI_Comm comm, void *values, std::int64_t n, int k, petacomm_xchg_dtype dtype,
                  petacomm_xchg_op op, const petacomm_xchg_user_op *user, const char *caller_error) {
   PETACOMM_CHECK_STATE(comm_ != MPI_COMM_NULL, "plan: already freed");
+  require_mpi_running("execute plans");
   PETACOMM_CHECK_STATE(!active_,
                        "execute_begin: an execution of this plan is in progress; call "
                        "execute_end first");
@@ -639,6 +644,7 @@ void Plan::end() {
 
 void Plan::stats(petacomm_xchg_dtype dtype, int k, petacomm_xchg_stats *out) {
   PETACOMM_CHECK_STATE(comm_ != MPI_COMM_NULL, "plan: already freed");
+  require_mpi_running("ask for plan statistics");
   // A rank that returned alone would leave the others waiting in the reduction below.
   std::string problem = out == nullptr ? "stats: NULL output pointer" : "";
   std::unique_ptr<ElementOp> element;

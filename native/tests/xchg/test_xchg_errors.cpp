@@ -223,11 +223,23 @@ int main(int argc, char **argv) {
         PETACOMM_ERR_ARG);
   CHECK(says("nranks"));
 
+  // A plan used after MPI_Finalize: ERR_STATE, no MPI call (MPI_Comm_compare aborted the
+  // job); freeing it still works.
+  CHECK(create(keys, "directory", &plan) == PETACOMM_SUCCESS);
+
   int all = 0;
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  const int before_finalize = failures;
+  MPI_Finalize();
+  CHECK(petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(), 5, 1, PETACOMM_XCHG_FLOAT64,
+                              PETACOMM_XCHG_SUM) == PETACOMM_ERR_STATE &&
+        says("finalised"));
+  CHECK(petacomm_xchg_plan_stats(plan, PETACOMM_XCHG_FLOAT64, 1, &stats) == PETACOMM_ERR_STATE &&
+        says("finalised"));
+  CHECK(petacomm_xchg_plan_free(&plan) == PETACOMM_SUCCESS && plan == nullptr);
+  all += failures - before_finalize;  // this rank's checks after MPI_Finalize
   if (me == 0)
     std::printf("test_xchg_errors: %s on %d ranks (%d failures)\n", all ? "FAILED" : "passed",
                 nranks, all);
-  MPI_Finalize();
   return all ? 1 : 0;
 }
