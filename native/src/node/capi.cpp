@@ -20,6 +20,9 @@ namespace {
 
 Layer &checked(petacomm_node node) {
   if (node == nullptr || !node->impl) fail_arg("node: NULL (create it with petacomm_node_create)");
+  // MPI_Finalize unmapped the node's window: any use of the layer would fault.
+  if (petacomm::node::mpi_finalized())
+    petacomm::fail_state("node: MPI is finalised (only petacomm_node_free may be called now)");
   return *node->impl;
 }
 

@@ -1005,6 +1005,10 @@ int main(int argc, char **argv) {
     run_config(2, false, dir);  // default sizes: eager up to 8 KiB, big slots
     check_window_too_big();
   }
+  // A layer used after MPI_Finalize: ERR_STATE (its window is gone: calls faulted), and
+  // freeing it still works.
+  petacomm_node after = nullptr;
+  OK(petacomm_node_create(MPI_COMM_WORLD, nullptr, &after));
   MPI_Barrier(MPI_COMM_WORLD);
   if (me == 0) rmdir(dir.c_str());
   long total = 0;
@@ -1018,5 +1022,11 @@ int main(int argc, char **argv) {
       std::printf("node FAILED: %d of %ld checks\n", bad, total);
   }
   MPI_Finalize();
+  const int before_finalize = failures;
+  unsigned char byte = 0;
+  FAILS(petacomm_node_barrier(after, PETACOMM_NODE_SCOPE_ALL), PETACOMM_ERR_STATE, "finalised");
+  FAILS(petacomm_node_send(after, &byte, 1, me, 0), PETACOMM_ERR_STATE, "finalised");
+  OK(petacomm_node_free(&after));
+  bad += failures - before_finalize;  // this rank's checks after MPI_Finalize
   return bad == 0 ? 0 : 1;
 }
