@@ -12,6 +12,7 @@ strategy's exchange rounds of one block each.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -343,29 +344,40 @@ def test_bad_arguments_are_named(args, names):
         ("transpose", "partial", "does not take 'partial'"),
     ],
 )
-def test_a_variant_the_program_does_not_take_is_refused_before_any_build(preset, variant, expected):
-    """Each failed only once simulated (the halo, sweep3d and map-maker programs' own
-    usage text and SMPI's command line; for the others, no result line)."""
-    result = expect_clean_error(
-        "simulate", preset, "--ranks", "4", "--variants", variant, names=("--variants", expected)
-    )
-    assert "build" not in result.stderr.lower()
+def test_a_variant_the_program_does_not_take_is_refused(preset, variant, expected):
+    """Each failed only once simulated, after the build (the halo, sweep3d and map-maker
+    programs' usage text and SMPI's command line; for the others, no result line). The
+    command's refusal before the build: test_bad_arguments_are_named ('xor,ring')."""
+    from petacomm.sim.presets import PRESETS, check_variant
+
+    with pytest.raises(PetacommError, match=re.escape(expected)) as refused:
+        check_variant(PRESETS[preset], variant)
+    assert str(refused.value).startswith("--variants: ")
 
 
 @pytest.mark.parametrize(
     ("preset", "size", "expected"),
     [
-        # the key generator's bound, found only while writing the keys: a traceback
-        ("sparse-reduce", "64:99999999999999", "total_samples: at most 68719476736"),
         # petacomm-mapmaker's bounds, found only once simulated
         ("mapmaker", "2097152:1000", "NSIDE: at most 1048576"),
         ("mapmaker", f"32:{2**40 + 1}", "SAMPLES: at most 1099511627776"),
+        ("sparse-reduce", "2097152:1000", "NSIDE: at most 1048576"),
     ],
 )
-def test_a_size_the_program_cannot_take_is_refused_before_any_build(preset, size, expected):
+def test_a_size_the_program_cannot_take_is_refused(preset, size, expected):
+    from petacomm.sim.presets import PRESETS
+
+    with pytest.raises(ValueError, match=expected):
+        PRESETS[preset].parse_size(size)
+
+
+def test_a_size_too_large_for_a_rank_count_is_refused_before_any_build():
+    # the key generator's bound, found only while writing the keys, after the build: a
+    # traceback
     expect_clean_error(
-        "simulate", preset, "--ranks", "64", "--size", size, names=("--size", expected)
-    )
+        "simulate", "sparse-reduce", "--ranks", "64", "--size", "64:99999999999999",
+        names=("--size", "total_samples: at most 68719476736"),
+    )  # fmt: skip
 
 
 def test_every_presets_own_variants_are_taken():
