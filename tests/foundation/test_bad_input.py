@@ -124,9 +124,6 @@ PROGRAMS = {
     "fakecc": "#!/bin/sh\necho cc\n",  # no MPI launcher beside it
     "fakepy": "#!/bin/sh\necho garbage\n",  # not a Python
     "floodpy": "#!/bin/sh\nexec yes\n",  # prints without end, whatever it is asked
-    # an Open MPI launcher that launches nothing: a case that reaches it fails its names
-    "nolaunch": '#!/bin/sh\n[ "$1" = --version ] && echo "mpiexec (Open MPI) 4.1.4" && exit 0\n'
-    "echo LAUNCHED >&2\nexit 1\n",
 }
 
 
@@ -174,10 +171,11 @@ NETBENCH = ["netbench", "-o", "written-model.json"]
 
 
 def nolaunch(benchmark: str, *options: str) -> list[str]:
-    """``bench BENCHMARK OPTIONS`` on a few ranks through a launcher that launches nothing
-    (nolaunch), were it to run; the options under test first, to show in the case's id."""
+    """``bench BENCHMARK OPTIONS`` on a few ranks, were it to run (through the launcher
+    test_a_benchmark_value_is_refused_before_any_launch gives it); the options under test
+    first, to show in the case's id."""
     ranks = "4" if benchmark == "node" else "2"
-    return ["bench", benchmark, *options, "--ranks", ranks, "--mpiexec", "./nolaunch", "--quiet"]
+    return ["bench", benchmark, *options, "--ranks", ranks, "--quiet"]
 
 
 CASES = [
@@ -619,55 +617,6 @@ CASES = [
     (["bench", "transpose", "--weak", "--weak-ranks", "2,2000"], ("--weak-ranks", "at most")),
     (["bench", "transpose", "--ranks", "5000"], ("--ranks", "at most 1024 ranks")),
     (["bench", "transpose", "--peers", "x", "--mpicc", "/nonexistent"], ("--peers", "unknown")),
-    # ---- the native programs' own bounds and choices: they were refused only once launched,
-    # after the runs before (halo's other rank counts), or ran without end (fftfilter's atoi)
-    (nolaunch("halo", "--dims", "4"), ("--dims", "expected 1, 2 or 3 dimensions, got '4'")),
-    (nolaunch("halo", "--stencil", "star,cross"), ("--stencil", "expected star or box")),
-    (nolaunch("halo", "--periodic", "maybe"), ("--periodic", "0/1 digit per dimension")),
-    (nolaunch("halo", "--dims", "2", "--periodic", "101"), ("--periodic", "got '101'")),
-    (nolaunch("halo", "--dims", "2,3", "--periodic", "10"), ("--periodic", "of --dims 2,3")),
-    (nolaunch("halo", "-m", "64:8"), ("-m", "need 0 < MIN <= MAX")),
-    (nolaunch("halo", "-m", "0"), ("-m", "need 0 < MIN <= MAX")),
-    (nolaunch("halo", "-m", "8:65M"), ("-m", "at most 64 MiB per face")),
-    (nolaunch("halo", "-i", "0"), ("-i", "must be >= 1, got 0")),
-    (nolaunch("halo", "-x", "1000001"), ("-x", "at most 1000000")),
-    (nolaunch("halo", "-x", "many"), ("-x", "expected a whole number, got 'many'")),
-    (nolaunch("mapmaker", "--nside", "48"), ("--nside", "power of two, got 48")),
-    (nolaunch("mapmaker", "--nside", "2097152"), ("--nside", "at most 1048576")),
-    (nolaunch("mapmaker", "--detectors", "1025"), ("--detectors", "at most 1024")),
-    (nolaunch("mapmaker", "--iterations", "1000001"), ("--iterations", "at most 1000000")),
-    (nolaunch("mapmaker", "--transport", "rdma"), ("--transport", "p2p, neighbor, alltoallv")),
-    # the strategies of every round are one argument: "Argument list too long", a traceback
-    (nolaunch("mapmaker", "--rounds", "99999999"), ("--rounds", "at most 100")),
-    (nolaunch("node", "--iterations", "1000001"), ("--iterations", "at most 1000000")),
-    (nolaunch("node", "--reps", "1001"), ("--reps", "at most 1000")),
-    (nolaunch("node", "--window", "4097"), ("--window", "at most 4096")),
-    (nolaunch("node", "--inter-node-size", "4"), ("--inter-node-size", "on one node", "most 3")),
-    (nolaunch("sweep3d", "--angles", "65537"), ("--angles", "at most 65536")),
-    (nolaunch("sweep3d", "--angles", "6", "--mmi", "4"), ("--mmi", "4 does not divide")),
-    (nolaunch("sweep3d", "--procs", "3x3"), ("--procs", "3x3 makes 9 ranks, but --ranks is 2")),
-    (nolaunch("sweep3d", "--procs", "2by1"), ("--procs", "expected auto, all or PxxPy")),
-    (nolaunch("sweep3d", "--procs", "2x1,2x1"), ("--procs", "2x1 is listed twice")),
-    (nolaunch("sweep3d", "--grid", "8x1x4", "--procs", "1x2"), ("--procs", "without cells")),
-    (nolaunch("sweep3d", "--grid", "1x1x4"), ("--procs", "no Px x Py = 2 ranks fits")),
-    (nolaunch("sweep3d", "--rounds", "101"), ("--rounds", "at most 100")),
-    (nolaunch("sweep3d", "--transports", "blocking,ring"), ("--transports", "unknown 'ring'")),
-    (nolaunch("fftfilter", "--strategy", "ring"), ("--strategy", "unknown 'ring'")),
-    (nolaunch("fftfilter", "--strategy", "partial"), ("--strategy", "packed-partial variant's")),
-    (nolaunch("fftfilter", "--reps", "99999999999"), ("--reps", "at most 1000000")),
-    (nolaunch("transpose", "--reps", "99999999999"), ("--reps", "at most 1000000")),
-    (nolaunch("transpose", "--warmup", "1000001"), ("--warmup", "at most 1000000")),
-    (nolaunch("sparse-reduce", "--setup-reps", "1000001"), ("--setup-reps", "at most 1000000")),
-    (nolaunch("sparse-reduce", "--k", "1025"), ("--k", "at most 1024")),
-    # the generators' sizes per rank: ranks were launched to generate 10^11 keys each
-    (
-        nolaunch("sparse-reduce", "--generator", "zipf", "--keys-per-rank", "99999999999"),
-        ("--keys-per-rank", "at most 1073741824"),
-    ),
-    (
-        nolaunch("sparse-reduce", "--samples-per-rank", str(2**30 + 1)),
-        ("--samples-per-rank", "at most 1073741824"),
-    ),
     # ---- an empty file name: it was taken for the option left out (LOG2: no comparison; -o:
     # no HTML; simulate --json: no file) or read the directory '.' ('.' is a directory)
     (["report", "missing.json", ""], ("LOG2", "empty file name")),
@@ -777,3 +726,84 @@ def test_an_output_no_file_can_be_created_beside_is_refused_with_the_reason(work
     why = "'/proc' does not allow creating files" if os.geteuid() == 0 else "not writable"
     result = check(workdir, args, (option, "'/proc/version'", why))
     assert "No such file" not in result.stderr and "best by time" not in result.stdout
+
+
+# The native programs' own bounds and choices, which the benchmarks passed on: they were
+# refused only once launched, after the runs before (halo's other rank counts), or ran
+# without end (fftfilter's atoi).
+BENCH_VALUES = [
+    (nolaunch("halo", "--dims", "4"), ("--dims", "expected 1, 2 or 3 dimensions, got '4'")),
+    (nolaunch("halo", "--stencil", "star,cross"), ("--stencil", "expected star or box")),
+    (nolaunch("halo", "--periodic", "maybe"), ("--periodic", "0/1 digit per dimension")),
+    (nolaunch("halo", "--dims", "2", "--periodic", "101"), ("--periodic", "got '101'")),
+    (nolaunch("halo", "--dims", "2,3", "--periodic", "10"), ("--periodic", "of --dims 2,3")),
+    (nolaunch("halo", "-m", "64:8"), ("-m", "need 0 < MIN <= MAX")),
+    (nolaunch("halo", "-m", "0"), ("-m", "need 0 < MIN <= MAX")),
+    (nolaunch("halo", "-m", "8:65M"), ("-m", "at most 64 MiB per face")),
+    (nolaunch("halo", "-i", "0"), ("-i", "must be >= 1, got 0")),
+    (nolaunch("halo", "-x", "1000001"), ("-x", "at most 1000000")),
+    (nolaunch("halo", "-x", "many"), ("-x", "expected a whole number, got 'many'")),
+    (nolaunch("mapmaker", "--nside", "48"), ("--nside", "power of two, got 48")),
+    (nolaunch("mapmaker", "--nside", "2097152"), ("--nside", "at most 1048576")),
+    (nolaunch("mapmaker", "--detectors", "1025"), ("--detectors", "at most 1024")),
+    (nolaunch("mapmaker", "--iterations", "1000001"), ("--iterations", "at most 1000000")),
+    (nolaunch("mapmaker", "--transport", "rdma"), ("--transport", "p2p, neighbor, alltoallv")),
+    # every round's strategies go to the program as one argument: 99999999 rounds ended in
+    # "Argument list too long", a traceback (and a list of 8 x 10^8 names in memory)
+    (nolaunch("mapmaker", "--rounds", "101"), ("--rounds", "at most 100")),
+    (nolaunch("node", "--iterations", "1000001"), ("--iterations", "at most 1000000")),
+    (nolaunch("node", "--reps", "1001"), ("--reps", "at most 1000")),
+    (nolaunch("node", "--window", "4097"), ("--window", "at most 4096")),
+    (nolaunch("node", "--inter-node-size", "4"), ("--inter-node-size", "on one node", "most 3")),
+    (nolaunch("sweep3d", "--angles", "65537"), ("--angles", "at most 65536")),
+    (nolaunch("sweep3d", "--angles", "6", "--mmi", "4"), ("--mmi", "4 does not divide")),
+    (nolaunch("sweep3d", "--procs", "3x3"), ("--procs", "3x3 makes 9 ranks, but --ranks is 2")),
+    (nolaunch("sweep3d", "--procs", "2by1"), ("--procs", "expected auto, all or PxxPy")),
+    (nolaunch("sweep3d", "--procs", "2x1,2x1"), ("--procs", "2x1 is listed twice")),
+    (nolaunch("sweep3d", "--grid", "8x1x4", "--procs", "1x2"), ("--procs", "without cells")),
+    (nolaunch("sweep3d", "--grid", "1x1x4"), ("--procs", "no Px x Py = 2 ranks fits")),
+    (nolaunch("sweep3d", "--rounds", "101"), ("--rounds", "at most 100")),
+    (nolaunch("sweep3d", "--transports", "blocking,ring"), ("--transports", "unknown 'ring'")),
+    (nolaunch("fftfilter", "--strategy", "ring"), ("--strategy", "unknown 'ring'")),
+    (nolaunch("fftfilter", "--strategy", "partial"), ("--strategy", "packed-partial variant's")),
+    (nolaunch("fftfilter", "--reps", "99999999999"), ("--reps", "at most 1000000")),
+    (nolaunch("transpose", "--reps", "99999999999"), ("--reps", "at most 1000000")),
+    (nolaunch("transpose", "--warmup", "1000001"), ("--warmup", "at most 1000000")),
+    (nolaunch("sparse-reduce", "--setup-reps", "1000001"), ("--setup-reps", "at most 1000000")),
+    (nolaunch("sparse-reduce", "--k", "1025"), ("--k", "at most 1024")),
+    # the generators' sizes per rank: ranks were launched to generate 10^11 keys each
+    (
+        nolaunch("sparse-reduce", "--generator", "zipf", "--keys-per-rank", "99999999999"),
+        ("--keys-per-rank", "at most 1073741824"),
+    ),
+    (
+        nolaunch("sparse-reduce", "--samples-per-rank", str(2**30 + 1)),
+        ("--samples-per-rank", "at most 1073741824"),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", BENCH_VALUES, ids=[_case_id(c) for c in BENCH_VALUES])
+def test_a_benchmark_value_is_refused_before_any_launch(case, tmp_path, capsys, monkeypatch):
+    """In this process (a command's start each would cost the suite seconds): one error
+    line naming the option, and the launcher, which records a launch, never called."""
+    from petacomm.cli import main
+
+    args, names = case
+    launched = tmp_path / "launched"
+    launcher = tmp_path / "mpiexec"
+    launcher.write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && echo "mpiexec (Open MPI) 4.1.4" && exit 0\n'
+        f"touch {launched}\nexit 1\n"
+    )
+    launcher.chmod(0o755)
+    monkeypatch.setenv("PETACOMM_MODEL", str(tmp_path / "no-model-here.json"))
+    try:
+        status = main([*args, "--mpiexec", str(launcher)])
+    except SystemExit as stop:  # argparse's refusals
+        status = stop.code
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status != 0 and len(lines) == 1, lines
+    for name in names:
+        assert name in lines[0], lines[0]
+    assert not launched.exists()
