@@ -729,8 +729,7 @@ def test_an_output_no_file_can_be_created_beside_is_refused_with_the_reason(work
 
 
 # The native programs' own bounds and choices, which the benchmarks passed on: they were
-# refused only once launched, after the runs before (halo's other rank counts), or ran
-# without end (fftfilter's atoi).
+# refused only once launched, or ran without end (fftfilter's atoi).
 BENCH_VALUES = [
     (nolaunch("halo", "--dims", "4"), ("--dims", "expected 1, 2 or 3 dimensions, got '4'")),
     (nolaunch("halo", "--stencil", "star,cross"), ("--stencil", "expected star or box")),

@@ -76,7 +76,7 @@ def _whole_number(text: str, option: str, minimum: int, maximum: int) -> int:
 
 def _pattern_flags(args) -> list[str]:
     """petacomm-halo's pattern and size flags from this command's options, checked here:
-    the program refused them only once launched, after the runs of earlier rank counts."""
+    the program refused them only once launched."""
     dims = name_list(args.dims, "--dims")
     for d in dims:
         if d not in ("1", "2", "3"):
