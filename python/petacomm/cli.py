@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from petacomm import __version__
@@ -44,6 +45,14 @@ MODULE_OF_COMMAND = {
 class CommandParser(argparse.ArgumentParser):
     """argparse with the one-line errors every petacomm command gives: the usage block that
     argparse prints before its message is left out (``--help`` shows it)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A word such as '-1GB', '-2.5e3KiB' or '-1:8' is a value (negative, so refused by its
+        # option's check), not an unknown option: argparse's own pattern knows only bare
+        # numbers, so '--link-bandwidth -1GB' was refused as "expected one argument". No
+        # petacomm option starts with '-' and a digit.
+        self._negative_number_matcher = re.compile(r"^-\.?\d\S*$")
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -459,6 +459,8 @@ CASES = [
     ([*NETBENCH, "--max-buffer", "1e308"], ("--max-buffer", "9223372036854775807 bytes")),
     ([*NETBENCH, "--ops", "pingpong,pingpong"], ("--ops", "pingpong is listed twice")),
     ([*NETBENCH, "-m", "8"], ("-m", "MIN:MAX")),
+    # a negative value with a unit was taken for an unknown option: "expected one argument"
+    ([*NETBENCH, "-m", "-1:8"], ("-m", "not a byte size: '-1'")),
     ([*NETBENCH, "-x", "-1"], ("-x", ">= 0")),
     ([*NETBENCH, "-i", "0"], ("-i", "positive integer")),
     ([*NETBENCH, "-i", "99999999999"], ("-i", "at most")),
