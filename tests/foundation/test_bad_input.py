@@ -12,13 +12,12 @@ None of these cases starts an MPI job: the arguments are checked before anything
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cli_harness import expect_clean_error
+from cli_harness import expect_clean_error, expect_clean_error_in_process
 from prerequisites import require
 
 RAW_OK = {
@@ -643,31 +642,22 @@ def _case_id(case) -> str:
 IDS = [_case_id(c) for c in CASES]
 
 
-@pytest.fixture(scope="module")
-def outcomes(workdir) -> dict:
-    """Every case run once through expect_clean_error, four at a time (each is a short
-    process start; run one after another they would cost minutes): the failure of each, or
-    None."""
-
-    def one(case):
-        try:
-            check(workdir, *case)
-        except AssertionError as err:
-            return err
-        return None
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = dict(zip(IDS, pool.map(one, CASES), strict=True))
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_bad_input_is_refused_cleanly(workdir, case, capfd, monkeypatch):
+    """In this process (a process start each would cost the suite about 20 s)."""
+    args, names = case
+    expect_clean_error_in_process(
+        *args,
+        names=names,
+        inputs=inputs(workdir),
+        cwd=workdir,
+        env={"PETACOMM_MODEL": str(workdir / "no-model-here.json")},
+        capfd=capfd,
+        monkeypatch=monkeypatch,
+    )
     # Nothing was written in the working directory: every output is refused before work.
     assert not (workdir / "written-model.json").exists() and not (workdir / "out.txt").exists()
     assert not (workdir / "nodir").exists()
-    return results
-
-
-@pytest.mark.parametrize("case", IDS)
-def test_bad_input_is_refused_cleanly(outcomes, case):
-    if outcomes[case] is not None:
-        raise outcomes[case]
 
 
 def test_the_suite_is_broad():
