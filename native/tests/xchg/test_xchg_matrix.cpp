@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -81,6 +83,17 @@ std::vector<std::int64_t> keys_for(int scenario, int rank, int p) {
 const char *scenario_names[] = {"mixed", "all-shared", "none-shared", "one-key", "empty"};
 constexpr int kScenarios = 5;
 
+// keys_for(scenario, rank, nranks), generated once: the references below look up every rank's
+// keys for every position, which regenerated them in the inner loop (most of the test's time).
+const std::vector<std::int64_t> &keys_of(int scenario, int rank) {
+  static std::vector<std::vector<std::int64_t>> made;
+  if (made.empty()) {
+    for (int s = 0; s < kScenarios; ++s)
+      for (int r = 0; r < nranks; ++r) made.push_back(keys_for(s, r, nranks));
+  }
+  return made[static_cast<std::size_t>(scenario) * nranks + rank];
+}
+
 // Values: a deterministic function of (rank, position, component).
 template <typename T>
 T value_for(int rank, std::size_t pos, int c, petacomm_xchg_op op) {
@@ -135,13 +148,13 @@ T identity(petacomm_xchg_op op) {
 // Reference: per key, identity (+) each holder's combined values in rank order.
 template <typename T>
 std::vector<T> reference(int scenario, int k, petacomm_xchg_op op) {
-  const std::vector<std::int64_t> mine = keys_for(scenario, me, nranks);
+  const std::vector<std::int64_t> &mine = keys_of(scenario, me);
   std::vector<T> out(mine.size() * k);
   for (std::size_t i = 0; i < mine.size(); ++i) {
     for (int c = 0; c < k; ++c) {
       T acc = identity<T>(op);
       for (int r = 0; r < nranks; ++r) {
-        const std::vector<std::int64_t> theirs = keys_for(scenario, r, nranks);
+        const std::vector<std::int64_t> &theirs = keys_of(scenario, r);
         bool found = false;
         T local{};
         for (std::size_t j = 0; j < theirs.size(); ++j) {
@@ -156,6 +169,16 @@ std::vector<T> reference(int scenario, int k, petacomm_xchg_op op) {
     }
   }
   return out;
+}
+
+// The reference of (scenario, k, op), computed once per element type: every plan's result is
+// checked against the same figures.
+template <typename T>
+const std::vector<T> &reference_of(int scenario, int k, petacomm_xchg_op op) {
+  static std::map<std::tuple<int, int, int>, std::vector<T>> made;
+  const auto [at, fresh] = made.try_emplace({scenario, k, static_cast<int>(op)});
+  if (fresh) at->second = reference<T>(scenario, k, op);
+  return at->second;
 }
 
 template <typename T>
@@ -199,7 +222,7 @@ void run_dtype(petacomm_xchg_plan plan, int scenario, const char *label, bool de
       std::vector<T> values(keys.size() * k);
       for (std::size_t i = 0; i < keys.size(); ++i)
         for (int c = 0; c < k; ++c) values[i * k + c] = value_for<T>(me, i, c, op);
-      const std::vector<T> want = reference<T>(scenario, k, op);
+      const std::vector<T> &want = reference_of<T>(scenario, k, op);
       petacomm_status rc;
       if ((execution + k) % 2 == 0) {
         rc = petacomm_xchg_execute(plan, MPI_COMM_WORLD, values.data(),
@@ -259,7 +282,7 @@ void run_user(petacomm_xchg_plan plan, int scenario, const char *label) {
   for (std::size_t i = 0; i < keys.size(); ++i) {
     std::uint64_t want = identity;  // holders in rank order, each one's positions in order
     for (int r = 0; r < nranks; ++r) {
-      const std::vector<std::int64_t> theirs = keys_for(scenario, r, nranks);
+      const std::vector<std::int64_t> &theirs = keys_of(scenario, r);
       for (std::size_t j = 0; j < theirs.size(); ++j)
         if (theirs[j] == keys[i]) want = compose(want, affine_value(r, j));
     }
