@@ -353,6 +353,8 @@ def test_a_variant_the_program_does_not_take_is_refused(preset, variant, expecte
     with pytest.raises(PetacommError, match=re.escape(expected)) as refused:
         check_variant(PRESETS[preset], variant)
     assert str(refused.value).startswith("--variants: ")
+    # only the sparse reduction's program takes a send window
+    assert ("NAME:wN" in str(refused.value)) == (preset == "sparse-reduce")
 
 
 @pytest.mark.parametrize(

@@ -63,6 +63,10 @@ class Preset:
     check_size: Callable[[dict, int], None] | None = None
     # The variants its program takes under SMPI (strategy or transport names), for --variants.
     variant_names: Callable[[], tuple[str, ...]] | None = None
+    # The name in variant_names of a variant written with options (a PetacommError naming
+    # --variants when they are malformed), and the form of those options for the message.
+    variant_name: Callable[[str], str] = lambda variant: variant
+    variant_form: str = ""
     # SMPI options of its own, after the network model's (and before --smpi-option).
     smpi_options: tuple[str, ...] = ()
     # Messages one round of the run puts in flight at once, when that (not the rank count)
@@ -86,12 +90,12 @@ def check_variant(preset: Preset, variant: str) -> None:
     the program failed once simulated, and simulate said only that no result line came."""
     if preset.variant_names is None:  # the program's own refusal is all there is
         return
-    name = _sparse_variant(variant)[0] if preset.name == "sparse-reduce" else variant
     names = preset.variant_names()
-    if name not in names:
+    if preset.variant_name(variant) not in names:
+        form = f"; {preset.variant_form}" if preset.variant_form else ""
         raise PetacommError(
             f"--variants: {preset.program} does not take {variant!r} (expected "
-            f"{', '.join(names)}{'; NAME:wN' if preset.name == 'sparse-reduce' else ''})"
+            f"{', '.join(names)}{form})"
         )
 
 
@@ -767,6 +771,8 @@ PRESETS = {
         size_help="NSIDE:TOTAL_SAMPLES of the CMB scan (HEALPix nside; samples split over "
         "the ranks)",
         variant_names=_xchg_variants,
+        variant_name=lambda variant: _sparse_variant(variant)[0],
+        variant_form="NAME:wN",
         parse_size=_sparse_size,
         check_size=_sparse_keys_fit,
         prepare=_sparse_prepare,
