@@ -458,6 +458,9 @@ CASES = [
     ([*NETBENCH, "--max-buffer", "1e308"], ("--max-buffer", "9223372036854775807 bytes")),
     ([*NETBENCH, "--ops", "pingpong,pingpong"], ("--ops", "pingpong is listed twice")),
     ([*NETBENCH, "-m", "8"], ("-m", "MIN:MAX")),
+    # no power of two in the range: launched, then "the benchmark produced no usable
+    # measurements (too few sizes?)"
+    ([*NETBENCH, "-m", "5:7"], ("-m", "none lies in '5:7'")),
     # a negative value with a unit was taken for an unknown option: "expected one argument"
     ([*NETBENCH, "-m", "-1:8"], ("-m", "not a byte size: '-1'")),
     ([*NETBENCH, "-x", "-1"], ("-x", ">= 0")),
