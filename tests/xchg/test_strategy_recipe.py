@@ -52,7 +52,10 @@ def recipe_build(tmp_path_factory):
     build = tree / "build"
     cmake = shutil.which("cmake") or str(Path(sys.executable).parent / "cmake")
     configure = [cmake, "-S", str(tree), "-B", str(build), "-DPETACOMM_FAMILIES=xchg"]
-    configure += [f"-DPETACOMM_MPICC={build_info()['mpicc']}", "-DCMAKE_BUILD_TYPE=Release"]
+    # Unoptimised (Debug without -g): about 30 % less compile time than Release, and the
+    # recipe is what is tested here, not speed
+    configure += [f"-DPETACOMM_MPICC={build_info()['mpicc']}", "-DCMAKE_BUILD_TYPE=Debug"]
+    configure += ["-DCMAKE_C_FLAGS_DEBUG=", "-DCMAKE_CXX_FLAGS_DEBUG="]
     if shutil.which("ninja") or (Path(sys.executable).parent / "ninja").exists():
         configure += ["-G", "Ninja"]
     for command in (
