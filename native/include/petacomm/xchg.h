@@ -317,7 +317,14 @@ typedef struct petacomm_xchg_prediction {
  * cost and p2p may be NULL (defaults; one alpha and beta at every size). decision, if not
  * NULL, receives JSON text (at most decision_len bytes including the NUL; *needed, if not
  * NULL, is set to the full length + 1): {"choice", "reason", "candidates": [{"name",
- * "candidate", "not_a_candidate_because", "predicted_execute_seconds"}]}. */
+ * "candidate", "not_a_candidate_because", "predicted_execute_seconds"}]}.
+ * ERR_ARG, naming the argument or field ("ranks[3].pair_values", "global.key_min"), with
+ * nothing written, unless: ranks, global and out are not NULL; nranks >= 1 and equal to
+ * global->ranks; capacity is enough; elem_bytes >= 1; decision is NULL only with
+ * decision_len 0; every count of every ranks[r] and of global is >= 0 (chunk_keys and
+ * allgather_keys >= 1); key_min and key_max are both -1 (no keys) or 0 <= key_min <=
+ * key_max; the multiplicity buckets sum to distinct_keys; cost, p2p and transport are as
+ * plan creation takes them. */
 petacomm_status petacomm_xchg_model_decide(const petacomm_xchg_rank_stats *ranks, int64_t nranks,
                                            const petacomm_xchg_global_stats *global,
                                            const petacomm_xchg_cost_params *cost,

@@ -1,8 +1,11 @@
 // The C API of xchg: argument checks that need no MPI, then the Plan object; every entry
 // point runs through petacomm::guard so no exception crosses into C.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
+#include <utility>
 
 #include "cost_model.hpp"
 #include "error.hpp"
@@ -34,6 +37,89 @@ void copy_text(const std::string &text, char *buf, size_t buflen, size_t *needed
   const size_t copied = std::min(buflen - 1, text.size());
   std::memcpy(buf, text.data(), copied);
   buf[copied] = '\0';
+}
+
+// The counts of petacomm_xchg_rank_stats, as the header spells them, for the offline model's
+// check: every one must be >= 0 (negative ones gave negative or NaN predicted costs).
+struct RankCount {
+  const char *name;
+  std::int64_t petacomm_xchg_rank_stats::*field;
+};
+struct RankLevels {
+  const char *name;
+  std::int64_t (petacomm_xchg_rank_stats::*field)[PETACOMM_XCHG_HUB_LEVELS];
+};
+using Stats = petacomm_xchg_rank_stats;
+constexpr RankCount kRankCounts[] = {
+    {"n_local", &Stats::n_local},
+    {"n_unique", &Stats::n_unique},
+    {"n_shared", &Stats::n_shared},
+    {"pair_partners", &Stats::pair_partners},
+    {"pair_values", &Stats::pair_values},
+    {"owner_sends", &Stats::owner_sends},
+    {"owner_send_values", &Stats::owner_send_values},
+    {"owner_recvs", &Stats::owner_recvs},
+    {"owner_recv_values", &Stats::owner_recv_values},
+    {"owned_keys", &Stats::owned_keys},
+    {"dense_chunks", &Stats::dense_chunks},
+    {"directory_send_msgs", &Stats::directory_send_msgs},
+    {"directory_send_keys", &Stats::directory_send_keys},
+    {"directory_reply_ints", &Stats::directory_reply_ints},
+    {"nodes", &Stats::nodes},
+    {"node_ranks", &Stats::node_ranks},
+    {"node_leader", &Stats::node_leader},
+    {"node_members", &Stats::node_members},
+    {"node_member_values", &Stats::node_member_values},
+    {"node_union_keys", &Stats::node_union_keys},
+    {"node_partners", &Stats::node_partners},
+    {"node_send_values", &Stats::node_send_values},
+    {"node_recv_values", &Stats::node_recv_values},
+};
+constexpr RankLevels kRankLevels[] = {
+    {"hub_pair_partners", &Stats::hub_pair_partners},
+    {"hub_pair_values", &Stats::hub_pair_values},
+    {"hub_keys", &Stats::hub_keys},
+};
+// A field added to the struct must be added above too.
+static_assert(sizeof(Stats) ==
+                  sizeof(std::int64_t) *
+                      (std::size(kRankCounts) + PETACOMM_XCHG_HUB_LEVELS * std::size(kRankLevels)),
+              "every field of petacomm_xchg_rank_stats is listed in kRankCounts or kRankLevels");
+
+// ERR_ARG naming the first negative count of ranks[r], as "ranks[3].pair_values: ...".
+void check_rank_stats(const Stats &s, std::int64_t r) {
+  for (const RankCount &c : kRankCounts)
+    PETACOMM_CHECK_ARG(s.*c.field >= 0, "ranks[", r, "].", c.name, ": must be >= 0, got ",
+                       s.*c.field);
+  for (const RankLevels &c : kRankLevels)
+    for (int b = 0; b < PETACOMM_XCHG_HUB_LEVELS; ++b)
+      PETACOMM_CHECK_ARG((s.*c.field)[b] >= 0, "ranks[", r, "].", c.name, "[", b,
+                         "]: must be >= 0, got ", (s.*c.field)[b]);
+}
+
+// ERR_ARG naming the first field of global that is negative or disagrees with the others
+// (or with nranks), as "global.distinct_keys: ...".
+void check_global_stats(const petacomm_xchg_global_stats &g, std::int64_t nranks) {
+  PETACOMM_CHECK_ARG(g.ranks == nranks, "global: ranks = ", g.ranks, " but nranks = ", nranks);
+  for (const auto &[name, value] :
+       {std::pair{"distinct_keys", g.distinct_keys}, std::pair{"dense_chunks", g.dense_chunks},
+        std::pair{"max_unique", g.max_unique}})
+    PETACOMM_CHECK_ARG(value >= 0, "global.", name, ": must be >= 0, got ", value);
+  PETACOMM_CHECK_ARG(g.chunk_keys >= 1, "global.chunk_keys: must be >= 1, got ", g.chunk_keys);
+  PETACOMM_CHECK_ARG(g.allgather_keys >= 1, "global.allgather_keys: must be >= 1, got ",
+                     g.allgather_keys);
+  PETACOMM_CHECK_ARG(
+      (g.key_min == -1 && g.key_max == -1) || (g.key_min >= 0 && g.key_min <= g.key_max),
+      "global.key_min, key_max: ", g.key_min, ", ", g.key_max,
+      " (expected 0 <= key_min <= key_max, or both -1 when no rank has keys)");
+  std::int64_t sum = 0;  // saturates at INT64_MAX
+  for (int b = 0; b <= PETACOMM_XCHG_HUB_LEVELS; ++b) {
+    const std::int64_t keys = g.multiplicity[b];
+    PETACOMM_CHECK_ARG(keys >= 0, "global.multiplicity[", b, "]: must be >= 0, got ", keys);
+    sum = keys > INT64_MAX - sum ? INT64_MAX : sum + keys;
+  }
+  PETACOMM_CHECK_ARG(sum == g.distinct_keys, "global.distinct_keys: ", g.distinct_keys,
+                     " but the multiplicity buckets sum to ", sum);
 }
 
 }  // namespace
@@ -204,8 +290,10 @@ petacomm_status petacomm_xchg_model_decide(const petacomm_xchg_rank_stats *ranks
     PETACOMM_CHECK_ARG(capacity >= count, "capacity: out has room for ", capacity,
                        " predictions, the registry has ", count, " strategies");
     PETACOMM_CHECK_ARG(elem_bytes >= 1, "elem_bytes: must be >= 1, got ", elem_bytes);
-    PETACOMM_CHECK_ARG(global->ranks == nranks, "global: ranks = ", global->ranks,
-                       " but nranks = ", nranks);
+    PETACOMM_CHECK_ARG(decision != nullptr || decision_len == 0,
+                       "decision: NULL with decision_len = ", decision_len);
+    check_global_stats(*global, nranks);
+    for (int64_t r = 0; r < nranks; ++r) check_rank_stats(ranks[r], r);
     const bool a2a = x::parse_transport(transport) == x::Transport::kAlltoallv;
     const petacomm_xchg_cost_params params = cost ? *cost : x::default_cost_params();
     const std::string problem = x::validate_cost(params, p2p);

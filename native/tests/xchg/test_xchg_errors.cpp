@@ -222,6 +222,91 @@ int main(int argc, char **argv) {
   CHECK(petacomm_xchg_model_predict(nullptr, 0, &global, nullptr, 8, nullptr, out.data()) ==
         PETACOMM_ERR_ARG);
   CHECK(says("nranks"));
+  {
+    // Statistics of two ranks without keys, then one bad field or argument at a time: every
+    // count must be >= 0 (negative ones were taken, giving negative predicted costs), the
+    // global figures must agree with each other, and pointers with their lengths. The
+    // failure names the field and leaves out and decision untouched.
+    const petacomm_xchg_rank_stats none{};
+    std::vector<petacomm_xchg_rank_stats> table(2, none);
+    petacomm_xchg_global_stats g{};
+    g.ranks = 2;
+    g.key_min = g.key_max = -1;
+    g.chunk_keys = g.allgather_keys = 65536;
+    const petacomm_xchg_global_stats good = g;
+    char decision[256];
+    std::size_t needed = 0;
+    auto decide = [&](const petacomm_xchg_rank_stats *ranks, const petacomm_xchg_global_stats *gs,
+                      petacomm_xchg_prediction *predictions, int capacity, char *text,
+                      std::size_t text_len) {
+      std::strcpy(decision, "untouched");
+      for (petacomm_xchg_prediction &p : out) p.strategy = "untouched";
+      return petacomm_xchg_model_decide(ranks, 2, gs, nullptr, nullptr, 8, nullptr, predictions,
+                                        capacity, text, text_len, &needed);
+    };
+    auto refused = [&](const char *field, const char *value) {
+      const bool ok = decide(table.data(), &g, out.data(), count, decision, sizeof decision) ==
+                          PETACOMM_ERR_ARG &&
+                      says(field) && says(value) && std::strcmp(decision, "untouched") == 0 &&
+                      std::strcmp(out[0].strategy, "untouched") == 0;
+      table.assign(2, none);
+      g = good;
+      return ok;
+    };
+    CHECK(decide(table.data(), &g, out.data(), count, decision, sizeof decision) ==
+              PETACOMM_SUCCESS &&
+          std::strstr(decision, "\"choice\"") != nullptr);
+    table[1].n_local = -5;
+    CHECK(refused("ranks[1].n_local: must be >= 0", "-5"));
+    table[0].pair_values = -1;
+    CHECK(refused("ranks[0].pair_values", "-1"));
+    table[1].owner_recv_values = INT64_MIN;
+    CHECK(refused("ranks[1].owner_recv_values", "-9223372036854775808"));
+    table[0].hub_keys[3] = -7;
+    CHECK(refused("ranks[0].hub_keys[3]", "-7"));
+    table[1].hub_pair_partners[PETACOMM_XCHG_HUB_LEVELS - 1] = -2;
+    CHECK(refused("ranks[1].hub_pair_partners[31]", "-2"));
+    table[1].directory_reply_ints = -3;
+    CHECK(refused("ranks[1].directory_reply_ints", "-3"));
+    table[0].node_recv_values = -4;  // the last field
+    CHECK(refused("ranks[0].node_recv_values", "-4"));
+    g.distinct_keys = -1;
+    CHECK(refused("global.distinct_keys", "-1"));
+    g.dense_chunks = -6;
+    CHECK(refused("global.dense_chunks", "-6"));
+    g.max_unique = -8;
+    CHECK(refused("global.max_unique", "-8"));
+    g.chunk_keys = 0;
+    CHECK(refused("global.chunk_keys: must be >= 1", "0"));
+    g.allgather_keys = -1;
+    CHECK(refused("global.allgather_keys: must be >= 1", "-1"));
+    g.multiplicity[2] = -9;
+    CHECK(refused("global.multiplicity[2]", "-9"));
+    g.multiplicity[0] = 4;  // 4 keys on one rank each, but distinct_keys = 0
+    CHECK(refused("global.distinct_keys", "sum to 4"));
+    g.key_min = 9;
+    g.key_max = 3;
+    CHECK(refused("global.key_min", "9"));
+    g.key_min = -5;
+    CHECK(refused("global.key_min", "-5"));
+    g.ranks = 3;
+    CHECK(refused("global: ranks = 3 but nranks = 2", "3"));
+    CHECK(decide(nullptr, &g, out.data(), count, decision, sizeof decision) == PETACOMM_ERR_ARG &&
+          says("ranks: NULL"));
+    CHECK(decide(table.data(), nullptr, out.data(), count, decision, sizeof decision) ==
+              PETACOMM_ERR_ARG &&
+          says("global: NULL"));
+    CHECK(decide(table.data(), &g, nullptr, count, decision, sizeof decision) == PETACOMM_ERR_ARG &&
+          says("out: NULL"));
+    CHECK(decide(table.data(), &g, out.data(), count - 1, decision, sizeof decision) ==
+              PETACOMM_ERR_ARG &&
+          says("capacity"));
+    CHECK(decide(table.data(), &g, out.data(), count, nullptr, 64) == PETACOMM_ERR_ARG &&
+          says("decision: NULL with decision_len = 64"));
+    // The length alone (a NULL decision, length 0) is the documented way to ask for it.
+    CHECK(decide(table.data(), &g, out.data(), count, nullptr, 0) == PETACOMM_SUCCESS &&
+          needed > 10);
+  }
 
   // A plan used after MPI_Finalize: ERR_STATE, no MPI call (MPI_Comm_compare aborted the
   // job); freeing it still works.
