@@ -203,7 +203,11 @@ typedef struct petacomm_transpose_problem {
 
 /* The planner's decision as JSON: {"choice", "reason", "candidates": [{"name",
  * "applicable", "not_applicable_because", "predicted_seconds", "messages", "bytes",
- * "steps", "node_link_bytes"}]}; buffer convention as petacomm_transpose_plan_describe. */
+ * "steps", "node_link_bytes"}]}; buffer convention as petacomm_transpose_plan_describe.
+ * cost NULL: the defaults. ERR_ARG naming the argument or field ("problem.mask",
+ * "cost.net_beta", "buf"), nothing written, when problem is NULL or one of its counts is
+ * out of range, mask is NULL with a nonzero mask_length or given with mask_length != n1, a
+ * cost parameter is negative, infinite or NaN, or buf is NULL with a nonzero buflen. */
 petacomm_status petacomm_transpose_model_decide(const petacomm_transpose_problem *problem,
                                                 const petacomm_transpose_cost_params *cost,
                                                 char *buf, size_t buflen, size_t *needed);

@@ -177,6 +177,9 @@ petacomm_status petacomm_transpose_model_decide(const petacomm_transpose_problem
     const tp::ProblemStats stats = tp::problem_stats(*problem, &why);
     if (!why.empty()) fail_arg(why);
     const petacomm_transpose_cost_params params = cost ? *cost : tp::default_options().cost;
+    why = tp::cost_problem(params);
+    if (!why.empty()) fail_arg(why);
+    if (buf == nullptr && buflen > 0) fail_arg("buf: NULL with buflen ", buflen);
     copy_text(tp::decision_json(tp::decide(stats, params)), buf, buflen, needed);
   });
 }

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "strategy.hpp"
 
@@ -84,17 +85,24 @@ TransposeOptions validate_options(const petacomm_transpose_options *opts, std::i
     v.mask.resize(static_cast<std::size_t>(n1));
     for (std::int64_t j = 0; j < n1; ++j) v.mask[j] = o.mask[j] != 0;
   }
-  const double params[] = {o.cost.p2p_alpha,     o.cost.p2p_beta,       o.cost.net_alpha,
-                           o.cost.net_beta,      o.cost.node_link_beta, o.cost.alltoall_alpha,
-                           o.cost.alltoall_beta, o.cost.copy_beta,      o.cost.transpose_beta,
-                           o.cost.datatype_beta};
-  for (double p : params)
-    if (!(p >= 0) || !std::isfinite(p)) {
-      *problem = concat("cost: parameters must be finite and >= 0, got ", p);
-      return v;
-    }
+  *problem = cost_problem(o.cost);
+  if (!problem->empty()) return v;
   v.cost = o.cost;
   return v;
+}
+
+std::string cost_problem(const petacomm_transpose_cost_params &cost) {
+  const std::pair<const char *, double> params[] = {
+      {"p2p_alpha", cost.p2p_alpha},           {"p2p_beta", cost.p2p_beta},
+      {"net_alpha", cost.net_alpha},           {"net_beta", cost.net_beta},
+      {"node_link_beta", cost.node_link_beta}, {"alltoall_alpha", cost.alltoall_alpha},
+      {"alltoall_beta", cost.alltoall_beta},   {"copy_beta", cost.copy_beta},
+      {"transpose_beta", cost.transpose_beta}, {"datatype_beta", cost.datatype_beta},
+  };
+  for (const auto &[name, value] : params)
+    if (!(value >= 0) || !std::isfinite(value))
+      return concat("cost.", name, ": must be finite and >= 0, got ", value);
+  return {};
 }
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {

@@ -27,6 +27,10 @@ struct TransposeOptions {
 TransposeOptions validate_options(const petacomm_transpose_options *opts, std::int64_t n1,
                                   bool mask_allowed, std::string *problem);
 
+// "" or the first cost parameter that is negative, infinite or NaN, named as
+// "cost.<field>" (the options' and petacomm_transpose_model_decide's check).
+std::string cost_problem(const petacomm_transpose_cost_params &cost);
+
 // A hash of everything all ranks must agree on (strategy, planner, numbers, mask).
 std::uint64_t fingerprint(const TransposeOptions &o, std::uint64_t seed);
 

@@ -47,6 +47,10 @@ ProblemStats problem_stats(const petacomm_transpose_problem &p, std::string *pro
   if (p.batch < 1) return bad("batch", p.batch, "must be >= 1");
   if (p.elem_bytes < 1) return bad("elem_bytes", p.elem_bytes, "must be >= 1");
   if (p.ranks_per_node < 1) return bad("ranks_per_node", p.ranks_per_node, "must be >= 1");
+  if (p.mask == nullptr && p.mask_length != 0) {
+    *problem = concat("problem.mask: NULL with mask_length ", p.mask_length);
+    return s;
+  }
   if (p.mask != nullptr && p.mask_length != p.n1)
     return bad("mask_length", p.mask_length, "must equal n1 when a mask is given");
   s.q = static_cast<int>(p.ranks);

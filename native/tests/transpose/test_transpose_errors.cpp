@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -233,6 +234,35 @@ int main(int argc, char **argv) {
   char text[64];
   expect_error(petacomm_transpose_model_decide(&problem, nullptr, text, sizeof text, nullptr),
                "problem.ranks_per_node: must be >= 1, got 0", "model problem");
+  // Pointers and their lengths must agree, and cost must be what plans take (a NULL mask
+  // with a length, a NULL buf with a length and negative or NaN costs were accepted).
+  problem.ranks_per_node = 2;
+  std::size_t needed = 0;
+  expect_ok(petacomm_transpose_model_decide(&problem, nullptr, nullptr, 0, &needed),
+            "model with a valid problem");
+  problem.mask_length = 16;
+  expect_error(petacomm_transpose_model_decide(&problem, nullptr, text, sizeof text, nullptr),
+               "problem.mask: NULL with mask_length 16", "model NULL mask with a length");
+  problem.mask_length = -3;
+  expect_error(petacomm_transpose_model_decide(&problem, nullptr, text, sizeof text, nullptr),
+               "problem.mask: NULL with mask_length -3", "model NULL mask, negative length");
+  problem.mask_length = 0;
+  expect_error(petacomm_transpose_model_decide(&problem, nullptr, nullptr, 64, &needed),
+               "buf: NULL with buflen 64", "model NULL buf with a length");
+  petacomm_transpose_cost_params cost = o.cost;
+  cost.net_beta = -1e-9;
+  expect_error(petacomm_transpose_model_decide(&problem, &cost, text, sizeof text, nullptr),
+               "cost.net_beta: must be finite and >= 0, got -1e-09", "model negative cost");
+  cost = o.cost;
+  cost.datatype_beta = std::numeric_limits<double>::quiet_NaN();
+  expect_error(petacomm_transpose_model_decide(&problem, &cost, text, sizeof text, nullptr),
+               "cost.datatype_beta: must be finite and >= 0, got nan", "model NaN cost");
+  // The plans' options name the cost parameter the same way.
+  bad = o;
+  bad.cost.p2p_alpha = -1;
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                              &bad, &plan),
+               "cost.p2p_alpha: must be finite and >= 0, got -1", "negative cost in options");
 
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
