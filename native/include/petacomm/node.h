@@ -239,7 +239,13 @@ void petacomm_node_rpc_fail(const char *message);
 
 /* Per-node files through the servant: positional reads and writes by any rank of the node on
  * one file the servant holds open. Opening a path that is open already shares it (TRUNCATE
- * only applies to the first open); the file closes with its last handle. */
+ * only applies to the first open); the file closes with its last handle.
+ * write_at and read_at take bytes [offset, offset + bytes): ERR_ARG naming offset (or bytes)
+ * when offset or bytes is negative or offset + bytes exceeds 2^63 - 1 (INT64_MAX, the
+ * largest file offset), checked on the calling rank, and when a write goes beyond the
+ * largest file the servant's file system (or its RLIMIT_FSIZE) allows (EFBIG). Other I/O
+ * failures of the servant are ERR_STATE with the system's message. read_at sets
+ * *bytes_read below bytes at the end of the file (0 at or after it). */
 enum {
   PETACOMM_NODE_FILE_READ = 1,
   PETACOMM_NODE_FILE_WRITE = 2,

@@ -22,6 +22,16 @@ RpcCall make_call(std::int32_t function) {
   return call;
 }
 
+// The bytes [offset, offset + bytes) of a file: offset and bytes >= 0, and the range within
+// the largest file offset, 2^63 - 1 (the servant's pwrite and pread failed with EINVAL).
+void check_file_range(std::int64_t offset, std::int64_t bytes) {
+  if (offset < 0) fail_arg("offset: must be >= 0, got ", offset);
+  if (bytes < 0) fail_arg("bytes: must be >= 0, got ", bytes);
+  if (bytes > std::numeric_limits<std::int64_t>::max() - offset)
+    fail_arg("offset: ", offset, " + ", bytes, " bytes goes beyond the largest file offset, ",
+             "2^63 - 1");
+}
+
 }  // namespace
 
 Layer::Layer(MPI_Comm comm, const petacomm_node_options *opts, const char *caller_error) {
@@ -303,8 +313,7 @@ std::int64_t Layer::file_open(const char *path, int flags) {
 
 void Layer::file_write(std::int64_t file, std::int64_t offset, const void *buf,
                        std::int64_t bytes) {
-  if (offset < 0) fail_arg("offset: must be >= 0, got ", offset);
-  if (bytes < 0) fail_arg("bytes: must be >= 0, got ", bytes);
+  check_file_range(offset, bytes);
   if (buf == nullptr && bytes > 0) fail_arg("buf: NULL with bytes = ", bytes);
   RpcCall call = make_call(kRpcFileWrite);
   put_param(call, 0, file);
@@ -315,8 +324,7 @@ void Layer::file_write(std::int64_t file, std::int64_t offset, const void *buf,
 
 std::int64_t Layer::file_read(std::int64_t file, std::int64_t offset, void *buf,
                               std::int64_t bytes) {
-  if (offset < 0) fail_arg("offset: must be >= 0, got ", offset);
-  if (bytes < 0) fail_arg("bytes: must be >= 0, got ", bytes);
+  check_file_range(offset, bytes);
   if (buf == nullptr && bytes > 0) fail_arg("buf: NULL with bytes = ", bytes);
   RpcCall call = make_call(kRpcFileRead);
   put_param(call, 0, file);

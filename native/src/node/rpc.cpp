@@ -128,6 +128,10 @@ std::int64_t RpcServer::dispatch(const RpcCall &call, const char *bulk, char *re
             pwrite(f.fd, bulk + done, static_cast<std::size_t>(call.bulk_bytes - done),
                    static_cast<off_t>(offset + done));
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EFBIG)  // the caller's range, beyond what the file may hold
+          fail_arg("offset: writing ", call.bulk_bytes, " bytes at offset ", offset,
+                   " goes beyond the largest file allowed here (", std::strerror(errno), "; ", done,
+                   " bytes written)");
         if (n <= 0)
           fail_state("file: writing ", call.bulk_bytes, " bytes at offset ", offset,
                      " failed after ", done, ": ", std::strerror(errno));

@@ -15,10 +15,13 @@
 //   memory      segment sizes vs the formula, private state independent of the job size
 // Prints "node ok <checks>" on rank 0. With --huge, only a message of more than 2 GiB.
 #include <mpi.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -605,6 +608,39 @@ void check_rpc(petacomm_node node, const Reference &ref, const std::string &dir)
   CHECK(got == (other == l.local_size - 1 ? block : block + 8) &&
             mismatch(back.data(), block, 555 + other_rank) < 0,
         "read back %lld bytes of local rank %d", static_cast<long long>(got), other);
+  // Ranges [offset, offset + bytes) beyond the largest file offset, 2^63 - 1, are refused
+  // naming offset on the calling rank (the servant's pwrite and pread failed with EINVAL:
+  // ERR_STATE); zero bytes at 2^63 - 1 fit. The file keeps its size (checked below).
+  FAILS(petacomm_node_file_write_at(node, f, INT64_MAX, mine.data(), 1), PETACOMM_ERR_ARG,
+        "offset: 9223372036854775807 + 1 bytes");
+  FAILS(petacomm_node_file_write_at(node, f, INT64_MAX - 5, mine.data(), 16), PETACOMM_ERR_ARG,
+        "offset: 9223372036854775802 + 16 bytes");
+  FAILS(petacomm_node_file_read_at(node, f, INT64_MAX, back.data(), 8, &got), PETACOMM_ERR_ARG,
+        "offset: 9223372036854775807 + 8 bytes");
+  FAILS(petacomm_node_file_read_at(node, f, INT64_MAX - 5, back.data(), 16, &got), PETACOMM_ERR_ARG,
+        "offset: 9223372036854775802 + 16 bytes");
+  FAILS(petacomm_node_file_write_at(node, f, -1, mine.data(), 1), PETACOMM_ERR_ARG,
+        "offset: must be >= 0, got -1");
+  FAILS(petacomm_node_file_read_at(node, f, -1, back.data(), 1, &got), PETACOMM_ERR_ARG,
+        "offset: must be >= 0, got -1");
+  OK(petacomm_node_file_write_at(node, f, INT64_MAX, mine.data(), 0));
+  // A write beyond the largest file allowed (EFBIG: the file system's limit, here the
+  // servant's own RLIMIT_FSIZE, the same on every file system) names offset too (it was
+  // ERR_STATE). Only the servant calls: its call runs in its own process.
+  if (l.local_rank == 0) {
+    rlimit old{}, small{};
+    getrlimit(RLIMIT_FSIZE, &old);
+    small = old;
+    small.rlim_cur = std::min<rlim_t>(old.rlim_max, 1 << 20);
+    void (*handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &small);
+    const petacomm_status rc = petacomm_node_file_write_at(node, f, 1 << 21, mine.data(), 8);
+    setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, handler);
+    CHECK(rc == PETACOMM_ERR_ARG &&
+              std::strstr(petacomm_last_error(), "offset: writing 8 bytes at offset 2097152"),
+          "write beyond RLIMIT_FSIZE returned %d '%s'", rc, petacomm_last_error());
+  }
   OK(petacomm_node_file_close(node, f));
   OK(petacomm_node_barrier(node, PETACOMM_NODE_SCOPE_NODE));
   if (l.local_rank == 0) {  // the file on disk, read independently
