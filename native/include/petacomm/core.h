@@ -20,6 +20,11 @@ typedef enum petacomm_status {
   PETACOMM_ERR_INTERNAL = 5, /* an invariant of petacomm broke (a bug): please report it */
 } petacomm_status;
 
+/* Repetitions an option may ask for at most: the executions petacomm_xchg_options.autotune
+ * times per candidate strategy and those petacomm_transpose_options.measure_reps times per
+ * candidate (a larger value is ERR_ARG naming the option); also the benchmarks' bound. */
+#define PETACOMM_MAX_REPS 1000000
+
 /* One strategy of an algorithm family, as the family's registry lists it. Families expose
  * petacomm_<family>_strategy_count(int *count) and
  * petacomm_<family>_strategy_info(int index, petacomm_strategy_info *info); the Python

@@ -79,7 +79,8 @@ typedef struct petacomm_transpose_options {
   const unsigned char *mask;
   int64_t mask_length;
   int window;       /* pipelined: messages in flight each way (default 4) */
-  int measure_reps; /* planner "measure": timed executions per candidate (default 3) */
+  int measure_reps; /* planner "measure": timed executions per candidate (default 3), 1 to
+                       PETACOMM_MAX_REPS (core.h, 10^6); checked whatever the planner */
   /* Ranks per node for two-level and the cost model: 0 (default) = the ranks sharing
    * memory (MPI_Comm_split_type), split further into nodes of k ranks when the environment
    * sets PETACOMM_NODE_SIZE=k; k > 0 = nodes of k consecutive ranks of one machine. */

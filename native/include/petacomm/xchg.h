@@ -120,7 +120,8 @@ typedef struct petacomm_xchg_options {
                                      0 = chosen by the planner (default) */
   int deterministic;              /* 1: fixed reduction order by rank, bitwise-identical floats
                                      across strategies (default 0) */
-  int autotune;                   /* N > 0: time every candidate strategy for N executions */
+  int autotune;                   /* N > 0: time every candidate strategy for N executions;
+                                     0 (default) to PETACOMM_MAX_REPS (core.h, 10^6) */
   int send_window;                /* point-to-point rounds (p2p transport, discovery): at most
                                      this many sends in flight per rank, posted in rotated
                                      order; 0 = all at once (default) */

@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Repetitions a driver takes at most (petacomm.bench.MAX_REPS: the benchmarks' bound). */
-#define BENCH_MAX_REPS 1000000
+/* Repetitions a driver takes at most (petacomm.bench.MAX_REPS: the benchmarks' bound), the
+ * library's bound on autotune and measure_reps. */
+#define BENCH_MAX_REPS PETACOMM_MAX_REPS
 
 /* argv text as a whole number in [low, high], or -1, which is why low must be >= 0 (atoi
  * took "99999999999" for 1215752191 and "ten" for 0). */

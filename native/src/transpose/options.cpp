@@ -57,8 +57,9 @@ TransposeOptions validate_options(const petacomm_transpose_options *opts, std::i
     *problem = concat("window: must be >= 1, got ", o.window);
     return v;
   }
-  if (o.measure_reps < 1) {
-    *problem = concat("measure_reps: must be >= 1, got ", o.measure_reps);
+  if (o.measure_reps < 1 || o.measure_reps > PETACOMM_MAX_REPS) {
+    *problem =
+        concat("measure_reps: must be in [1, ", PETACOMM_MAX_REPS, "], got ", o.measure_reps);
     return v;
   }
   if (o.node_size < 0) {

@@ -56,7 +56,8 @@ std::string validate_options(const petacomm_xchg_options &o, const petacomm_xchg
   if (o.allgather_keys < 1 || o.allgather_keys > INT_MAX / 2)
     return concat("allgather_keys: must be in [1, ", INT_MAX / 2, "], got ", o.allgather_keys);
   if (o.hub_threshold < 0) return concat("hub_threshold: must be >= 0, got ", o.hub_threshold);
-  if (o.autotune < 0) return concat("autotune: must be >= 0, got ", o.autotune);
+  if (o.autotune < 0 || o.autotune > PETACOMM_MAX_REPS)
+    return concat("autotune: must be in [0, ", PETACOMM_MAX_REPS, "], got ", o.autotune);
   if (o.send_window < 0) return concat("send_window: must be >= 0, got ", o.send_window);
   return validate_cost(o.cost, p2p);
 }

@@ -94,6 +94,41 @@ int main(int argc, char **argv) {
   expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
                                               &bad, &plan),
                "mask: length 5 does not match the plan's n1 = 6", "mask length");
+  // measure_reps is bounded by PETACOMM_MAX_REPS timed executions per candidate (INT_MAX was
+  // taken, then the first execution ran for ever), on every rank together: the faulty rank
+  // names it, the others name the faulty rank (they said only that the arguments differ).
+  bad = o;
+  bad.planner = "measure";
+  bad.measure_reps = faulty ? INT_MAX : 3;
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                              &bad, &plan),
+               faulty ? "measure_reps: must be in [1, 1000000], got 2147483647"
+                      : (": measure_reps: must be in [1, 1000000], got 2147483647"),
+               "measure_reps INT_MAX on one rank");
+  if (!faulty &&
+      std::strstr(petacomm_last_error(), ("rank " + std::to_string(last)).c_str()) == nullptr) {
+    ++failures;
+    std::fprintf(stderr, "rank %d: measure_reps: message does not name the faulty rank: %s\n", rank,
+                 petacomm_last_error());
+  }
+  bad.measure_reps = faulty ? PETACOMM_MAX_REPS + 1 : PETACOMM_MAX_REPS;
+  expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,
+                                              &bad, &plan),
+               "measure_reps: must be in [1, 1000000], got 1000001",
+               "measure_reps above the bound");
+  {  // pencils and filters take the same options
+    const std::int64_t n3[3] = {4, 6, 8};
+    const int grid1[2] = {1, size};
+    const std::int64_t modes1[2] = {1, 1};
+    petacomm_transpose_pencil p = nullptr;
+    petacomm_fftfilter f = nullptr;
+    expect_error(petacomm_transpose_pencil_create(MPI_COMM_WORLD, n3, grid1, 1,
+                                                  PETACOMM_TRANSPOSE_FLOAT64, &bad, &p),
+                 "measure_reps: must be in [1, 1000000], got 1000001", "pencil measure_reps");
+    expect_error(petacomm_fftfilter_create(MPI_COMM_WORLD, n3, grid1, modes1,
+                                           PETACOMM_FFTFILTER_PACKED, &bad, &f),
+                 "measure_reps: must be in [1, 1000000], got 1000001", "filter measure_reps");
+  }
   bad = o;
   bad.planner = "guess";
   expect_error(petacomm_transpose_plan_create(MPI_COMM_WORLD, 8, 6, 1, PETACOMM_TRANSPOSE_FLOAT64,

@@ -84,6 +84,29 @@ int main(int argc, char **argv) {
   CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
         PETACOMM_ERR_ARG);
   CHECK(says("transport") && says("carrier-pigeon"));
+  // autotune is bounded by PETACOMM_MAX_REPS executions per candidate (INT_MAX was taken and
+  // ran for ever), on every rank together: the last rank's bad value fails every rank, that
+  // rank naming the bound, the others that rank (they said the autotune values differ).
+  {
+    const int last = nranks - 1;
+    const std::string at_fault = "invalid arguments on rank " + std::to_string(last);
+    auto refused = [&](const char *message) {
+      return petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
+                 PETACOMM_ERR_ARG &&
+             plan == nullptr && (me == last ? says(message) : says(at_fault.c_str()));
+    };
+    petacomm_xchg_options_default(&opts);
+    opts.autotune = me == last ? INT_MAX : 0;
+    CHECK(refused("autotune: must be in [0, 1000000], got 2147483647"));
+    opts.autotune = me == last ? PETACOMM_MAX_REPS + 1 : 1;
+    CHECK(refused("autotune: must be in [0, 1000000], got 1000001"));
+    opts.autotune = me == last ? -1 : 0;
+    CHECK(refused("autotune: must be in [0, 1000000], got -1"));
+    opts.autotune = 2;  // within the bound: a plan, timed
+    CHECK(petacomm_xchg_plan_create(MPI_COMM_WORLD, keys.data(), 5, &opts, &plan) ==
+          PETACOMM_SUCCESS);
+    CHECK(petacomm_xchg_plan_free(&plan) == PETACOMM_SUCCESS);
+  }
 
   // Execution errors leave the values untouched.
   CHECK(create(keys, "directory", &plan) == PETACOMM_SUCCESS);
