@@ -81,6 +81,16 @@ def creation():
             ["measure_reps: expected an integer, got nan"],
             lambda: petacomm.TransposePlan(comm, (16, 8), measure_reps=np.nan if mine else 3),
         ),
+        (  # taken, then the first execution ran for ever
+            ["measure_reps: must be in [1, 1000000], got 2147483647"],
+            lambda: petacomm.TransposePlan(
+                comm, (16, 8), planner="measure", measure_reps=2**31 - 1 if mine else 3
+            ),
+        ),
+        (  # reached the library as 3
+            ["measure_reps: must be in [1, 1000000], got 4294967299"],
+            lambda: petacomm.TransposePlan(comm, (16, 8), measure_reps=2**32 + 3 if mine else 3),
+        ),
         (
             ["dtype: not a numpy dtype: 'nonsense'"],
             lambda: petacomm.TransposePlan(comm, (16, 8), "nonsense" if mine else np.complex128),

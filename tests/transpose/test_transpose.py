@@ -148,6 +148,19 @@ def test_a_plan_without_a_communicator_is_refused_naming_comm(plan):
         getattr(petacomm, plan)(None, *args.get(plan, ((2, 8, 8), (1, 1))))
 
 
+def test_measure_reps_is_bounded_as_the_library_bounds_it():
+    # PETACOMM_MAX_REPS, refused with the library's message; a value beyond a C int reached
+    # the library wrapped (2**32 + 3 as 3 timed executions, 2**31 as -2**31).
+    from petacomm.transpose.plan import build_options
+
+    assert build_options(measure_reps=1000000)[0].measure_reps == 1000000
+    for reps in (0, 1000001, 2**31, 2**32 + 3):
+        with pytest.raises(
+            ValueError, match=rf"^measure_reps: must be in \[1, 1000000\], got {reps}$"
+        ):
+            build_options(measure_reps=reps)
+
+
 def test_integer_arguments_take_numpy_integers_and_refuse_the_rest():
     # int() took 16.5 for 16 and "44" for 44; a 0-d integer array is an integer.
     import numpy as np

@@ -87,6 +87,8 @@ def one_rank_bad_creation(keys):
         ({"chunk_keys": "many"}, ["chunk_keys", "many"], other),
         ({"send_window": -1}, ["send_window", "must be >= 0", "-1"], other),
         ({"send_window": 2.5}, ["send_window", "expected an integer", "2.5"], other),
+        ({"autotune": 2**31 - 1}, ["autotune: must be in [0, 1000000], got 2147483647"], other),
+        ({"autotune": 2**32 + 2}, ["autotune: must be in [0, 1000000], got 4294967298"], other),
         ({"model": "/nonexistent/model.json"}, ["machine model", "not found"], other),
         ({"model": 42}, ["model", "MachineModel", "int"], other),
         (

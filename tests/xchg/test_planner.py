@@ -478,6 +478,14 @@ def test_plan_options_follow_the_arguments_and_the_model_file(tmp_path, monkeypa
         match="send_window: must be from 0 to 2147483647 sends in flight, got 4294967296",
     ):
         _options(**{**given, "send_window": 2**32})
+    # autotune: the library's bound (PETACOMM_MAX_REPS), refused here with its message; a
+    # value beyond a C int reached the library wrapped (2**32 + 2 as 2, 2**31 as -2**31).
+    assert _options(**{**given, "autotune": 1000000})[0].autotune == 1000000
+    for autotune in (-1, 1000001, 2**31, 2**32 + 2):
+        with pytest.raises(
+            ValueError, match=rf"^autotune: must be in \[0, 1000000\], got {autotune}$"
+        ):
+            _options(**{**given, "autotune": autotune})
     # A model path that cannot be read is the model package's error (which the plan hands to
     # every rank), not an OSError of this rank's alone.
     with pytest.raises(PetacommError, match="machine model"):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from petacomm.bench import MAX_REPS
 from petacomm.dtypes import numpy_dtype
 from petacomm.errors import PetacommError, integer_argument
 from petacomm.native import caller_error, communicator_handle
@@ -67,7 +68,10 @@ def build_options(
     options.strategy = str(strategy).encode()
     options.planner = str(planner).encode()
     options.window = integer_argument(window, "window")
-    options.measure_reps = integer_argument(measure_reps, "measure_reps")
+    reps = integer_argument(measure_reps, "measure_reps")
+    if not 1 <= reps <= MAX_REPS:  # the library's bound, before a C int could wrap it
+        raise ValueError(f"measure_reps: must be in [1, {MAX_REPS}], got {reps}")
+    options.measure_reps = reps
     options.node_size = integer_argument(node_size, "node_size")
     if cost is None:
         from petacomm.transpose.cost import cost_params, resolve_model

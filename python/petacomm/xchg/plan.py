@@ -13,6 +13,7 @@ import json
 
 import numpy as np
 
+from petacomm.bench import MAX_REPS
 from petacomm.dtypes import codes_by_dtype, numpy_dtype, refusal
 from petacomm.errors import PetacommError, integer_argument
 from petacomm.native import communicator_handle
@@ -97,7 +98,10 @@ def _derive_options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
             f"send_window: must be from 0 to {2**31 - 1} sends in flight, got {window}"
         )
     options.send_window = window
-    options.autotune = whole["autotune"]
+    autotune = whole["autotune"]
+    if not 0 <= autotune <= MAX_REPS:  # the library's bound, before a C int could wrap it
+        raise ValueError(f"autotune: must be in [0, {MAX_REPS}], got {autotune}")
+    options.autotune = autotune
     options.deterministic = 1 if given["deterministic"] else 0
     options.plan_dtype = _dtype_code(given["dtype"], "dtype")
     k = whole["k"]
