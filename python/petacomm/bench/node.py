@@ -45,7 +45,9 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--ranks", type=int, default=4, help="MPI ranks (>= 2, default 4)")
     parser.add_argument(
-        "--sizes", default="1:4MiB", help="message sizes MIN:MAX: MIN, 2 MIN, 4 MIN, ... up to MAX (default 1:4MiB)"
+        "--sizes",
+        default="1:4MiB",
+        help="message sizes MIN:MAX: MIN, 2 MIN, 4 MIN, ... up to MAX (default 1:4MiB)",
     )
     parser.add_argument(
         "--iterations", type=int, default=200, help="round trips per latency point (default 200)"

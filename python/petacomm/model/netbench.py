@@ -52,7 +52,10 @@ def register(subparsers) -> None:
     )
     parser.add_argument("-n", "--ranks", default="4", help="number of MPI ranks (default 4)")
     parser.add_argument(
-        "-m", dest="sizes", default="8:64M", help="message sizes: the powers of two from MIN to MAX (8:64M)"
+        "-m",
+        dest="sizes",
+        default="8:64M",
+        help="message sizes: the powers of two from MIN to MAX (8:64M)",
     )
     parser.add_argument("-x", dest="warmup", default="10", help="warm-up iterations per size")
     parser.add_argument(
@@ -160,8 +163,7 @@ def check_arguments(args) -> Settings:
         )
     if 1 << (low - 1).bit_length() > high:  # the program measured nothing, once launched
         raise PetacommError(
-            f"-m: the sizes are the powers of two from MIN to MAX, and none lies in "
-            f"'{args.sizes}'"
+            f"-m: the sizes are the powers of two from MIN to MAX, and none lies in '{args.sizes}'"
         )
     warmup = _positive_int(args.warmup, "-x", minimum=0, maximum=MAX_REPEATS)
     iterations = _positive_int(args.iterations, "-i", maximum=MAX_REPEATS)
