@@ -17,6 +17,10 @@ from petacomm.errors import PetacommError
 
 _ENV = "PETACOMM_NATIVE_DIR"
 
+# The library's PETACOMM_MAX_REPS (core.h): the most repetitions the plans' autotune and
+# measure_reps may ask for, and the benchmarks' bound (petacomm.bench re-exports it).
+MAX_REPS = 1000000
+
 
 def native_dir() -> Path:
     override = os.environ.get(_ENV)

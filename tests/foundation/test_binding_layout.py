@@ -83,3 +83,16 @@ def test_ctypes_structures_match_the_compiler(family, tmp_path):
     assert len(compiler) == len(mirrored) >= fewest
     differences = {k: (mirrored[k], compiler[k]) for k in mirrored if mirrored[k] != compiler[k]}
     assert not differences, f"ctypes (offset, size) vs C: {differences}"
+
+
+def test_the_repetition_bound_is_the_library_s():
+    """petacomm.native.MAX_REPS (the plans' checks before ctypes' C int could wrap a value,
+    and the benchmarks' bound) is core.h's PETACOMM_MAX_REPS, as the header defines it."""
+    import re
+
+    from petacomm.native import MAX_REPS
+
+    core = (_header_dir("core.h") / "petacomm" / "core.h").read_text()
+    defined = re.search(r"^#define PETACOMM_MAX_REPS (\d+)$", core, re.M)
+    assert defined, "core.h no longer defines PETACOMM_MAX_REPS as a number"
+    assert int(defined[1]) == MAX_REPS

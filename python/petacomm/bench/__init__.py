@@ -6,9 +6,8 @@ from petacomm.errors import PetacommError, refuse_repeats
 
 # Timed (or warm-up) repetitions at most: 99999999999 ran without end (or, in a native
 # program's atoi, as 1215752191). petacomm-fftfilter, petacomm-halo (-i, -x) and the C
-# drivers (core/bench_driver.h) take the same; it is the library's PETACOMM_MAX_REPS
-# (core.h), the bound of the plans' autotune and measure_reps.
-MAX_REPS = 1000000
+# drivers (core/bench_driver.h) take the same: the library's bound.
+from petacomm.native import MAX_REPS  # noqa: E402,F401 (the benchmarks import it from here)
 
 
 def name_list(text: str, what: str) -> list[str]:

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from petacomm.bench import MAX_REPS
 from petacomm.dtypes import numpy_dtype
 from petacomm.errors import PetacommError, integer_argument
-from petacomm.native import caller_error, communicator_handle
+from petacomm.native import MAX_REPS, caller_error, communicator_handle
 from petacomm.transpose import _capi
 from petacomm.transpose.arrays import check_creation, descriptor, dtype_code, local_message
 

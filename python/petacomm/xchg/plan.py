@@ -13,10 +13,9 @@ import json
 
 import numpy as np
 
-from petacomm.bench import MAX_REPS
 from petacomm.dtypes import codes_by_dtype, numpy_dtype, refusal
 from petacomm.errors import PetacommError, integer_argument
-from petacomm.native import communicator_handle
+from petacomm.native import MAX_REPS, communicator_handle
 from petacomm.xchg import _capi
 
 TRANSPORTS = ("p2p", "neighbor", "alltoallv")
