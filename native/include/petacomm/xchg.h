@@ -335,7 +335,7 @@ petacomm_status petacomm_xchg_model_decide(const petacomm_xchg_rank_stats *ranks
                                            size_t *needed);
 
 /* petacomm_xchg_model_decide without p2p curve and decision. out must have room for
- * petacomm_xchg_strategy_count entries (5 today; it grows when a strategy is added). */
+ * petacomm_xchg_strategy_count entries (it grows when a strategy is added). */
 petacomm_status petacomm_xchg_model_predict(const petacomm_xchg_rank_stats *ranks, int64_t nranks,
                                             const petacomm_xchg_global_stats *global,
                                             const petacomm_xchg_cost_params *cost,
