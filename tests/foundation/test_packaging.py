@@ -189,8 +189,8 @@ def wheel_prefix() -> Path:
 def debian_prefix(tmp_path_factory) -> Path:
     """petacomm (xchg, transpose and the Fortran module) built against Debian's Open MPI,
     installed.
-    Unoptimised (Debug without -g): a third of the compile time, and the packaging is what
-    is tested here."""
+    Unoptimised (Debug without -g): a third of the compile time, and without the mini-apps
+    (a third of the sources): the packaging is what is tested here."""
     require(DEBIAN_MPICC.exists(), "Debian's Open MPI: apt-get install libopenmpi-dev")
     require(DEBIAN_MPIFORT.exists(), "Debian's Open MPI Fortran wrapper: apt-get install gfortran")
     require_program("gfortran", "apt-get install gfortran")
@@ -205,6 +205,7 @@ def debian_prefix(tmp_path_factory) -> Path:
             f"-DPETACOMM_MPICC={DEBIAN_MPICC}",
             "-DPETACOMM_FAMILIES=xchg,transpose",
             "-DPETACOMM_BUILD_TESTS=OFF",
+            "-DPETACOMM_BUILD_APPS=OFF",
             "-DPETACOMM_FORTRAN=ON",
             "-DCMAKE_BUILD_TYPE=Debug",
             "-DCMAKE_C_FLAGS_DEBUG=",
