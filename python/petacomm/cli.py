@@ -14,6 +14,7 @@ import sys
 
 from petacomm import __version__
 from petacomm.errors import PetacommError
+from petacomm.units import decimal_int
 
 # Modules that contribute sub-commands, in the order `petacomm --help` lists them.
 # Listed as the four verbs go: measure, model, map, replace (benchmarks of the algorithms).
@@ -53,6 +54,9 @@ class CommandParser(argparse.ArgumentParser):
         # numbers, so '--link-bandwidth -1GB' was refused as "expected one argument". No
         # petacomm option starts with '-' and a digit.
         self._negative_number_matcher = re.compile(r"^-\.?\d\S*$")
+        # type=int options read decimal digits only (units.decimal_int): int() also takes
+        # '1_0' for 10 and other scripts' digits ('٤' for 4)
+        self.register("type", int, decimal_int)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -31,6 +31,19 @@ _UNITS = {
 _SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?([A-Za-z]*)$")
 
 
+_DECIMAL_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def decimal_int(text: str) -> int:
+    """An integer as a command line writes it: a sign or none, then ASCII digits (blanks
+    around are allowed). int() alone also reads '1_0' as 10 and other scripts' digits ('٤'
+    as 4); ValueError for those and anything else, which the caller words."""
+    stripped = text.strip()
+    if not _DECIMAL_INT.fullmatch(stripped):
+        raise ValueError(f"not a decimal integer: {text!r}")
+    return int(stripped)
+
+
 def is_whole_number(text: str) -> bool:
     """True for ASCII digits only: str.isdigit() alone also takes '²', which int() then
     refuses with its own words, and other scripts' digits ('٤')."""

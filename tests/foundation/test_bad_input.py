@@ -443,6 +443,15 @@ CASES = [
     ),
     (["bench", "map", "--graphs", "bogus"], ("--graphs", "only used with --peers")),
     (["bench", "map", "--peers", "scotch", "--json", ""], ("--json", "empty file name")),
+    # ---- integers as command lines write them: int() read '1_0' as 10 and '٤' as 4 --------
+    (["bench", "profiler-overhead", "-n", "1_0"], ("-n/--ranks", "invalid int value: '1_0'")),
+    (["bench", "profiler-overhead", "--keys", "1_0"], ("--keys", "not a list of counts")),
+    ([*MAP_RING, "--jobs", "٤"], ("--jobs", "must be a positive integer, got '٤'")),
+    (["map", "--network", "torus:4x٤", "--pattern", "ring 1"], ("--network", "got '٤'")),
+    (["bench", "sparse-reduce", "--ranks", "2,1_0"], ("--ranks", "got '2,1_0'")),
+    (["bench", "fftfilter", "--shape", "4,1_6,16", "--ranks", "2"], ("--shape", "'4,1_6,16'")),
+    (["simulate", "transpose", "--ranks", "1_6"], ("--ranks", "got '1_6'")),
+    (["simulate", "sweep3d", "--size", "8x8x3_2:4", "--ranks", "4"], ("--size", "'8x8x3_2:4'")),
     # ---- netbench ---------------------------------------------------------------------------
     ([*NETBENCH, "-n", "0"], ("-n/--ranks", "positive integer")),
     ([*NETBENCH, "-n", "-3"], ("-n/--ranks", "positive integer")),

@@ -8,6 +8,7 @@ from petacomm.errors import PetacommError, refuse_repeats
 # program's atoi, as 1215752191). petacomm-fftfilter, petacomm-halo (-i, -x) and the C
 # drivers (core/bench_driver.h) take the same: the library's bound.
 from petacomm.native import MAX_REPS  # noqa: E402,F401 (the benchmarks import it from here)
+from petacomm.units import decimal_int
 
 
 def name_list(text: str, what: str) -> list[str]:
@@ -24,7 +25,7 @@ def name_list(text: str, what: str) -> list[str]:
 def positive_int_list(text: str, what: str) -> list[int]:
     """A comma list of positive integers (rank counts, sizes) given as option ``what``."""
     try:
-        values = [int(v) for v in text.split(",") if v.strip()]
+        values = [decimal_int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise PetacommError(f"{what}: expected comma-separated integers, got '{text}'") from None
     if not values:

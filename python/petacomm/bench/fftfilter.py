@@ -23,6 +23,7 @@ from petacomm.bench import MAX_REPS, bounded_int, launched_ranks
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import check_output_path, write_text_atomically
 from petacomm.progress import run_showing_progress
+from petacomm.units import decimal_int
 
 SCHEMA_VERSION = 1
 
@@ -51,7 +52,7 @@ def register(subparsers) -> None:
 
 def _ints(text: str, count: int, what: str) -> list[int]:
     try:
-        values = [int(v) for v in text.split(",")]
+        values = [decimal_int(v) for v in text.split(",")]
     except ValueError:
         raise PetacommError(
             f"{what}: expected {count} comma-separated integers, got '{text}'"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import refuse_empty_names
+from petacomm.units import decimal_int
 
 # Largest power-of-two message whose byte count fits MPI's int count argument.
 MAX_MESSAGE_BYTES = 1 << 30
@@ -97,7 +98,7 @@ def register(subparsers) -> None:
 
 def _positive_int(text: str, argument: str, minimum: int = 1, maximum: int | None = None) -> int:
     try:
-        value = int(text)
+        value = decimal_int(text)
     except ValueError:
         value = None
     if value is None or value < minimum:

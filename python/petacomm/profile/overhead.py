@@ -29,6 +29,7 @@ from pathlib import Path
 
 from petacomm.errors import PetacommError, refuse_repeats
 from petacomm.files import refuse_empty_names, write_text_atomically
+from petacomm.units import decimal_int
 
 TARGET_SLOWDOWN_PERCENT = 2.0
 TARGET_NS_PER_CALL = 50.0
@@ -146,7 +147,7 @@ def _key_counts(text: str) -> list[int]:
     if text.strip().lower() == "none":
         return []
     try:
-        counts = [int(k) for k in text.split(",") if k.strip()]
+        counts = [decimal_int(k) for k in text.split(",") if k.strip()]
     except ValueError:
         raise PetacommError(f"--keys: not a list of counts: {text!r}") from None
     if not counts or any(not 1 <= k <= 40960 for k in counts) or len(counts) > 16:

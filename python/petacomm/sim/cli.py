@@ -19,6 +19,7 @@ from pathlib import Path
 
 from petacomm.bench import name_list
 from petacomm.errors import PetacommError
+from petacomm.units import decimal_int
 
 JSON_SCHEMA = "petacomm.simulate/1"
 # Simulation wall time per simulated message and per byte of message data (SMPI copies it,
@@ -326,7 +327,7 @@ def _rank_counts(text: str, network) -> list[int]:
     counts = []
     for item in text.split(","):
         try:
-            value = int(item)
+            value = decimal_int(item)
         except ValueError:
             raise PetacommError(f"--ranks: expected integers >= 1, got {item!r}") from None
         if value < 1:

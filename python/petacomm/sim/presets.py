@@ -32,7 +32,7 @@ from petacomm.sim.smpi_selection import (
     smpi_alltoall_algorithm,
     smpi_barrier_algorithm,
 )
-from petacomm.units import is_whole_number
+from petacomm.units import decimal_int, is_whole_number
 
 
 @dataclass(frozen=True)
@@ -629,8 +629,8 @@ def _sweep_size(text: str) -> dict:
     cells, sep, mk_text = text.lower().partition(":")
     parts = cells.split("x")
     try:
-        nx, ny, k = (int(p) for p in parts) if len(parts) == 3 else (0, 0, 0)
-        mk = int(mk_text) if sep else 0
+        nx, ny, k = (decimal_int(p) for p in parts) if len(parts) == 3 else (0, 0, 0)
+        mk = decimal_int(mk_text) if sep else 0
     except ValueError:
         nx = ny = k = mk = 0
     if min(nx, ny, k, mk) < 1 or k % mk:

@@ -14,6 +14,7 @@ import math
 
 from petacomm.errors import PetacommError
 from petacomm.files import refuse_empty_names
+from petacomm.units import decimal_int
 
 RANK_KEYS = ("time", "max-contention", "avg-contention", "max-link-bytes", "hop-bytes")
 # Permutation candidates evaluated at most when --max-candidates is not given: all (d+1)!
@@ -35,7 +36,7 @@ def user_error(option: str, fn, *args, **kwargs):
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1 (argparse names the option in its error)."""
     try:
-        value = int(text)
+        value = decimal_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value < 1:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from petacomm.lazy_module import LazyModule
+from petacomm.units import decimal_int
 
 # numpy is imported on first use: the registries below are read by `petacomm map --help`.
 np = LazyModule("numpy")
@@ -37,7 +38,7 @@ _TORUS_LETTERS = "ABCDEFGHIJKLMNOPQRS"  # no T: T is the core dimension in permu
 
 def _positive_int(text: str, what: str) -> int:
     try:
-        value = int(text)
+        value = decimal_int(text)
     except ValueError:
         raise ValueError(f"{what}: expected a positive integer, got {text!r}") from None
     if value < 1:
