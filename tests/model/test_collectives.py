@@ -15,6 +15,7 @@ import math
 
 import pytest
 
+from petacomm.errors import PetacommError
 from petacomm.model import collectives
 from petacomm.model.machine import MachineModel, OperationModel, Piece
 
@@ -112,6 +113,22 @@ def test_formula_equals_the_closed_form_for_any_p(op, p, n):
 @pytest.mark.parametrize("op", [op for op in OPERATIONS if op != "pingpong"])
 def test_one_rank_costs_nothing(op):
     assert collectives.predict(op, 1 << 20, 1, ALPHA, BETA) == 0
+
+
+def test_a_ping_pong_is_one_message_whatever_p():
+    # p does not enter a ping-pong: at p = 1 (where every collective is free) it is still
+    # one message of n bytes, alpha + n beta.
+    for p in (1, 2, 7):
+        assert collectives.predict("pingpong", 1000, p, ALPHA, BETA) == pytest.approx(
+            ALPHA + 1000 * BETA, rel=1e-12
+        )
+
+
+@pytest.mark.parametrize("p", [2.0, 2.5, "4", 0, -3])
+def test_a_rank_count_that_is_not_a_positive_integer_is_refused(p):
+    # 2.0 included: a rank count is a count, and log2 of 2.5 ranks has no algorithm behind it.
+    with pytest.raises(PetacommError, match="p: must be a positive integer"):
+        collectives.coefficients("allreduce", p)
 
 
 @pytest.mark.parametrize("op", [op for op in OPERATIONS if op != "pingpong"])
