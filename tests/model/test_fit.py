@@ -1,5 +1,6 @@
 """Hockney fits on synthetic data with known parameters."""
 
+import dataclasses
 import itertools
 import math
 
@@ -165,3 +166,61 @@ def test_number_of_pieces_follows_the_documented_criterion():
         chosen.append(len(pieces))
         assert [p.from_bytes for p in pieces] == _reference_pieces(sizes, t), step
     assert len(set(chosen)) > 1, chosen  # the data do exercise the choice
+
+
+def test_r2_is_the_documented_weighted_one_by_hand():
+    # Four sizes, times off a line by +-2 %: alpha, beta from the weighted normal equations
+    # solved here (rows scaled by 1/t), then R^2 = 1 - sum(w r^2) / sum(w (t - m)^2) with
+    # w = 1/t^2 and m the w-weighted mean of t (module docstring), all written out.
+    n = np.array([8.0, 1024.0, 65536.0, 1048576.0])
+    t = (1e-6 + n * 1e-10) * np.array([1.02, 0.98, 1.02, 0.98])
+    a = np.column_stack([1 / t, n / t])
+    (alpha, beta), *_ = np.linalg.lstsq(a, np.ones(4), rcond=None)
+    assert alpha > 0 and beta > 0  # the non-negativity bound is not active
+    w = 1 / t**2
+    residual = t - (alpha + beta * n)
+    mean = (w * t).sum() / w.sum()
+    r2 = 1 - (w * residual**2).sum() / (w * (t - mean) ** 2).sum()
+    fit = fit_line(n, t)
+    assert (fit.alpha, fit.beta) == pytest.approx((alpha, beta), rel=1e-9)
+    assert fit.r2 == pytest.approx(r2, rel=1e-9)
+    assert fit.weighted_sse == pytest.approx((w * residual**2).sum(), rel=1e-9)
+    assert 0.9 < r2 < 0.9999  # a figure the noise shows in, not 1
+
+
+def test_bandwidth_is_one_over_beta():
+    fit = fit_line([8, 1024, 65536], [1e-6 + n / 4e9 for n in (8, 1024, 65536)])
+    assert fit.bandwidth == pytest.approx(4e9, rel=1e-9)
+    # A zero per-byte time (latency only) is an unbounded bandwidth, not a division error.
+    assert dataclasses.replace(_line((8, 64)), beta=0.0).bandwidth == math.inf
+
+
+def test_sizes_in_any_order():
+    # fit_line's range is the smallest and largest size, not the first and last given; and
+    # fit_piecewise sorts the points before it cuts them into runs: the breakpoint test's
+    # data shuffled give the same pieces.
+    sizes = np.array([4096.0, 8, 1 << 20, 64])
+    fit = fit_line(sizes, 1e-6 + sizes / 5e9)
+    assert (fit.from_bytes, fit.to_bytes, fit.points) == (8, 1 << 20, 4)
+    low, high = (0.5e-6, 1 / 2.0e9), (8.0e-6, 1 / 10.0e9)
+    t = np.where(SIZES < 8192, *(a + b * SIZES for a, b in (low, high)))
+    shuffle = np.random.default_rng(1).permutation(SIZES.size)
+    pieces = fit_piecewise(SIZES[shuffle], t[shuffle], max_pieces=2)
+    assert [(p.from_bytes, p.to_bytes) for p in pieces] == [(8, 4096), (8192, 1 << 26)]
+
+
+def test_two_pieces_of_exactly_min_points_each():
+    # Six points, min_points 3: the only two-piece split is 3 + 3 and it must be tried.
+    # Exact lines 1 us + n / 1 GB/s below 1 KiB and 20 us + n / 10 GB/s from 1 KiB: no line
+    # through all six comes close (relative errors of tens of percent), the two pieces are
+    # exact.
+    sizes = np.array([8.0, 64, 512, 1024, 8192, 65536])
+    t = np.where(sizes < 1024, 1e-6 + sizes / 1e9, 20e-6 + sizes / 10e9)
+    pieces = fit_piecewise(sizes, t, max_pieces=2)
+    assert [(p.from_bytes, p.to_bytes, p.points) for p in pieces] == [(8, 512, 3), (1024, 65536, 3)]
+    assert pieces[1].alpha == pytest.approx(20e-6, rel=1e-6)
+
+
+def test_max_pieces_below_one_is_refused():
+    with pytest.raises(PetacommError, match="max_pieces: must be at least 1, got 0"):
+        fit_piecewise(SIZES, 1e-6 + SIZES / 5e9, max_pieces=0)
