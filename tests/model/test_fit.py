@@ -224,3 +224,20 @@ def test_two_pieces_of_exactly_min_points_each():
 def test_max_pieces_below_one_is_refused():
     with pytest.raises(PetacommError, match="max_pieces: must be at least 1, got 0"):
         fit_piecewise(SIZES, 1e-6 + SIZES / 5e9, max_pieces=0)
+
+
+def test_equal_times_are_a_perfect_fit():
+    # Every size takes the same time (a latency-bound piece, a timer's quantum): alpha = t,
+    # beta = 0, no residual, and no variance to explain, so R^2 = 1. The weighted variance
+    # of equal times is rounding noise (~1e-32, not 0): R^2 came out 0.5, 0.4 or 0.0 here.
+    for t in (5e-6, 1.2e-6, 3e-7):
+        fit = fit_line([8, 16, 32, 64, 128], [t] * 5)
+        assert fit.alpha == pytest.approx(t, rel=1e-9) and fit.beta == pytest.approx(0, abs=1e-20)
+        assert fit.r2 == 1.0, t
+    # A flat eager piece (1.5 us up to 128 B) then 1.5 us + n / 5 GB/s: both pieces exact.
+    sizes = np.array([8.0, 16, 32, 64, 128, 256, 1024, 4096, 16384, 65536])
+    pieces = fit_piecewise(sizes, np.where(sizes <= 128, 1.5e-6, 1.5e-6 + sizes / 5e9))
+    assert [(p.from_bytes, p.r2) for p in pieces] == [(8, 1.0), (256, 1.0)]
+    # Times that do vary, if only by 1e-9 of themselves, are not taken for equal ones.
+    varied = fit_line([8, 16, 32, 64], 1e-6 * (1 + 1e-9 * np.array([1.0, -1, 1, -1])))
+    assert varied.r2 < 0.5

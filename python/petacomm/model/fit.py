@@ -62,7 +62,10 @@ def fit_line(nbytes, seconds) -> LineFit:
     weights = w * w
     mean = float(weights @ t / weights.sum())
     total = float(weights @ (t - mean) ** 2)
-    r2 = 1.0 - sse / total if total > 0 else 1.0
+    # Equal times leave a weighted variance of rounding noise (about 1e-32 per point, not 0),
+    # which made R^2 of an exact flat fit 0.0-0.5: below this there is nothing to explain.
+    rounding = len(n) * (16 * np.finfo(float).eps) ** 2
+    r2 = 1.0 - sse / total if total > rounding else 1.0
     return LineFit(alpha, beta, r2, int(n.min()), int(n.max()), len(n), sse)
 
 
