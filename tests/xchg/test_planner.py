@@ -412,6 +412,124 @@ def test_allreduce_is_priced_with_its_arithmetic_unless_measured():
     assert params.allreduce_alpha == pytest.approx(9 * US / (2 * 2))
 
 
+def _ping_pong_model(alpha=2 * US, beta=1 / 5e9, **measured):
+    """A model of one ping-pong line, plus collectives measured as {op: (p, [pieces])}."""
+    from petacomm.model import MachineModel, OperationModel, Piece
+
+    operations = {
+        "pingpong": OperationModel("pingpong", 2, [Piece(0, 1 << 30, alpha, beta, 1.0, 5)])
+    }
+    for op, (p, pieces) in measured.items():
+        operations[op] = OperationModel(op, p, [Piece(*piece, 1.0, 5) for piece in pieces])
+    return MachineModel(operations, source="test")
+
+
+def test_collective_parameters_derived_from_the_ping_pong_by_hand():
+    """The planner's collective formulas (petacomm/xchg.h) with parameters that reproduce
+    the model's collective times. Ping-pong 2 us + n / 5 GB/s, local_beta 1 / 10 GB/s:
+
+    p = 5 (ceil(log2 5) = 3 steps, not 2):
+      allgather, ring: (p-1)(alpha + n beta) = 8 us + 4 n beta; the planner's
+        3 allgather_alpha + 4 n allgather_beta gives 8/3 us and beta;
+      alltoallv, pairwise: 8 us + 4 n beta per destination's n; the planner's
+        4 alltoallv_alpha + (4 n) alltoallv_beta gives 2 us and beta;
+      allreduce, Rabenseifner: 2 log2(5) alpha + 2 (4/5) n beta; the planner's
+        2 * 3 allreduce_alpha + 2 (4/5) n allreduce_beta gives 2 log2(5) / 6 * 2 us and
+        beta + 1.5 local_beta (the arithmetic a derived allreduce adds);
+    p = 2 (one step): every alpha 2 us (allreduce: 2 * 1 * 2 us / 2), every beta as above."""
+    from petacomm.xchg.cost import cost_params
+
+    beta, local = 1 / 5e9, 1 / 10e9
+    for p, allgather_alpha, allreduce_alpha in [
+        (5, 8 * US / 3, 2 * math.log2(5) * 2 * US / 6),
+        (2, 2 * US, 2 * US),
+    ]:
+        params = cost_params(_ping_pong_model(), p)
+        got = {name: getattr(params, name) for name, _ in params._fields_}
+        assert got == pytest.approx(
+            dict(p2p_alpha=2 * US, p2p_beta=beta, allgather_alpha=allgather_alpha,
+                 allgather_beta=beta, alltoallv_alpha=2 * US, alltoallv_beta=beta,
+                 allreduce_alpha=allreduce_alpha, allreduce_beta=beta + 1.5 * local,
+                 local_beta=local),
+            rel=1e-9,
+            abs=0,
+        ), p  # fmt: skip
+
+
+def test_measured_collectives_give_the_planner_their_own_lines():
+    """At the measured p (8: 3 steps) each collective's fitted line t = A + B n is divided by
+    the planner formula's factors, each from its own operation's fit (an alltoall measured
+    beside the alltoallv is not the alltoallv's):
+      allgather 30 us + 7 ns n: 30/3 = 10 us, 7/7 = 1 ns;
+      alltoallv 20 us + 3.5 ns n: 20/7 us, 3.5/7 = 0.5 ns;
+      allreduce 12 us + 1.75 ns n: 12/(2*3) = 2 us, 1.75 / (2 * 7/8) = 1 ns, no arithmetic
+      added (a measured allreduce includes it)."""
+    from petacomm.xchg.cost import cost_params
+
+    model = _ping_pong_model(
+        allgather=(8, [(0, 1 << 30, 30 * US, 7e-9)]),
+        alltoallv=(8, [(0, 1 << 30, 20 * US, 3.5e-9)]),
+        alltoall=(8, [(0, 1 << 30, 99 * US, 9e-9)]),
+        allreduce=(8, [(0, 1 << 30, 12 * US, 1.75e-9)]),
+    )
+    params = cost_params(model, 8)
+    got = [params.allgather_alpha, params.allgather_beta, params.alltoallv_alpha,
+           params.alltoallv_beta, params.allreduce_alpha, params.allreduce_beta]  # fmt: skip
+    assert got == pytest.approx([10 * US, 1e-9, 20 * US / 7, 0.5e-9, 2 * US, 1e-9], rel=1e-9, abs=0)
+    # A fit whose 1 MiB time is below its 8 B time (a 100 us small-message piece over a
+    # 1 us one) prices no byte at a negative time: beta 0, alpha the 8 B time, 100 us / 3.
+    falling = _ping_pong_model(
+        allgather=(8, [(0, 4096, 100 * US, 0.0), (4096, 1 << 30, 1 * US, 1e-12)])
+    )
+    params = cost_params(falling, 8)
+    assert (params.allgather_alpha, params.allgather_beta) == pytest.approx(
+        (100 * US / 3, 0.0), rel=1e-9, abs=0
+    )
+
+
+def test_planner_costs_are_kept_per_model_content_and_rank_count():
+    """One model at p = 4 and p = 16 (ring allgather: 3 * 2 us over 2 steps = 3 us, 15 * 2 us
+    over 4 steps = 7.5 us); two models whose allreduce fits differ only in the ranks they were
+    measured on (an allreduce of 12 us at p0 is alpha = 12 us / (2 log2 p0), which at p = 8
+    is that alpha again: 3 us from p0 = 4, 1.5 us from p0 = 16); and every call's own copy."""
+    from petacomm.xchg.cost import planner_costs
+
+    model = _ping_pong_model(alpha=2 * US)
+    assert planner_costs(model, 4)[0].allgather_alpha == pytest.approx(3 * US, rel=1e-9, abs=0)
+    assert planner_costs(model, 16)[0].allgather_alpha == pytest.approx(7.5 * US, rel=1e-9, abs=0)
+    line = [(0, 1 << 30, 12 * US, 1e-9)]
+    at_4 = _ping_pong_model(alpha=1.25 * US, allreduce=(4, line))
+    at_16 = _ping_pong_model(alpha=1.25 * US, allreduce=(16, line))
+    assert planner_costs(at_4, 8)[0].allreduce_alpha == pytest.approx(3 * US, rel=1e-9, abs=0)
+    assert planner_costs(at_16, 8)[0].allreduce_alpha == pytest.approx(1.5 * US, rel=1e-9, abs=0)
+    params, curve = planner_costs(model, 4)
+    params.allgather_alpha, curve.alpha[0] = 99.0, 99.0
+    params, curve = planner_costs(model, 4)
+    assert (params.allgather_alpha, curve.alpha[0]) == pytest.approx(
+        (3 * US, 2 * US), rel=1e-9, abs=0
+    )
+
+
+def test_p2p_curve_takes_as_many_pieces_as_the_planner_holds():
+    from petacomm.errors import PetacommError
+    from petacomm.model import MachineModel, OperationModel, Piece
+    from petacomm.xchg._capi import P2P_PIECES
+    from petacomm.xchg.cost import p2p_curve
+
+    def model(count):  # pieces from 0, 64, 128, ... B, alpha 1, 2, 3, ... us
+        pieces = [Piece(64 * i, 64 * (i + 1), (i + 1) * US, 1e-9, 1.0, 5) for i in range(count)]
+        return MachineModel({"pingpong": OperationModel("pingpong", 2, pieces)}, source="t")
+
+    curve = p2p_curve(model(P2P_PIECES))
+    assert curve.pieces == P2P_PIECES
+    assert list(curve.from_bytes) == [64.0 * i for i in range(P2P_PIECES)]
+    assert list(curve.alpha) == pytest.approx(
+        [(i + 1) * US for i in range(P2P_PIECES)], rel=1e-9, abs=0
+    )
+    with pytest.raises(PetacommError, match=f"has {P2P_PIECES + 1} pieces, the planner takes"):
+        p2p_curve(model(P2P_PIECES + 1))
+
+
 def test_model_file_is_read_once_per_version(tmp_path, monkeypatch):
     import petacomm.model as machine
     from petacomm.xchg import cost
