@@ -8,7 +8,13 @@ import pytest
 from petacomm.topology import pattern as pat
 from petacomm.topology.measured import load_matrix_file, read_profile_log
 from petacomm.topology.pattern_language import PatternSyntaxError, parse_pattern
-from petacomm.units import format_bytes, parse_size
+from petacomm.units import (
+    format_bytes,
+    format_exact_size,
+    format_seconds,
+    is_whole_number,
+    parse_size,
+)
 
 
 def pairs(phase):
@@ -23,6 +29,52 @@ def test_sizes():
     assert format_bytes(3 * 2**20) == "3.00 MiB"
     with pytest.raises(ValueError, match="unknown size unit 'MiX'"):
         parse_size("1MiX")
+
+
+def test_every_size_unit():
+    # Binary prefixes (and bare K, M, G, T) are powers of 1024, decimal ones of 1000, in any
+    # letter case; written out rather than computed.
+    expected = {
+        "1KiB": 1024, "1K": 1024, "1kB": 1000, "1KB": 1000,
+        "1MiB": 1048576, "1m": 1048576, "1MB": 1000000,
+        "1GiB": 1073741824, "1G": 1073741824, "1GB": 1000000000,
+        "1TiB": 1099511627776, "2T": 2199023255552, "1TB": 1000000000000, "1tb": 1000000000000,
+        "1e3": 1000, "2.5e1KiB": 25600,
+    }  # fmt: skip
+    assert {text: parse_size(text) for text in expected} == expected
+
+
+def test_exact_sizes_name_the_largest_unit_they_are_a_whole_number_of():
+    expected = {
+        1023: "1023 B", 1024: "1 KiB", 1536: "1536 B", 3072: "3 KiB", 1 << 20: "1 MiB",
+        (1 << 20) + 1024: "1025 KiB", 3 << 20: "3 MiB", 1 << 30: "1 GiB", 5 << 30: "5 GiB",
+        1 << 40: "1024 GiB", 0: "0 B",
+    }  # fmt: skip
+    assert {n: format_exact_size(n) for n in expected} == expected
+
+
+def test_byte_counts_switch_units_at_1024():
+    expected = {
+        0: "0 B", 1023: "1023 B", 1024: "1.00 KiB", -2048: "-2.00 KiB", 1536: "1.50 KiB",
+        1 << 20: "1.00 MiB", 5 << 30: "5.00 GiB",
+        3 << 40: "3.00 TiB", 1 << 50: "1024.00 TiB",
+    }  # fmt: skip
+    assert {n: format_bytes(n) for n in expected} == expected
+
+
+def test_durations_switch_units_at_each_thousand():
+    expected = {
+        2.5: "2.500 s", 1.0: "1.000 s", 0.999: "999.000 ms", 1e-3: "1.000 ms",
+        2e-6: "2.000 us", 1e-6: "1.000 us", 5e-9: "5.000 ns", 0.0: "0.000 ns",
+        -0.25: "-250.000 ms",
+    }  # fmt: skip
+    assert {t: format_seconds(t) for t in expected} == expected
+
+
+def test_whole_numbers_are_ascii_digits_only():
+    for text, whole in [("12", True), ("0", True), ("", False), ("1.0", False), ("-1", False),
+                        ("\u00b2", False), ("\u0664", False), ("1\u0664", False)]:  # fmt: skip
+        assert is_whole_number(text) is whole, text
 
 
 def test_grid_rank_orders():
