@@ -230,3 +230,61 @@ def test_pieces_for_sizes_spans_each_alpha_beta_once():
     assert cost.pieces_for_sizes(np.zeros(0)) == []
     flat = CostParameters(alpha=2e-6, beta=1e-9, link_beta=1e-9)
     assert flat.pieces_for_sizes(sizes) == [(8.0, 5000.0, 2e-6, 1e-9)]
+
+
+def test_self_messages_untimed_phases_and_each_cost_by_hand():
+    # 4-node ring (torus:4, 1 core), rank i on node i, dimension-ordered routing.
+    # Phase "setup" (untimed): 0->2, 1000 B: half ring, + direction, 2 hops (+X at 0 and 1).
+    # Phase "main" (x2): 0->0 1 MB (a rank's message to itself: no sender time, no link,
+    # not counted) and 1->2 100 B (1 hop, +X at node 1).
+    net = parse_network("torus:4")
+    setup = Phase("setup", [0], [2], [1000], timed=False)
+    main = Phase("main", [0, 1], [0, 2], [1_000_000, 100], repeat=2)
+    pattern = CommPattern(4, [setup, main])
+    mapping = Mapping("id", [0, 1, 2, 3], [0, 0, 0, 0])
+    dor = parse_routing("dor", net)
+    cost = CostParameters(alpha=1e-6, beta=1e-9, link_beta=2e-9)
+    m = evaluate_mapping(net, dor, pattern, mapping, cost)
+    # setup: rank 0 sends 1000 B (1 us + 1 us), busiest link 1000 B (2 us): 4 us.
+    # main: rank 1 sends 100 B (1 us + 0.1 us), busiest link 100 B (0.2 us): 1.3 us.
+    assert m.phase_times_s == pytest.approx([4e-6, 1.3e-6], rel=1e-12, abs=0)
+    assert m.predicted_time_s == pytest.approx(2 * 1.3e-6, rel=1e-12, abs=0)  # setup untimed
+    assert m.messages == 1 + 2 and m.total_bytes == 1000 + 2 * 100
+    # The longest message is in the first phase, the last phase's are shorter.
+    assert m.max_dilation_hops == 2 and m.avg_dilation_hops == pytest.approx((2 + 1 + 1) / 3)
+    # The same pattern object under another cost: 5 us per message, nothing per byte.
+    other = evaluate_mapping(net, dor, pattern, mapping, CostParameters(5e-6, 0.0, 0.0))
+    assert other.phase_times_s == pytest.approx([5e-6, 5e-6], rel=1e-12, abs=0)
+    assert other.predicted_time_s == pytest.approx(1e-5, rel=1e-12, abs=0)
+
+
+def test_dilation_counts_every_message_when_routing_aggregates_flows():
+    # Adaptive routing routes node pairs, not messages: 0->1 twice (1 hop each) and 0->2
+    # once (2 hops) on a 4-ring are two node-level flows, but three messages of
+    # 1, 1 and 2 hops: average 4/3, hop-bytes 10 + 10 + 2 * 10.
+    net = parse_network("torus:4")
+    pattern = CommPattern(4, [Phase("p", [0, 0, 0], [1, 1, 2], [10, 10, 10])])
+    mapping = Mapping("id", [0, 1, 2, 3], [0, 0, 0, 0])
+    m = evaluate_mapping(net, parse_routing("adaptive", net), pattern, mapping)
+    assert m.avg_dilation_hops == pytest.approx(4 / 3) and m.max_dilation_hops == 2
+    assert m.hop_bytes == pytest.approx(40) and m.messages == 3
+    # Two node pairs with the same bytes but not the same messages: 0->1 twice 50 B, 2->3
+    # once 100 B. Each + link out of nodes 0 and 2 carries 100 B (2 and 1 messages).
+    pattern = CommPattern(4, [Phase("p", [0, 0, 2], [1, 1, 3], [50, 50, 100])])
+    m = evaluate_mapping(net, parse_routing("adaptive", net), pattern, mapping, keep_loads=True)
+    assert m.link_bytes[:4].tolist() == [100, 0, 100, 0] and not m.link_bytes[4:].any()
+    assert m.link_flows[:4].tolist() == [2, 0, 1, 0] and m.max_link_bytes == 100
+
+
+def test_cost_pieces_start_at_their_from_bytes_and_must_increase():
+    cost = CostParameters(1.0, 1.0, 1.0, pieces=((0, 1e-6, 1e-9), (100, 5e-6, 1e-10)))
+    # 100 B is the second piece's first size, 99 B the first piece's last.
+    assert cost.pieces_for_sizes(np.array([100.0, 99])) == [
+        (99.0, 99.0, 1e-6, 1e-9),
+        (100.0, 100.0, 5e-6, 1e-10),
+    ]
+    assert cost.message_seconds(np.array([99.0, 100])) == pytest.approx(
+        [1e-6 + 99e-9, 5e-6 + 100e-10], rel=1e-12, abs=0
+    )
+    with pytest.raises(ValueError, match="cost pieces: expected increasing from_bytes"):
+        CostParameters(1.0, 1.0, 1.0, pieces=((100, 5e-6, 1e-10), (0, 1e-6, 1e-9)))

@@ -432,6 +432,9 @@ def test_pattern_language_reads_barriers_and_untimed_phases():
         (([1], [0], [1e5]), 103e-6),
         # ... and 50 kB, eager: 1 -> 2 leaves at once and ends at 2 us, inside the phase.
         (([1], [0], [5e4]), 51e-6),
+        # Exactly the eager limit, 64 KiB, is past it (a send of at least EAGER_BYTES waits,
+        # as waits_reference has it): 1 + 65.536 us, then 1 -> 2: 68.536 us.
+        (([1], [0], [65536.0]), 68.536e-6),
     ],
 )
 def test_a_phase_without_barrier_waits_for_all_its_ranks_messages(first, expected):
