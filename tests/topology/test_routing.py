@@ -144,6 +144,42 @@ def test_dimension_wise_alltoall_rows(routing, plus, minus):
     assert np.allclose(yp, plus) and np.allclose(ym, minus) and not xp.any()
 
 
+def test_half_ring_ties_and_wrap_around_by_hand():
+    # Ring of 4, link id = (2 d + s) * nodes + node (+ links 0..3, - links 4..7). A
+    # displacement of 2 is a tie: "dor" always goes +; "dor-simgrid" goes + except from
+    # coordinate n/2 = 2 (SimGrid: + when s < t <= s + 2, or s > 2 and t <= (s + 2) mod 4).
+    #   0 -> 2: + at 0, 1        1 -> 3: + at 1, 2
+    #   2 -> 0: simgrid - at 2, 1 (dor + at 2, 3)
+    #   3 -> 1: + at 3, 0 (s = 3 > 2 and t = 1 <= 1)
+    ring = TorusNetwork((4,))
+    src, dst = [0, 1, 2, 3], [2, 3, 0, 1]
+    plus = {0: [0, 1], 1: [1, 2], 2: [2, 3], 3: [3, 0]}
+    simgrid = {**plus, 2: [4 + 2, 4 + 1]}
+    for routing, links in [
+        (DimensionOrderRouting(), plus),
+        (parse_routing("dor-simgrid", ring), simgrid),
+    ]:
+        for a, b in zip(src, dst, strict=True):
+            loads = routing.route(ring, [a], [b], np.ones((1, 1)))[0]
+            assert sorted(np.flatnonzero(loads).tolist()) == sorted(links[a]), (routing, a, b)
+            _, link = routing.route_links(ring, [a], [b])
+            assert link.tolist() == links[a], (routing, a, b)  # in the order taken
+    # Ring of 5 (no ties): 0 -> 4 and 0 -> 3 are shorter the wrapped way (1 and 2 hops -),
+    # 4 -> 0 and 3 -> 0 the wrapped way + (1 and 2 hops); 0 -> 2 goes + (2 hops).
+    ring = TorusNetwork((5,))
+    expected = {
+        (0, 4): [5 + 0],
+        (0, 3): [5 + 0, 5 + 4],
+        (4, 0): [4],
+        (3, 0): [3, 4],
+        (0, 2): [0, 1],
+    }
+    for (a, b), links in expected.items():
+        assert DimensionOrderRouting().route_links(ring, [a], [b])[1].tolist() == links, (a, b)
+        loads = DimensionOrderRouting().route(ring, [a], [b], np.ones((1, 1)))[0]
+        assert sorted(np.flatnonzero(loads).tolist()) == sorted(links), (a, b)
+
+
 def test_dor_order_matters():
     net = TorusNetwork((4, 4))
     w = np.ones((1, 1))
@@ -341,6 +377,19 @@ def test_fattree_dmodk_single_path_and_balance():
     assert loads.sum() == 4 * 4
 
 
+def test_fattree_dmodk_spreads_destinations_over_ports_and_parallel_cables():
+    # 2 switches of 4 leaves, 2 spines, 2 parallel cables per switch-spine pair. D-mod-K at
+    # level 2: port (dst // 1) mod 2, cable (dst // (1 * 2)) mod 2 (class docstring), so
+    # leaf 0's messages to 4, 5, 6, 7 take (port, cable) (0,0), (1,0), (0,1), (1,1): each of
+    # switch 0's four up-cables once. The down side mirrors it at switch 1.
+    net = FatTreeNetwork((4, 2), (1, 2), (1, 2))
+    loads = FatTreeRouting("dmodk").route(net, [0] * 4, [4, 5, 6, 7], np.ones((1, 4)))[0]
+    up2, down2 = net.link_offset("up", 2), net.link_offset("down", 2)
+    assert loads[up2 : up2 + 4].tolist() == [1, 1, 1, 1]
+    assert loads[down2 + 4 : down2 + 8].tolist() == [1, 1, 1, 1]
+    assert loads.sum() == 4 * 4
+
+
 def test_dragonfly_minimal_route_by_hand():
     # 3 groups x 2 routers x 1 node, 1 global link per router: group 0 port q=r*h+k -> group
     # (0+1+q mod 2) mod 3: router 0 -> group 1, router 1 -> group 2.
@@ -367,8 +416,13 @@ def test_routing_names_and_errors():
         parse_routing("ecmp", torus)
     with pytest.raises(ValueError, match="each of XYZ exactly once"):
         parse_routing("dor:XXZ", torus)
+    with pytest.raises(ValueError, match="unknown dimension letter 'Q' \\(expected XYZ\\)"):
+        parse_routing("dor:XQZ", torus)
+    # Names in any letter case, as the dimension letters.
+    assert parse_routing("DOR:zyx", torus).describe(torus) == "dor:ZYX"
     tree = parse_network("fattree:2;4,4;1,2;1,2")
     assert parse_routing(None, tree).describe(tree) == "dmodk"
+    assert parse_routing("ECMP", tree).describe(tree) == "ecmp"
     fly = parse_network("dragonfly:9,4,2,2")
     assert parse_routing("valiant", fly).describe(fly) == "valiant"
 
