@@ -290,6 +290,9 @@ def test_pair_link_matrix_is_the_routing_of_every_pair(routing_name):
         ("torus:4x4x2", "dor-simgrid"),
         ("torus:4x4x2", "adaptive:paths"),
         ("torus:4x4x2", "dor:ZYX"),
+        # A ring by a line: no translation symmetry along the line, so no template.
+        ("torus:4x3:wrap=1,0", "dor"),
+        ("torus:4x3:wrap=1,0", "adaptive"),
         ("fattree:2;4,4;1,4;1,1", "dmodk"),
         ("fattree:2;4,4;1,4;1,1", "ecmp"),
     ],
@@ -431,6 +434,48 @@ def test_contention_refinement_lowers_the_busiest_link_without_raising_hop_bytes
     strict, _ = ct.refine_contention(pattern, net, routing, node, graph, time_budget=30)
     assert reference_hop_bytes(net, pattern, strict) <= before_hop
     assert reference_link_bytes(net, pattern, strict, "adaptive").max() <= before_max
+
+
+def test_refinement_moves_a_rank_to_a_free_core_and_never_overfills_a_node():
+    # Ring of 4 nodes of 2 cores, adaptive routing; rank 0 exchanges 1 MB each way with
+    # ranks 1 and 2, ranks on nodes 0, 1, 2. Link loads: 0<->1 puts 1 MB on +X at 0 and -X
+    # at 1; 0<->2 is a half ring, split in two: 0.5 MB on each of +X0, +X1, -X0, -X3 and
+    # +X2, +X3, -X2, -X1. Busiest: +X0 with 1.5 MB. Rank 1 moving to node 0's free core
+    # leaves only 0<->2: 0.5 MB on 8 links, hop-bytes lower. Node 0 is then full: rank 2
+    # cannot join it, and a move to node 1 or 3 (1 hop: 1 MB on one link) is worse.
+    net = parse_network("torus:4:t=2")
+    pattern = CommPattern(3, [Phase("p", [0, 1, 0, 2], [1, 0, 2, 0], [1e6] * 4)])
+    routing = parse_routing("adaptive", net)
+    node, stats = ct.refine_contention(
+        pattern, net, routing, np.array([0, 1, 2]), communication_graph(pattern), 30, max_steps=5
+    )
+    check_placement(net, node, 3)
+    assert node.tolist() == [0, 0, 2] and stats.steps == 1 and stats.stop_reason == "converged"
+    assert (stats.max_link_bytes_before, stats.max_link_bytes_after) == (1.5e6, 0.5e6)
+
+
+def test_refinement_with_nothing_to_gain_takes_no_step():
+    # Ranks 0 and 1 exchange 100 B on nodes 0 and 1 of a ring of 4 (1 core each): +X at 0
+    # and -X at 1 carry 100 B each. Rank 0 to node 2 (1 hop from rank 1) moves that load to
+    # two other links, equally busy; to node 3 (2 hops) raises hop-bytes; the swap mirrors
+    # the loads. Nothing lowers the busiest link or the number of links that carry it.
+    net = parse_network("torus:4")
+    pattern = CommPattern(2, [Phase("p", [0, 1], [1, 0], [100, 100])])
+    node, stats = ct.refine_contention(
+        pattern, net, parse_routing("adaptive", net), np.array([0, 1]),
+        communication_graph(pattern), time_budget=30, max_steps=3,
+    )  # fmt: skip
+    assert node.tolist() == [0, 1] and stats.steps == 0 and stats.stop_reason == "converged"
+
+
+def test_candidate_nodes_are_those_within_two_hops():
+    # The refinement tries the nodes within two hops of a rank's node (module docstring):
+    # against breadth-first search on a 5x4 torus.
+    net = parse_network("torus:5x4")
+    near = ct._near_nodes(net, ct._distances(net))
+    for target in range(net.num_nodes):
+        bfs = torus_bfs_distances(net, target)
+        assert near[target].tolist() == [v for v in range(net.num_nodes) if bfs[v] <= 2]
 
 
 @pytest.mark.parametrize(
