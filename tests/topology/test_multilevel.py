@@ -454,6 +454,33 @@ def test_refinement_moves_a_rank_to_a_free_core_and_never_overfills_a_node():
     assert (stats.max_link_bytes_before, stats.max_link_bytes_after) == (1.5e6, 0.5e6)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_swaps_of_ranks_that_message_each_other_keep_the_loads_exact(seed):
+    """Every node full (1 core each), so every change is a swap, on directed messages of
+    unequal sizes each way: a swap's change must count a message between the two swapped
+    ranks once. The loads the refinement keeps (its after-figure) against a routing of
+    every message of the final placement (reference_link_bytes)."""
+    rng = np.random.default_rng(seed)
+    net = parse_network("torus:4x4")
+    n = 16
+    src, dst = np.nonzero(np.triu(rng.random((n, n)) < 0.35, 1))
+    # both ways, with unequal sizes: u -> v and v -> u
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    nbytes = rng.integers(1, 1000, src.size) * 1000.0
+    pattern = CommPattern(n, [Phase("p", src, dst, nbytes)])
+    routing = parse_routing("dor", net)
+    start = rng.permutation(n)
+    node, stats = ct.refine_contention(
+        pattern, net, routing, start, communication_graph(pattern), 30, hop_slack=0.5
+    )
+    check_placement(net, node, n)
+    assert stats.steps > 0
+    assert stats.max_link_bytes_before == reference_link_bytes(net, pattern, start, "dor").max()
+    after = reference_link_bytes(net, pattern, node, "dor").max()
+    assert stats.max_link_bytes_after == pytest.approx(after, rel=1e-12, abs=0)
+    assert after < stats.max_link_bytes_before
+
+
 def test_refinement_with_nothing_to_gain_takes_no_step():
     # Ranks 0 and 1 exchange 100 B on nodes 0 and 1 of a ring of 4 (1 core each): +X at 0
     # and -X at 1 carry 100 B each. Rank 0 to node 2 (1 hop from rank 1) moves that load to
