@@ -401,15 +401,15 @@ def test_allreduce_is_priced_with_its_arithmetic_unless_measured():
     from petacomm.xchg.cost import cost_params
 
     derived = cost_params(default_model(), 4)
-    assert derived.local_beta == pytest.approx(1 / 10e9)
-    assert derived.allreduce_beta == pytest.approx(1 / 10e9 + 1.5 / 10e9)  # defaults: 10 GB/s
+    assert derived.local_beta == pytest.approx(1 / 10e9, rel=1e-12, abs=0)
+    assert derived.allreduce_beta == pytest.approx(2.5 / 10e9, rel=1e-12, abs=0)  # 10 GB/s
     measured = _two_piece_model()
     measured.operations["allreduce"] = OperationModel(
         "allreduce", 4, [Piece(0, 1 << 30, 9 * US, 3e-10, 1.0, 5)]
     )
     params = cost_params(measured, 4)
-    assert params.allreduce_beta == pytest.approx(3e-10 / (2 * 3 / 4))
-    assert params.allreduce_alpha == pytest.approx(9 * US / (2 * 2))
+    assert params.allreduce_beta == pytest.approx(3e-10 / (2 * 3 / 4), rel=1e-12, abs=0)
+    assert params.allreduce_alpha == pytest.approx(9 * US / (2 * 2), rel=1e-12, abs=0)
 
 
 def _ping_pong_model(alpha=2 * US, beta=1 / 5e9, **measured):
