@@ -100,6 +100,19 @@ def test_mapping_names():
         mapping_names("permutations", parse_network("fattree:1;4;1;1"))
 
 
+def test_mapping_names_in_any_case_and_with_spaces():
+    net = parse_network("torus:2x2x2:t=2")
+    # As the CLI takes them: " Block " and "CYCLIC" are block and cyclic (node = rank // 2,
+    # node = rank % 8), and "Permutations" every one of the 4! strings of T, X, Y, Z.
+    assert hostfile(named_mapping(" Block ", net, 3)).split() == ["node-0", "node-0", "node-1"]
+    assert hostfile(named_mapping("CYCLIC", net, 3)).split() == ["node-0", "node-1", "node-2"]
+    assert hostfile(named_mapping(" xyzt", net, 2)).split() == ["node-0", "node-1"]
+    names = mapping_names(" Permutations , block", net)
+    assert len(names) == 24 + 1 and names[-1] == "block" and "TXYZ" in names
+    with pytest.raises(ValueError, match="empty name"):
+        mapping_names("block,,cyclic", net)
+
+
 def test_rankfile_is_read_back():
     net = parse_network("torus:2x2:t=2")
     text = "# comment\nrank 1=node0 slot=0\nrank 0=node3 slot=1\n\nrank 2=node3 slot=0\n"
@@ -117,6 +130,22 @@ def test_rankfile_is_read_back():
     back = read_rankfile(text, net4, "nid{node:05d}")
     assert back.node.tolist() == mapping.node.tolist()
     assert back.core.tolist() == mapping.core.tolist()
+
+
+def test_rankfile_details():
+    net = parse_network("torus:2x2:t=16")
+    # A slot of two digits, and the mapping named after where it came from.
+    mapping = read_rankfile("rank 0=node1 slot=12\n", net, origin="run.rf")
+    assert (mapping.node.tolist(), mapping.core.tolist()) == ([1], [12])
+    assert mapping.name == "rankfile:run.rf"
+    # The template's other characters are literal text, not a regular expression: with
+    # "n.{node}" the host "nX1" does not match, with "n+{node}" the host "n+1" does.
+    with pytest.raises(ValueError, match="does not match the host template"):
+        read_rankfile("rank 0=nX1 slot=0\n", net, "n.{node}")
+    assert read_rankfile("rank 0=n+3 slot=0\n", net, "n+{node}").node.tolist() == [3]
+    # Ranks 0 and 5 of 2 lines: ranks must be 0..1, rank 1 missing (and only rank 1).
+    with pytest.raises(ValueError, match=r"ranks must be 0\.\.1; missing \[1\]$"):
+        read_rankfile("rank 0=node0 slot=0\nrank 5=node1 slot=0\n", net)
 
 
 @pytest.mark.parametrize(
