@@ -9,7 +9,12 @@ from petacomm.topology.network import (
     TorusNetwork,
     parse_network,
 )
-from petacomm.topology.node_hierarchy import hwloc_from_xml, load_hwloc_xml, parse_synthetic
+from petacomm.topology.node_hierarchy import (
+    NodeHierarchy,
+    hwloc_from_xml,
+    load_hwloc_xml,
+    parse_synthetic,
+)
 
 
 @pytest.mark.parametrize(
@@ -136,6 +141,17 @@ def test_synthetic_node_hierarchy():
         parse_synthetic("package:2 core8")
     with pytest.raises(ValueError, match="item 'core:\u0668' should be name:count"):
         parse_synthetic("package:2 core:\u0668")  # Arabic-Indic eight: was read as 8
+    assert h.to_text() == "package:2 numa:2 core:4"
+    # Level names in any case are the same levels; a count of 0 is named as the bad item.
+    assert parse_synthetic("Package:2 CORE:4").levels == (("package", 2), ("core", 4))
+    with pytest.raises(ValueError, match="item 'core:0' should be name:count"):
+        parse_synthetic("package:2 core:0")
+    with pytest.raises(ValueError, match="level 'core': count must be >= 1"):
+        NodeHierarchy((("package", 2), ("core", 0)))
+    # 2^16 cores per node is the limit itself: taken; one core more is refused.
+    assert parse_synthetic("package:2 core:32768").cores_per_node == 65536
+    with pytest.raises(ValueError, match="65,537 cores per node exceed the limit of 65,536"):
+        parse_synthetic("core:65537")
 
 
 HWLOC_XML = """<?xml version="1.0" encoding="UTF-8"?>
@@ -213,6 +229,8 @@ def test_hwloc_xml_hierarchy(tmp_path):
         ([(4, 4), (8,)], "packages have different numbers of NUMA nodes (package 0 has 2 NUMA"),
         ([(4, 4), (2, 2, 2, 2)], "package 0 has 2 NUMA nodes, package 1 has 4"),
         ([(4,), (2,)], "packages have different core counts (package 0 has 4 cores, package 1"),
+        # The first package that differs from package 0 is named, not the last one.
+        ([(4,), (2,), (2,)], "(package 0 has 4 cores, package 1 has 2)"),
     ],
 )
 def test_an_irregular_hwloc_node_is_refused_naming_what_differs(tmp_path, packages, message):
