@@ -21,6 +21,7 @@ from petacomm.topology.schedules import (
     allreduce_schedule,
     alltoall_schedule,
     barrier_schedule,
+    sendrecv_rounds,
 )
 
 C, L = 1e9, 1e-6  # 1 GB/s links of 1 us
@@ -222,6 +223,14 @@ def test_large_blocks_hold_their_sender_until_they_arrive():
     # Rounds 2 and 3 of 4 messages: 2 receives waited for each (sender's, receiver's),
     # and 2 sends more when the blocks are not eager.
     assert held.size == 2 * 4 * 2 and held_large.size == 2 * 4 * 4
+
+
+def test_sendrecv_rounds_sends_nothing_to_the_rank_itself():
+    # Round 0: 0 -> 1, rank 1 names itself, rank 2 none; round 1: 1 -> 2, rank 0 itself.
+    # Messages: 0 -> 1 (id 0), then 1 -> 2 (id 1), which waits for rank 1's receive of id 0.
+    src, dst, nbytes, (held, before) = sendrecv_rounds(np.array([[1, 1, -1], [0, 2, -1]]), 8.0)
+    assert (src.tolist(), dst.tolist(), nbytes.tolist()) == ([0, 1], [1, 2], [8.0, 8.0])
+    assert (held.tolist(), before.tolist()) == ([1], [0])
 
 
 def test_pattern_language_reads_the_algorithm():
