@@ -156,6 +156,9 @@ def test_phases_beyond_the_message_limit_are_refused():
     chain = (np.arange(1, n), np.arange(n - 1))  # each message after the one before
     with pytest.raises(flow_model.TooManyMessages, match="at most 2,097,152 messages in a run"):
         phase_time(net, routing, np.zeros(n, int), np.ones(n, int), np.ones(n), LINKS, chain)
+    # The limits themselves are taken: exactly 100,000 at once, 2,097,152 in a run.
+    flow_model.check_size(flow_model.MAX_MESSAGES, flow_model.MAX_MESSAGES)
+    flow_model.check_size(flow_model.MAX_ORDERED_MESSAGES, 1)
 
 
 def test_ordered_rounds_beyond_the_in_flight_limit_are_priced():
@@ -184,6 +187,51 @@ def test_bad_link_parameters_are_named(field, value):
     args[field] = value
     with pytest.raises(ValueError, match=field):
         FlowLinks(**args)
+
+
+def _model(pingpong_pieces, intra_pieces=None):
+    """A machine model with a ping-pong across nodes (and within one) of these (from, alpha,
+    beta) pieces; each piece covers sizes up to the next one's start."""
+    from petacomm.model.machine import MachineModel, OperationModel, Piece
+
+    def op(name, pieces):
+        ends = [start - 1 for start, _, _ in pieces[1:]] + [1 << 30]
+        return OperationModel(
+            name, 2, [Piece(f, t, a, b, 1.0, 10) for (f, a, b), t in zip(pieces, ends, strict=True)]
+        )
+
+    ops = {"pingpong.inter": op("pingpong.inter", pingpong_pieces)}
+    if intra_pieces is not None:
+        ops["pingpong.intra"] = op("pingpong.intra", intra_pieces)
+    return MachineModel(ops)
+
+
+def _figures(links):
+    return [links.bandwidth, links.latency, links.loopback_bandwidth, links.loopback_latency]
+
+
+def test_links_from_a_machine_model():
+    # Across nodes: 5 us below 8 B, 2 us and 4 GB/s from 8 B, 3 us and 5 GB/s from 1 MiB
+    # (1,048,576 B, not 10^6); within a node 1 us below 8 B, 0.3 us and 15 GB/s from 8 B,
+    # 0.4 us and 20 GB/s from 1 MiB. A link: the 8 B alpha (2 us) and the 1 MiB bandwidth
+    # (5 GB/s); the loopback likewise from the intra-node fit (0.3 us, 20 GB/s).
+    inter = [(0, 5e-6, 1e-9), (8, 2e-6, 1 / 4e9), (1 << 20, 3e-6, 1 / 5e9)]
+    intra = [(0, 1e-6, 1e-9), (8, 0.3e-6, 1 / 15e9), (1 << 20, 0.4e-6, 1 / 20e9)]
+    exact = {"rel": 1e-12, "abs": 0}
+    links = flow_model.links_from_model(_model(inter, intra))
+    assert _figures(links) == pytest.approx([5e9, 2e-6, 20e9, 0.3e-6], **exact)
+    # Overrides replace the network's figures only.
+    links = flow_model.links_from_model(_model(inter, intra), bandwidth=1e9, latency=1e-6)
+    assert _figures(links) == pytest.approx([1e9, 1e-6, 20e9, 0.3e-6], **exact)
+    # No intra-node fit: a loopback of 4x the bandwidth at a tenth of the latency (of the
+    # overridden figures when given).
+    links = flow_model.links_from_model(_model(inter))
+    assert _figures(links) == pytest.approx([5e9, 2e-6, 20e9, 0.2e-6], **exact)
+    links = flow_model.links_from_model(_model(inter), bandwidth=1e9, latency=1e-5)
+    assert _figures(links) == pytest.approx([1e9, 1e-5, 4e9, 1e-6], **exact)
+    # A fit with no time per byte at 1 MiB gives no bandwidth: refused, naming it.
+    with pytest.raises(ValueError, match="pingpong.inter's fit at 1 MiB has beta 0"):
+        flow_model.links_from_model(_model([(0, 1e-6, 1e-9), (1 << 20, 1e-6, 0.0)]))
 
 
 def max_min_reference(routes, capacity, weight):
