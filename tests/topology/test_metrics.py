@@ -288,3 +288,124 @@ def test_cost_pieces_start_at_their_from_bytes_and_must_increase():
     )
     with pytest.raises(ValueError, match="cost pieces: expected increasing from_bytes"):
         CostParameters(1.0, 1.0, 1.0, pieces=((100, 5e-6, 1e-10), (0, 1e-6, 1e-9)))
+
+
+def _fake_evaluation(monkeypatch, rows):
+    """rank_mappings over mappings named as ``rows``' keys with these metrics (time, max and
+    average contention, hop-bytes), the evaluation itself replaced: the order alone tested."""
+    from types import SimpleNamespace
+
+    from petacomm.topology import evaluation_pool
+
+    metrics = {
+        name: SimpleNamespace(
+            predicted_time_s=t, max_contention_flows=mx, avg_contention_flows=av, hop_bytes=hb
+        )
+        for name, (t, mx, av, hb) in rows.items()
+    }
+    monkeypatch.setattr(
+        evaluation_pool,
+        "evaluate_many",
+        lambda n, r, p, maps, *rest: [metrics[m.name] for m in maps],
+    )
+    return [SimpleNamespace(name=name) for name in rows]
+
+
+def test_ranking_ties_fall_through_max_then_average_contention_hop_bytes_and_name(monkeypatch):
+    mappings = _fake_evaluation(
+        monkeypatch,
+        {
+            "a": (1.0, 2.0, 1.0, 10.0),  # ties with b on time (equal at 9 digits) ...
+            "b": (1.0 + 1e-12, 1.0, 3.0, 10.0),  # ... and goes after it: more max contention
+            "c": (1.001, 0.0, 0.0, 0.0),  # 0.1 % slower: after a and b whatever its contention
+            "d": (2.0, 1.0, 1.0, 5.0),  # ties with e up to hop-bytes: after e
+            "e": (2.0, 1.0, 1.0, 4.0),
+            "g": (3.0, 1.0, 1.0, 1.0),  # ties with f on everything: by name
+            "f": (3.0, 1.0, 1.0, 1.0),
+        },
+    )
+    ranked = rank_mappings(None, None, None, mappings, cost=object())
+    assert [r.mapping.name for r in ranked] == ["b", "a", "c", "e", "d", "f", "g"]
+    assert [r.rank for r in ranked] == [1, 2, 3, 4, 5, 6, 7]
+    # ratio = metric / best metric (b's time)
+    best = 1.0 + 1e-12
+    want = [1.0, 1.0 / best, 1.001 / best, 2.0 / best, 2.0 / best, 3.0 / best, 3.0 / best]
+    assert [r.ratio_to_best for r in ranked] == pytest.approx(want, rel=1e-15, abs=0)
+    with pytest.raises(ValueError, match="rank by time needs machine cost parameters"):
+        rank_mappings(None, None, None, mappings)
+
+
+def test_ranking_by_max_contention_with_a_best_of_zero(monkeypatch):
+    # Ranked by max contention (not average: x has the lower average); a best of 0 gives a
+    # ratio of 1 to the mappings as good and infinity to the others.
+    mappings = _fake_evaluation(
+        monkeypatch,
+        {"x": (1.0, 2.0, 0.5, 1.0), "y": (9.0, 0.0, 1.0, 1.0), "z": (9.0, 0.0, 2.0, 1.0)},
+    )
+    ranked = rank_mappings(None, None, None, mappings, rank_by="max-contention")
+    assert [(r.mapping.name, r.ratio_to_best) for r in ranked] == [
+        ("y", 1.0),
+        ("z", 1.0),
+        ("x", float("inf")),
+    ]
+
+
+def test_permutation_candidates_all_or_the_launchers_defaults_then_a_sample():
+    from petacomm.topology.ranking import permutation_candidates
+
+    net = parse_network("torus:2x2")  # letters T, X, Y: 3! = 6 strings
+    every = ["TXY", "TYX", "XTY", "XYT", "YTX", "YXT"]
+    assert permutation_candidates(net, 6) == (every, 6)  # all fit: all, in order
+    assert permutation_candidates(net, 1) == (["TXY"], 6)
+    sample, total = permutation_candidates(net, 4, seed=3)
+    assert total == 6 and sample[:2] == ["TXY", "XYT"] and len(set(sample)) == 4
+    assert set(sample) <= set(every)
+
+
+def test_candidate_lists_are_read_leniently_but_exactly():
+    net = parse_network("torus:4x4x2:t=2")
+    pattern = parse_pattern("grid2d 8x8 box 64KiB")
+    # Spaces around names and a repeated name: each candidate once, in order.
+    names = [m.name for m in candidate_mappings(" block , TXYZ,block, cyclic", net, pattern)]
+    assert names == ["block", "TXYZ", "cyclic"]
+    # A permutation uses each letter once: TXXYZ is no permutation of TXYZ.
+    with pytest.raises(ValueError, match="unknown candidate 'TXXYZ'"):
+        candidate_mappings("TXXYZ", net, pattern)
+    # "all" on a network without permutations: block and cyclic first, then the others.
+    fat_tree = parse_network("fattree:1;4;1;1")
+    every = candidate_mappings("all", fat_tree, parse_pattern("grid2d 2x2 box 1KiB"), 0.2)
+    names = [m.name for m in every]
+    assert names[:3] == ["block", "cyclic", "tile1x1"] and "multilevel" in names
+
+
+def test_format_table_by_hand():
+    from types import SimpleNamespace
+
+    from petacomm.topology.ranking import RankedMapping, format_table
+
+    mib = 1024**2
+
+    def met(mx, av, link, hop, dil, inter, t):
+        return SimpleNamespace(max_contention_flows=mx, avg_contention_flows=av,
+                               max_link_bytes=link, hop_bytes=hop, avg_dilation_hops=dil[0],
+                               max_dilation_hops=dil[1], inter_node_bytes=inter,
+                               predicted_time_s=t)  # fmt: skip
+
+    ranked = [
+        RankedMapping(1, SimpleNamespace(name="block"),
+                      met(3, 1.5, 2 * mib, 3 * mib, (1.25, 3), mib, 0.0025), 1.0),
+        RankedMapping(2, SimpleNamespace(name="a-long-name"),
+                      met(12, 2.25, 10.5 * mib, 0, (2, 4), 0, None), 2.5),
+    ]  # fmt: skip
+    # Figures in MiB (2^20 B) and ms; columns right-aligned to the widest of name, unit
+    # (here "(max-contention)") and figures, the mapping's name left-aligned, two spaces apart.
+    assert format_table(ranked, "max-contention").splitlines() == [
+        "#  max cont.  avg cont.  max link  hop-bytes  dil. avg/max  inter-node  predicted"
+        "             ratio  mapping",
+        "     (flows)    (flows)     (MiB)  (MiB*hop)        (hops)       (MiB)       (ms)"
+        "  (max-contention)",
+        "1       3.00       1.50      2.00        3.0     1.25/3.00         1.0      2.500"
+        "            1.000x  block",
+        "2      12.00       2.25     10.50        0.0     2.00/4.00         0.0        n/a"
+        "            2.500x  a-long-name",
+    ]
