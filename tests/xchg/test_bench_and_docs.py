@@ -485,6 +485,53 @@ def test_offline_partners_both_ways_equal_brute_force():
         assert stats.global_stats.dense_chunks == len({k // 8 for k in holders})
 
 
+def test_offline_owners_hubs_and_multiplicities_against_loops():
+    """Owner messages, keys above each hub threshold and the multiplicity histogram, against
+    loops over each key's holders (owners hashed by the reference's own splitmix64)."""
+    import numpy as np
+    from traffic_reference import OWNER_SALT, holders, splitmix64
+
+    from petacomm.xchg import offline
+
+    rng = np.random.default_rng(9)
+    p = 9
+    keysets = [rng.integers(0, 40, rng.integers(0, 30)) for _ in range(p)]
+    keysets[4] = np.arange(0, 40, 2)  # a rank holding every even key
+    stats = offline.statistics(keysets)
+    by_key = holders(keysets)
+    sends = [set() for _ in range(p)]  # the owners each rank sends its shared values to
+    for key, ranks in by_key.items():
+        owner = ranks[splitmix64(key ^ OWNER_SALT) % len(ranks)]
+        for r in ranks:
+            if len(ranks) >= 2 and r != owner:
+                sends[r].add(owner)
+    assert stats.field("owner_sends").tolist() == [len(s) for s in sends]
+    assert stats.field("owner_recvs").tolist() == [sum(o in s for s in sends) for o in range(p)]
+    for b in range(6):
+        want = [sum(r in rs and len(rs) > 1 << b for rs in by_key.values()) for r in range(p)]
+        assert stats.field(f"hub_keys[{b}]").tolist() == want, b
+    # Keys by multiplicity class: d = 1, 2, 3-4, 5-8, ... (class ceil(log2 d)).
+    classes = [0] * (offline.HUB_LEVELS + 1)
+    for ranks in by_key.values():
+        classes[(len(ranks) - 1).bit_length()] += 1
+    assert list(stats.global_stats.multiplicity) == classes
+    assert classes[2] > 0 and classes[3] > 0  # some keys of 3 and of 5 or more ranks
+
+
+def test_offline_dense_chunks_beyond_the_fused_ones_are_counted():
+    import numpy as np
+
+    from petacomm.xchg import offline
+
+    # Chunks of 2 keys: keys 10000, 10001 and 10004 touch chunks 5000 and 5002 (beyond the
+    # 4096 the fused reduction knows, but spanning few: counted exactly, 2, not estimated as
+    # min(chunks spanned, keys) = 3).
+    keys = [np.array([10000, 10004]), np.array([10001])]
+    stats = offline.statistics(keys, chunk_keys=2)
+    assert stats.global_stats.dense_chunks == 2
+    assert stats.field("dense_chunks").tolist() == [2, 1]
+
+
 @pytest.mark.mpi
 def test_bench_setup_scaling(tmp_path):
     out = tmp_path / "setup.json"

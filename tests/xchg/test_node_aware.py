@@ -47,6 +47,30 @@ def test_node_statistics_hand_worked(partials):
     assert all(int(without.field(name).max()) == 0 for name in NODE_FIELDS)
 
 
+def test_node_statistics_with_a_partial_last_node():
+    from petacomm.xchg import offline
+
+    # Five ranks in nodes of two: {0, 1}, {2, 3}, {4}: three nodes, the last of one rank.
+    keysets = [np.array(k, dtype=np.int64) for k in KEYS + [[4, 7]]]
+    stats = offline.statistics(keysets, node_size=2)
+    assert stats.field("nodes").tolist() == [3] * 5
+    assert stats.field("node_ranks").tolist() == [2, 2, 2, 2, 1]
+    assert stats.field("node_leader").tolist() == [1, 0, 1, 0, 1]
+
+
+def test_messages_between_nodes_hand_worked():
+    from petacomm.xchg import offline
+
+    keysets = [np.array(k, dtype=np.int64) for k in KEYS]
+    # Ranks sharing a key: 0-1 (key 1), 0-2 (2), 1-2, 1-3, 2-3 (3; 2-3 also key 4). Nodes
+    # {0, 1} and {2, 3}: 0-2, 1-2, 1-3 cross, each way: 6 messages; nodes 0-1 each way: 2.
+    assert offline.messages_between_nodes(keysets, 2) == {"ranks": 6, "nodes": 2}
+    # Nodes {0, 1, 2} and {3}: 1-3 and 2-3 cross: 4; the two nodes each way: 2.
+    assert offline.messages_between_nodes(keysets, 3) == {"ranks": 4, "nodes": 2}
+    # One node: nothing crosses.
+    assert offline.messages_between_nodes(keysets, 4) == {"ranks": 0, "nodes": 0}
+
+
 def test_node_aware_price_is_the_documented_formula():
     """docs/sparse-reduce.md: a member pays 2 p2p(1, n_s E) + (3 u + 4 n_s) E gamma; a
     leader 2 p2p(M, V_m E) + p2p(P, max(S, R) E) + (3 u + 6 (V_m + n_s) + 6 U + 2 S + 4 R) E
