@@ -787,11 +787,9 @@ BENCH_VALUES = [
 
 
 @pytest.mark.parametrize("case", BENCH_VALUES, ids=[_case_id(c) for c in BENCH_VALUES])
-def test_a_benchmark_value_is_refused_before_any_launch(case, tmp_path, capsys, monkeypatch):
-    """In this process (a command's start each would cost the suite seconds): one error
-    line naming the option, and the launcher, which records a launch, never called."""
-    from petacomm.cli import main
-
+def test_a_benchmark_value_is_refused_before_any_launch(case, tmp_path, capfd, monkeypatch):
+    """In this process, as the table above: one error line naming the option, and the
+    launcher, which records a launch, never called."""
     args, names = case
     launched = tmp_path / "launched"
     launcher = tmp_path / "mpiexec"
@@ -800,13 +798,13 @@ def test_a_benchmark_value_is_refused_before_any_launch(case, tmp_path, capsys, 
         f"touch {launched}\nexit 1\n"
     )
     launcher.chmod(0o755)
-    monkeypatch.setenv("PETACOMM_MODEL", str(tmp_path / "no-model-here.json"))
-    try:
-        status = main([*args, "--mpiexec", str(launcher)])
-    except SystemExit as stop:  # argparse's refusals
-        status = stop.code
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert status != 0 and len(lines) == 1, lines
-    for name in names:
-        assert name in lines[0], lines[0]
+    expect_clean_error_in_process(
+        *args,
+        "--mpiexec",
+        str(launcher),
+        names=names,
+        env={"PETACOMM_MODEL": str(tmp_path / "no-model-here.json")},
+        capfd=capfd,
+        monkeypatch=monkeypatch,
+    )
     assert not launched.exists()
