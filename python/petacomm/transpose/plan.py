@@ -67,10 +67,8 @@ def build_options(
     options.strategy = str(strategy).encode()
     options.planner = str(planner).encode()
     options.window = integer_argument(window, "window")
-    reps = integer_argument(measure_reps, "measure_reps")
-    if not 1 <= reps <= MAX_REPS:  # the library's bound, before a C int could wrap it
-        raise ValueError(f"measure_reps: must be in [1, {MAX_REPS}], got {reps}")
-    options.measure_reps = reps
+    # the library's bound, checked before a C int could wrap the value
+    options.measure_reps = integer_argument(measure_reps, "measure_reps", (1, MAX_REPS))
     options.node_size = integer_argument(node_size, "node_size")
     if cost is None:
         from petacomm.transpose.cost import cost_params, resolve_model

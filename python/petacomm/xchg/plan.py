@@ -97,10 +97,8 @@ def _derive_options(**given) -> tuple[_capi.Options, _capi.P2PCurve]:
             f"send_window: must be from 0 to {2**31 - 1} sends in flight, got {window}"
         )
     options.send_window = window
-    autotune = whole["autotune"]
-    if not 0 <= autotune <= MAX_REPS:  # the library's bound, before a C int could wrap it
-        raise ValueError(f"autotune: must be in [0, {MAX_REPS}], got {autotune}")
-    options.autotune = autotune
+    # the library's bound, checked before a C int could wrap the value
+    options.autotune = integer_argument(whole["autotune"], "autotune", (0, MAX_REPS))
     options.deterministic = 1 if given["deterministic"] else 0
     options.plan_dtype = _dtype_code(given["dtype"], "dtype")
     k = whole["k"]
