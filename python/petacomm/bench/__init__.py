@@ -7,7 +7,7 @@ from petacomm.errors import PetacommError, refuse_repeats
 # Timed (or warm-up) repetitions at most: 99999999999 ran without end (or, in a native
 # program's atoi, as 1215752191). petacomm-fftfilter, petacomm-halo (-i, -x) and the C
 # drivers (core/bench_driver.h) take the same: the library's bound.
-from petacomm.native import MAX_REPS  # noqa: E402,F401 (the benchmarks import it from here)
+from petacomm.native import MAX_REPS  # noqa: F401 (the benchmarks import it from here)
 from petacomm.units import decimal_int
 
 
